@@ -1,0 +1,81 @@
+"""The ``speedbench`` command: parsing and exit codes only.
+
+Each subcommand lives in ``speedbench/commands/<name>.py`` and exposes
+``register(subparsers)``, which adds its parser and sets ``func(args) -> int``.
+
+Exit codes: 0 success; 1 a run, gate or check failed (a regression, a server that
+died, a failing doctor check); 2 bad usage or invalid input (scenario, data, flags);
+130 interrupted by Ctrl-C / SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from speedbench import __version__
+from speedbench.errors import SpeedbenchError
+
+COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard")
+
+DESCRIPTION = """\
+speedbench measures what speculative decoding buys on vLLM: it launches a server
+per arm (no speculation, EAGLE 3, EAGLE 3.1, ...), replays the same prompts at each
+concurrency level and reports per-user throughput speedup and acceptance length
+with 95% confidence intervals.
+
+typical use:
+  speedbench validate scenarios/kimi_coding.yaml      check a scenario
+  speedbench run scenarios/cpu_tiny.yaml --dry-run    show the exact commands, start nothing
+  speedbench run scenarios/cpu_tiny.yaml              run it; results land in results/
+  speedbench report results/cpu_tiny/<run>            re-render a finished run
+  speedbench gate results/cpu_tiny/<run>              fail CI on regressions
+
+exit codes: 0 ok, 1 failed run/gate/check, 2 invalid input or usage, 130 interrupted
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 too; keep its usage line
+        self.print_usage(sys.stderr)
+        self.exit(2, f"speedbench: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="speedbench",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"speedbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"speedbench.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"speedbench.commands.{name}":
+                continue  # a command not built yet is simply absent from --help
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SpeedbenchError as e:
+        print(f"speedbench: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("speedbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

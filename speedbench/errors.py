@@ -1,0 +1,25 @@
+"""Exceptions that the CLI turns into exit codes without a traceback."""
+
+
+class SpeedbenchError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class ScenarioError(SpeedbenchError):
+    """A scenario, override or data file is invalid (exit code 2)."""
+
+    exit_code = 2
+
+
+class UsageError(SpeedbenchError):
+    """Bad command-line use or unreadable input files (exit code 2)."""
+
+    exit_code = 2
+
+
+class ServerError(SpeedbenchError):
+    """A server failed to start, or died (exit code 1)."""
+
+    exit_code = 1

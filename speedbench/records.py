@@ -1,0 +1,117 @@
+"""The data that flows between modules: prompts in, request records out.
+
+These types are the contract between the workload loaders, the client, the runner,
+the metrics and the results folder. They hold raw observations only: timestamps
+in ``time.perf_counter_ns()`` nanoseconds and integer counts. Derived numbers
+(TPS, TTFT, AL, ...) are computed later by :mod:`speedbench.metrics`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One workload row. ``turns`` holds the user turns; more than one means multi-turn."""
+
+    id: str
+    turns: tuple[str, ...]
+    category: str = ""
+    sub_category: str = ""
+    source: str = ""
+    # Extra labels (entropy tier, context bucket, ...) that reports may group by.
+    tags: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def multiturn(self) -> bool:
+        return len(self.turns) > 1
+
+
+@dataclass
+class SpecStats:
+    """Per-request speculative-decoding counters, normalised from either server shape."""
+
+    num_spec_steps: int = 0  # drafting steps (vLLM "num_drafts")
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0
+    # histogram[j] = steps that accepted exactly j drafts; may be empty if unknown.
+    acceptance_histogram: list[int] = field(default_factory=list)
+    mean_acceptance_length: float | None = None  # as reported by the server, for cross-checks
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "SpecStats | None":
+        if d is None:
+            return None
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass
+class RequestRecord:
+    """One request (one turn of one prompt) as observed by the client.
+
+    All ``t_*`` fields are ``perf_counter_ns`` values from the same process, so only
+    their differences mean anything. ``chunk_ns[i]`` is the arrival time of the i-th
+    SSE chunk that carried output tokens and ``chunk_tokens[i]`` how many it carried.
+    """
+
+    arm: str
+    concurrency: int
+    prompt_index: int  # position in the workload order; the pairing key across arms
+    prompt_id: str
+    variant: str = ""  # workload variant name ("" when the scenario has none)
+    repeat: int = 0
+    turn: int = 0
+    category: str = ""
+    warmup: bool = False
+    t_queued_ns: int = 0  # when the runner took the prompt off its queue
+    t_sent_ns: int = 0  # when the HTTP request was dispatched (the request's clock starts here)
+    t_end_ns: int = 0  # when the stream ended (or the error was observed)
+    chunk_ns: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    prompt_tokens: int | None = None  # from the usage chunk
+    output_tokens: int | None = None  # from the usage chunk; falls back to sum(chunk_tokens)
+    spec: SpecStats | None = None
+    error: str | None = None  # None on success; else a short kind, see ERROR_KINDS
+    error_detail: str | None = None
+    raw_fragment: str | None = None  # offending bytes for malformed/truncated streams
+    output_text: str = ""  # kept for multi-turn replay and debugging
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def n_output(self) -> int:
+        if self.output_tokens is not None:
+            return self.output_tokens
+        return sum(self.chunk_tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["spec"] = self.spec.to_dict() if self.spec else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RequestRecord":
+        d = dict(d)
+        d["spec"] = SpecStats.from_dict(d.get("spec"))
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+# Error kinds the client may record. Kept short and stable: reports group by them.
+ERROR_KINDS = (
+    "http_status",  # non-200 answer; error_detail holds the status and body head
+    "timeout",  # the whole request exceeded its deadline
+    "idle_timeout",  # no bytes for longer than the idle timeout (a stalled stream)
+    "malformed_sse",  # an event that is not valid JSON / not an SSE data line
+    "truncated",  # the stream closed before [DONE]
+    "connection",  # connect / reset errors
+    "server_died",  # the server process exited while the request was in flight
+    "cancelled",  # the run was interrupted
+)

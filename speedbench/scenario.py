@@ -1,0 +1,500 @@
+"""The YAML scenario model: validation, defaults, ``--set`` overrides and arm expansion.
+
+A scenario is data. Pydantic validates it (unknown keys are rejected everywhere) and
+:func:`load_scenario` turns any problem into a :class:`ScenarioError` that names the
+file, the key path, the line, what was expected and how to fix it.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from speedbench.errors import ScenarioError
+
+ArgValue = bool | int | float | str | list[Any] | dict[str, Any] | None
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class DockerSpec(_Strict):
+    image: str = "vllm/vllm-openai:v0.32.0"
+    cache_dir: str = "~/.cache/huggingface"  # mounted at /root/.cache/huggingface
+    extra_args: list[str] = Field(default_factory=list)  # appended to `docker run`
+    shm_size: str | None = None
+
+
+class ServerSpec(_Strict):
+    launcher: Literal["local", "docker", "external"] = "local"
+    model: str | None = None  # required unless every arm is external
+    # Argv prefix that starts vLLM. `vllm serve` takes the model positionally; the CPU
+    # package's `python -m vllm.entrypoints.openai.api_server` takes `--model`.
+    command: list[str] = Field(default_factory=lambda: ["vllm", "serve"])
+    model_arg: Literal["auto", "positional", "flag"] = "auto"
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: int | None = None  # None = pick a free port per server
+    ready_timeout_s: float = Field(1800.0, gt=0)
+    shutdown_grace_s: float = Field(20.0, ge=0)
+    # Name of an environment variable holding the API key; the key itself never
+    # appears in the scenario or in results.
+    api_key_env: str | None = None
+    # GPUs available for placement on this host (None = detect / not applicable).
+    gpus: list[int] | None = None
+    docker: DockerSpec = Field(default_factory=DockerSpec)
+
+    @field_validator("command")
+    @classmethod
+    def _command_nonempty(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("the launch command must have at least one element")
+        return v
+
+
+class SweepSpec(_Strict):
+    """Expands one arm template into several arms (issue: drift sweeps).
+
+    ``num_speculative_tokens`` and ``draft_models`` change the speculative config;
+    ``args`` maps a `vllm serve` argument to a list of values. All lists are crossed.
+    """
+
+    num_speculative_tokens: list[int] = Field(default_factory=list)
+    draft_models: list[str] = Field(default_factory=list)
+    args: dict[str, list[ArgValue]] = Field(default_factory=dict)
+
+    @field_validator("num_speculative_tokens")
+    @classmethod
+    def _k_positive(cls, v: list[int]) -> list[int]:
+        if any(k < 1 for k in v):
+            raise ValueError("every num_speculative_tokens value must be at least 1")
+        return v
+
+
+class ArmSpec(_Strict):
+    name: str = Field(min_length=1)
+    description: str = ""
+    speculative_config: dict[str, Any] | None = None
+    args: dict[str, ArgValue] = Field(default_factory=dict)  # merged over server.args
+    env: dict[str, str] = Field(default_factory=dict)
+    base_url: str | None = None  # an already-running endpoint: health-checked, never stopped
+    gpus: list[int] | None = None
+    sweep: SweepSpec | None = None
+    # Filled in by sweep expansion so reports can group arms of one template.
+    template: str | None = None
+    sweep_values: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name_chars(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", v):
+            raise ValueError("arm names may use letters, digits, '.', '_' and '-' and must start with a letter or digit")
+        return v
+
+    @model_validator(mode="after")
+    def _spec_needs_method(self) -> "ArmSpec":
+        sc = self.speculative_config
+        if sc is not None:
+            method = sc.get("method")
+            if not method:
+                raise ValueError("speculative_config needs a 'method' (eagle3, draft_model, ngram, ...)")
+            if method not in ("ngram", "suffix") and not sc.get("model") and not (
+                self.sweep and self.sweep.draft_models
+            ):
+                raise ValueError(
+                    f"speculative_config with method '{method}' needs a draft 'model' "
+                    "(a local path or a Hugging Face name)"
+                )
+        return self
+
+    @property
+    def is_speculative(self) -> bool:
+        return self.speculative_config is not None
+
+
+class VariantSpec(_Strict):
+    """One point on a workload axis (system prompt, chat-template kwargs, length bucket)."""
+
+    name: str = Field(min_length=1)
+    system_prompt: str | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    input_tokens: int | None = Field(None, gt=0)  # pad prompts to this length (context bucket)
+    config: str | None = None  # a SPEED-Bench config for this variant (e.g. throughput_8k)
+
+
+class WorkloadSpec(_Strict):
+    source: Literal["speed_bench", "sample", "jsonl", "random"] = "sample"
+    path: str | None = None  # local SPEED-Bench folder, or the JSONL file
+    config: str = "qualitative"
+    categories: list[str] = Field(default_factory=list)
+    entropy_tiers: list[str] = Field(default_factory=list)
+    num_prompts: int | None = Field(None, gt=0)
+    seed: int = 0
+    api: Literal["chat", "completions"] = "chat"
+    chat_template: Literal["server", "client"] = "server"
+    tokenizer: str | None = None  # for client-side templating / padding; default: the model
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    system_prompt: str | None = None
+    temperature: float = Field(0.0, ge=0)
+    top_p: float | None = None
+    max_tokens: int = Field(4096, gt=0)
+    ignore_eos: bool = False
+    warmup: int = Field(2, ge=0)
+    request_timeout_s: float = Field(600.0, gt=0)
+    idle_timeout_s: float = Field(60.0, gt=0)
+    allow_random: bool = False  # random-token prompts overstate SD speedups; opt in explicitly
+    variants: list[VariantSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> "WorkloadSpec":
+        if self.source == "jsonl" and not self.path:
+            raise ValueError("source 'jsonl' needs 'path' (a JSONL file of prompts or chat messages)")
+        names = [v.name for v in self.variants]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"duplicate variant names: {sorted(dup)}")
+        return self
+
+
+class Reference(_Strict):
+    """Published figures shown beside the measured ones. Keys are concurrency levels."""
+
+    source: str = ""
+    arm: str | None = None  # the speculative arm the figures refer to
+    speedup: dict[int, float] = Field(default_factory=dict)
+    acceptance_length: dict[str, float] = Field(default_factory=dict)  # per category
+
+
+class GateSpec(_Strict):
+    """One CI gate. See docs/gates.md."""
+
+    metric: Literal["speedup", "acceptance_length", "per_user_tps", "error_rate", "output_tps"]
+    arm: str | None = None  # default: every speculative arm
+    concurrency: int | None = None  # default: every level
+    variant: str | None = None
+    min: float | None = None
+    max: float | None = None
+    # Relative gate: fail when the value dropped by more than this fraction against the
+    # baseline run AND the confidence intervals say the drop is real.
+    max_regression: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> "GateSpec":
+        if self.min is None and self.max is None and self.max_regression is None:
+            raise ValueError("a gate needs 'min', 'max' or 'max_regression'")
+        return self
+
+
+class Scenario(_Strict):
+    name: str = Field(min_length=1)
+    description: str = ""
+    # Folder of tiny local fixtures (`speedbench fixtures tiny DIR`) that `run` builds
+    # first when missing; relative to the working directory.
+    fixtures: str | None = None
+    server: ServerSpec = Field(default_factory=ServerSpec)
+    arms: list[ArmSpec] = Field(min_length=1)
+    baseline: str | None = None  # the arm speedups divide by; default: the first non-speculative arm
+    workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
+    repeats: int = Field(1, ge=1)
+    # Keep running the remaining arms when one arm fails to start or dies.
+    continue_on_arm_failure: bool = True
+    reference: Reference = Field(default_factory=Reference)
+    gates: list[GateSpec] = Field(default_factory=list)
+
+    @field_validator("concurrency")
+    @classmethod
+    def _conc_positive(cls, v: list[int]) -> list[int]:
+        bad = [c for c in v if c < 1]
+        if bad:
+            raise ValueError(f"concurrency levels must be positive integers, got {bad}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"concurrency levels must be distinct, got {v}")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _name_chars(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", v):
+            raise ValueError("the scenario name is used as a folder name: letters, digits, '.', '_' and '-' only")
+        return v
+
+    @model_validator(mode="after")
+    def _arms(self) -> "Scenario":
+        names = [a.name for a in self.arms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate arm names: {dup}; every arm needs its own name")
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline '{self.baseline}' is not an arm; arms are {names}")
+        needs_model = any(a.base_url is None for a in self.arms) and self.server.launcher != "external"
+        if needs_model and not self.server.model:
+            raise ValueError("server.model is required when speedbench launches servers")
+        if self.server.launcher == "external":
+            missing = [a.name for a in self.arms if not a.base_url]
+            if missing:
+                raise ValueError(f"launcher 'external' needs a base_url on every arm; missing on {missing}")
+        return self
+
+    # ---- derived views -------------------------------------------------------------
+
+    @property
+    def baseline_arm(self) -> str | None:
+        if self.baseline:
+            return self.baseline
+        for a in self.arms:
+            if not a.is_speculative:
+                return a.name
+        return None
+
+    def arm(self, name: str) -> ArmSpec:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def variant_names(self) -> list[str]:
+        return [v.name for v in self.workload.variants] or [""]
+
+
+# ---- sweep expansion ---------------------------------------------------------------
+
+
+def _fmt_value(v: Any) -> str:
+    s = str(v).lower() if isinstance(v, bool) else str(v)
+    s = s.rstrip("/").split("/")[-1]  # a draft path names the arm by its last component
+    return re.sub(r"[^A-Za-z0-9_.\-]", "-", s)
+
+
+def expand_arms(arms: list[ArmSpec]) -> list[ArmSpec]:
+    """Replace every arm that has a ``sweep`` with one arm per combination of values."""
+    out: list[ArmSpec] = []
+    for arm in arms:
+        if arm.sweep is None:
+            out.append(arm)
+            continue
+        sw = arm.sweep
+        axes: list[tuple[str, list[Any]]] = []
+        if sw.draft_models:
+            axes.append(("draft", sw.draft_models))
+        if sw.num_speculative_tokens:
+            axes.append(("k", sw.num_speculative_tokens))
+        for key, values in sw.args.items():
+            axes.append((key, values))
+        if not axes:
+            out.append(arm.model_copy(update={"sweep": None}))
+            continue
+        for combo in itertools.product(*[vals for _, vals in axes]):
+            spec = copy.deepcopy(arm.speculative_config) if arm.speculative_config else None
+            args = dict(arm.args)
+            values: dict[str, Any] = {}
+            parts = [arm.name]
+            for (axis, _), val in zip(axes, combo):
+                values[axis] = val
+                if axis == "draft":
+                    if spec is None:
+                        raise ValueError(f"arm '{arm.name}': sweep.draft_models needs a speculative_config")
+                    spec["model"] = val
+                    parts.append(_fmt_value(val))
+                elif axis == "k":
+                    if spec is None:
+                        raise ValueError(f"arm '{arm.name}': sweep.num_speculative_tokens needs a speculative_config")
+                    spec["num_speculative_tokens"] = val
+                    parts.append(f"k{val}")
+                else:
+                    args[axis] = val
+                    parts.append(f"{_fmt_value(axis)}{_fmt_value(val)}")
+            out.append(
+                arm.model_copy(
+                    update={
+                        "name": "-".join(parts),
+                        "speculative_config": spec,
+                        "args": args,
+                        "sweep": None,
+                        "template": arm.name,
+                        "sweep_values": values,
+                    }
+                )
+            )
+    return out
+
+
+# ---- loading and error reporting -----------------------------------------------------
+
+
+def _line_map(text: str) -> dict[tuple[Any, ...], int]:
+    """Map key paths to 1-based line numbers using the YAML node tree."""
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return lines
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value
+                lines[path + (key,)] = k.start_mark.line + 1
+                walk(v, path + (key,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                walk(v, path + (i,))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _fmt_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+_HINTS = {
+    "extra_forbidden": "remove it or check its spelling against the scenario reference in README.md",
+    "missing": "add this key",
+    "literal_error": "use one of the allowed values",
+}
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    # Pydantic inserts union-member and validator tags ("function-after[...]", "str") into
+    # locations; users only care about their own keys.
+    return tuple(p for p in loc if isinstance(p, int) or not re.match(r"^(function-|str$|int$|float$|bool$|list\[|dict\[|none$|json-or-python)", str(p)))
+
+
+def format_validation_error(path: str, text: str, err: ValidationError) -> ScenarioError:
+    lines = _line_map(text)
+    parts = []
+    for e in err.errors():
+        loc = _clean_loc(tuple(e["loc"]))
+        # a model_validator error has no field; point at the closest existing key
+        line = None
+        probe = loc
+        while probe and line is None:
+            line = lines.get(probe)
+            probe = probe[:-1]
+        where = f"{path}:{line}" if line else path
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown key '{loc[-1]}'"
+        hint = _HINTS.get(e["type"], "")
+        item = f"{where}: {_fmt_path(loc)}: {msg}"
+        if e["type"] not in ("extra_forbidden", "missing") and "input" in e and not isinstance(e["input"], dict):
+            item += f" (got {e['input']!r})"
+        if hint:
+            item += f" -- fix: {hint}"
+        parts.append(item)
+    head = f"invalid scenario {path} ({len(parts)} problem{'s' if len(parts) != 1 else ''}):"
+    return ScenarioError(head + "\n  " + "\n  ".join(parts))
+
+
+def parse_override(expr: str) -> tuple[list[str], Any]:
+    if "=" not in expr:
+        raise ScenarioError(f"--set {expr!r}: expected KEY.PATH=VALUE, e.g. --set workload.max_tokens=256")
+    key, raw = expr.split("=", 1)
+    if not key:
+        raise ScenarioError(f"--set {expr!r}: the key path is empty")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``a.b.c=value`` overrides; list items are addressed by index or by arm name."""
+    data = copy.deepcopy(data)
+    for expr in overrides:
+        keys, value = parse_override(expr)
+        node: Any = data
+        for i, key in enumerate(keys):
+            last = i == len(keys) - 1
+            if isinstance(node, list):
+                idx = _list_index(node, key, expr)
+                if last:
+                    node[idx] = value
+                else:
+                    node = node[idx]
+            elif isinstance(node, dict):
+                if last:
+                    node[key] = value
+                else:
+                    if node.get(key) is None:
+                        node[key] = {}
+                    node = node[key]
+            else:
+                raise ScenarioError(f"--set {expr!r}: '{'.'.join(keys[:i])}' is not a mapping or list")
+    return data
+
+
+def _list_index(node: list[Any], key: str, expr: str) -> int:
+    if key.isdigit() and int(key) < len(node):
+        return int(key)
+    for j, item in enumerate(node):
+        if isinstance(item, dict) and item.get("name") == key:
+            return j
+    raise ScenarioError(f"--set {expr!r}: no list item '{key}' (use an index or an arm name)")
+
+
+def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
+    p = Path(path)
+    if not p.exists():
+        raise ScenarioError(f"scenario file not found: {p} -- fix: check the path (scenarios live in scenarios/)")
+    text = p.read_text()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        problem = getattr(e, "problem", None) or str(e)
+        raise ScenarioError(
+            f"invalid scenario {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near that line"
+        ) from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"invalid scenario {p}: the top level must be a mapping with 'name', 'server', 'arms', ...")
+    return text, data
+
+
+def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = "") -> Scenario:
+    try:
+        sc = Scenario.model_validate(data)
+    except ValidationError as e:
+        raise format_validation_error(path, text, e) from None
+    try:
+        arms = expand_arms(sc.arms)
+    except ValueError as e:
+        raise ScenarioError(f"invalid scenario {path}: arms: {e}") from None
+    names = [a.name for a in arms]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ScenarioError(f"invalid scenario {path}: arms: sweep expansion produced duplicate arm names {dup}")
+    return sc.model_copy(update={"arms": arms})
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Read, override, validate and expand a scenario file."""
+    text, data = load_raw(path)
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return validate_data(data, str(path), text)
+
+
+def resolved_dict(sc: Scenario) -> dict[str, Any]:
+    """The fully resolved scenario as plain data, for saving next to results."""
+    return sc.model_dump(mode="json", exclude_none=False)
