@@ -418,38 +418,47 @@ def parse_override(expr: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``a.b.c=value`` overrides; list items are addressed by index or by arm name."""
+    """Apply ``a.b.c=value`` overrides; list items are addressed by index or by name.
+
+    Names may contain dots (``arms.eagle3.1.args.x=1``): at a list, the longest run of
+    path parts that spells an item's name wins.
+    """
     data = copy.deepcopy(data)
     for expr in overrides:
         keys, value = parse_override(expr)
         node: Any = data
-        for i, key in enumerate(keys):
-            last = i == len(keys) - 1
+        i = 0
+        while i < len(keys):
             if isinstance(node, list):
-                idx = _list_index(node, key, expr)
-                if last:
+                idx, used = _list_index(node, keys[i:], expr)
+                i += used
+                if i == len(keys):
                     node[idx] = value
                 else:
                     node = node[idx]
-            elif isinstance(node, dict):
-                if last:
-                    node[key] = value
-                else:
-                    if node.get(key) is None:
-                        node[key] = {}
-                    node = node[key]
-            else:
+                continue
+            if not isinstance(node, dict):
                 raise ScenarioError(f"--set {expr!r}: '{'.'.join(keys[:i])}' is not a mapping or list")
+            key = keys[i]
+            i += 1
+            if i == len(keys):
+                node[key] = value
+            else:
+                if node.get(key) is None:
+                    node[key] = {}
+                node = node[key]
     return data
 
 
-def _list_index(node: list[Any], key: str, expr: str) -> int:
-    if key.isdigit() and int(key) < len(node):
-        return int(key)
-    for j, item in enumerate(node):
-        if isinstance(item, dict) and item.get("name") == key:
-            return j
-    raise ScenarioError(f"--set {expr!r}: no list item '{key}' (use an index or an arm name)")
+def _list_index(node: list[Any], keys: list[str], expr: str) -> tuple[int, int]:
+    for n in range(len(keys), 0, -1):
+        name = ".".join(keys[:n])
+        for j, item in enumerate(node):
+            if isinstance(item, dict) and item.get("name") == name:
+                return j, n
+    if keys[0].isdigit() and int(keys[0]) < len(node):
+        return int(keys[0]), 1
+    raise ScenarioError(f"--set {expr!r}: no list item '{keys[0]}' (use an index or an arm name)")
 
 
 def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:

@@ -1,0 +1,109 @@
+"""What a run will do, before it does it: launches, GPU schedule, request counts.
+
+Used by ``speedbench run --dry-run`` (printed) and by the run itself (executed), so the
+dry-run can never drift from what actually starts.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from speedbench.engine.command import LaunchSpec, launch_spec, merged_args, redact_env
+from speedbench.scenario import ArmSpec, Scenario
+
+# A vLLM start on this kind of CPU host takes about a minute; GPU hosts loading large
+# weights take far longer. Used only for the dry-run's cost estimate.
+EST_START_S_CPU = 60.0
+
+
+@dataclass
+class ArmPlan:
+    arm: ArmSpec
+    launch: LaunchSpec
+    gpus_per_server: int = 1
+
+    @property
+    def launched(self) -> bool:
+        return self.launch.base_url is None
+
+
+@dataclass
+class Plan:
+    scenario: Scenario
+    arms: list[ArmPlan]
+    waves: list[list[str]]  # arms in one wave run concurrently (disjoint GPU sets)
+    n_prompts: int
+    n_warmup: int
+    overrides: list[str] = field(default_factory=list)
+
+    @property
+    def n_launches(self) -> int:
+        return sum(1 for a in self.arms if a.launched)
+
+    @property
+    def n_points(self) -> int:
+        sc = self.scenario
+        return len(self.arms) * len(sc.concurrency) * len(sc.variant_names)
+
+    def n_requests(self, turns_per_prompt: float = 1.0) -> int:
+        sc = self.scenario
+        per_point = round(self.n_prompts * turns_per_prompt) * sc.repeats + self.n_warmup
+        return per_point * self.n_points
+
+
+def gpus_per_server(sc: Scenario, arm: ArmSpec) -> int:
+    args = merged_args(sc.server, arm)
+    tp = int(args.get("tensor-parallel-size") or args.get("tensor_parallel_size") or 1)
+    pp = int(args.get("pipeline-parallel-size") or args.get("pipeline_parallel_size") or 1)
+    return tp * pp
+
+
+def _schedule(sc: Scenario, inventory: list[int] | None) -> tuple[dict[str, list[int] | None], list[list[str]]]:
+    """Assign GPU sets and group arms into concurrent waves; sequential without GPUs."""
+    try:
+        from speedbench.engine import placement
+    except ImportError:  # pragma: no cover - placement is part of the engine package
+        placement = None
+    if placement is None or not inventory:
+        return {a.name: a.gpus for a in sc.arms}, [[a.name] for a in sc.arms]
+    needs = {a.name: gpus_per_server(sc, a) for a in sc.arms}
+    return placement.place(sc.arms, inventory, needs)
+
+
+def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: int | None = None,
+               overrides: list[str] | None = None) -> Plan:
+    inv = inventory if inventory is not None else sc.server.gpus
+    gpu_sets, waves = _schedule(sc, inv)
+    arms = [
+        ArmPlan(arm=a, launch=launch_spec(sc, a, gpu_sets.get(a.name)), gpus_per_server=gpus_per_server(sc, a))
+        for a in sc.arms
+    ]
+    return Plan(
+        scenario=sc,
+        arms=arms,
+        waves=waves,
+        n_prompts=n_prompts if n_prompts is not None else (sc.workload.num_prompts or 0),
+        n_warmup=sc.workload.warmup,
+        overrides=list(overrides or []),
+    )
+
+
+def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None) -> list[str]:
+    """The argv a user could paste: for docker the full `docker run`, else the vLLM command."""
+    port = port if port is not None else (sc.server.port or 8000)
+    if sc.server.launcher == "docker":
+        from speedbench.engine.docker import docker_run_argv
+
+        return docker_run_argv(ap.launch, sc.server.docker, port, f"speedbench-{sc.name}-{ap.arm.name}")
+    return ap.launch.argv_with_port(port)
+
+
+def display_env(sc: Scenario, ap: ArmPlan) -> dict[str, str]:
+    extra = (sc.server.api_key_env,) if sc.server.api_key_env else ()
+    return redact_env(ap.launch.env_with_gpus(), extra)
+
+
+def shell_line(argv: list[str], env: dict[str, str]) -> str:
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return (prefix + " " if prefix else "") + shlex.join(argv)
