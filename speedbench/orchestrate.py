@@ -1,0 +1,346 @@
+"""Executing a plan: one server per arm, every (concurrency, variant) point, results on disk.
+
+The order of work per arm: start the server (or connect), wait until a 1-token request
+succeeds, record provenance, then for each variant and concurrency level run warmup,
+snapshot Prometheus, replay the measured prompts, snapshot again. Records are appended
+to the run folder as they complete, so an interrupted run keeps everything it measured
+and ``--resume`` continues from the finished points.
+
+Arms whose GPU sets are disjoint run concurrently, each in its own thread with its own
+event loop; the main thread only waits, so Ctrl-C / SIGTERM are handled in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from speedbench.errors import ServerError, SpeedbenchError, UsageError
+from speedbench.plan import ArmPlan, Plan, build_plan
+from speedbench.records import Prompt, RequestRecord
+from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, validate_data
+
+# Prometheus counters are updated by the API server as outputs stream back; poll until
+# two scrapes agree so the "after" snapshot includes the last requests' steps.
+_SCRAPE_SETTLE_S = 0.3
+_SCRAPE_SETTLE_TRIES = 10
+
+
+@dataclass
+class RunContext:
+    """Everything one run shares across arms. Passed explicitly; nothing is global."""
+
+    scenario: Scenario
+    plan: Plan
+    run_dir: Any  # speedbench.results.RunDir
+    live: Any  # speedbench.report.live.LiveProgress
+    warmup: list[Prompt]
+    measured: list[Prompt]
+    done_points: set[tuple[str, int, str]]
+    stop: threading.Event = field(default_factory=threading.Event)
+    servers: list[Any] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    failures: dict[str, str] = field(default_factory=dict)
+    tokenizer: Any = None
+
+
+# ---- entry points ------------------------------------------------------------------
+
+
+def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
+    from speedbench.results import RunDir
+
+    if not skip_doctor and not _doctor_ok(sc, console):
+        return 1
+    run_dir = RunDir.create(output_root, sc.name)
+    run_dir.write_scenario(resolved_dict(sc), overrides)
+    console.print(f"run folder: {run_dir.path}")
+    return _execute(sc, run_dir, console, resume=False)
+
+
+def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
+    from speedbench.results import RunDir
+
+    run_dir = RunDir.open(path)
+    scen_file = run_dir.scenario_path
+    data = yaml.safe_load(scen_file.read_text())
+    if overrides:
+        data = apply_overrides(data, overrides)
+    sc = validate_data(data, str(scen_file), scen_file.read_text())
+    if not skip_doctor and not _doctor_ok(sc, console):
+        return 1
+    console.print(f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept")
+    return _execute(sc, run_dir, console, resume=True)
+
+
+def _doctor_ok(sc: Scenario, console: Console) -> bool:
+    from speedbench.commands.doctor import print_checks
+    from speedbench.doctor import exit_code, run_checks
+
+    checks = run_checks(sc)
+    if exit_code(checks) == 0:
+        warns = sum(1 for c in checks if c.status == "warn")
+        console.print(f"pre-flight checks: ok ({len(checks)} checks, {warns} warnings; `speedbench doctor` shows them)")
+        return True
+    print_checks(checks, console)
+    console.print("[red]pre-flight checks failed[/red]; fix the above or pass --skip-doctor to run anyway")
+    return False
+
+
+# ---- the run -----------------------------------------------------------------------
+
+
+def _prepare(sc: Scenario) -> tuple[list[Prompt], list[Prompt], Any]:
+    from speedbench.workload import load_prompts, split_warmup
+
+    if sc.fixtures:
+        from speedbench.fixtures import ensure_tiny
+
+        ensure_tiny(Path(sc.fixtures))
+    prompts = load_prompts(sc.workload)
+    warmup, measured = split_warmup(prompts, sc.workload.warmup)
+    tokenizer = None
+    if sc.workload.chat_template == "client":
+        from speedbench.workload.chat import load_tokenizer
+
+        tokenizer = load_tokenizer(sc.workload.tokenizer or sc.server.model)
+    return warmup, measured, tokenizer
+
+
+def _inventory(sc: Scenario) -> list[int] | None:
+    if sc.server.gpus is not None:
+        return sc.server.gpus
+    from speedbench.engine.gpus import detect_gpus
+
+    return [g.index for g in detect_gpus()] or None
+
+
+def _execute(sc: Scenario, run_dir: Any, console: Console, *, resume: bool) -> int:
+    from speedbench.report.live import LiveProgress
+
+    warmup, measured, tokenizer = _prepare(sc)
+    plan = build_plan(sc, inventory=_inventory(sc), n_prompts=len(measured))
+    done = run_dir.finished_points() if resume else set()
+    interrupted = False
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame):  # SIGTERM behaves like Ctrl-C: tear down, keep results
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        with LiveProgress(console) as live:
+            ctx = RunContext(sc, plan, run_dir, live, warmup, measured, done, tokenizer=tokenizer)
+            try:
+                for wave in plan.waves:
+                    _run_wave(ctx, [a for a in plan.arms if a.arm.name in wave])
+                    if ctx.stop.is_set():
+                        break
+            except KeyboardInterrupt:
+                interrupted = True
+                _interrupt(ctx)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+    return _finish(ctx, console, interrupted)
+
+
+def _run_wave(ctx: RunContext, arms: list[ArmPlan]) -> None:
+    with cf.ThreadPoolExecutor(max_workers=len(arms), thread_name_prefix="arm") as pool:
+        futures = [pool.submit(_run_arm, ctx, ap) for ap in arms]
+        pending = set(futures)
+        # Short waits keep the main thread responsive to signals.
+        while pending:
+            _, pending = cf.wait(pending, timeout=0.2)
+        for f in futures:
+            f.result()
+
+
+def _interrupt(ctx: RunContext) -> None:
+    ctx.stop.set()
+    ctx.live.message("interrupted: stopping servers and saving what was measured")
+    with ctx.lock:
+        servers = list(ctx.servers)
+    for s in servers:
+        try:
+            s.stop()
+        except Exception as e:  # keep stopping the others
+            ctx.live.message(f"could not stop a server cleanly: {e}")
+
+
+def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
+    from speedbench.engine import make_server
+    from speedbench.engine.provenance import collect_provenance
+
+    sc, arm = ctx.scenario, ap.arm
+    variants: list[VariantSpec | None] = list(sc.workload.variants) or [None]
+    todo = [
+        (v, c)
+        for v in variants
+        for c in sc.concurrency
+        if (arm.name, c, v.name if v else "") not in ctx.done_points
+    ]
+    if not todo or ctx.stop.is_set():
+        return
+    ctx.live.server_starting(arm.name)
+    server = make_server(
+        sc, ap.launch, ctx.run_dir.log_path(arm.name),
+        on_progress=lambda elapsed, line: ctx.live.server_progress(arm.name, elapsed, line),
+    )
+    with ctx.lock:
+        ctx.servers.append(server)
+    t0 = time.monotonic()
+    try:
+        with server:
+            server.wait_ready()
+            if ctx.stop.is_set():
+                return
+            ctx.live.server_ready(arm.name, time.monotonic() - t0)
+            prov = collect_provenance(sc, arm, ap.launch, server.argv, server.env, server.base_url)
+            ctx.run_dir.save_provenance(arm.name, prov)
+            for variant, conc in todo:
+                if ctx.stop.is_set():
+                    return
+                failure = _run_point(ctx, server, arm.name, conc, variant)
+                if failure:
+                    ctx.failures[arm.name] = failure
+                    _mark_rest_failed(ctx, arm.name, todo, (variant, conc), failure)
+                    return
+    except ServerError as e:
+        if ctx.stop.is_set():
+            return
+        msg = str(e)
+        ctx.failures[arm.name] = msg
+        ctx.live.message(f"arm {arm.name} failed: {msg}")
+        _mark_rest_failed(ctx, arm.name, todo, None, msg.splitlines()[0])
+        if not sc.continue_on_arm_failure:
+            ctx.stop.set()
+    finally:
+        with ctx.lock:
+            if server in ctx.servers:
+                ctx.servers.remove(server)
+
+
+def _mark_rest_failed(ctx: RunContext, arm: str, todo, after, failure: str) -> None:
+    started = after is None
+    for v, c in todo:
+        if not started:
+            started = (v, c) == after
+            continue
+        ctx.run_dir.mark_point(arm, c, v.name if v else "", status="failed", failure=failure)
+
+
+def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: VariantSpec | None) -> str | None:
+    """Run one (arm, concurrency, variant) point; returns a failure message or None."""
+    from speedbench.client import ClientConfig
+    from speedbench.runner import run_point
+    from speedbench.scrape import scrape
+    from speedbench.workload.chat import RequestBuilder
+
+    sc = ctx.scenario
+    vname = variant.name if variant else ""
+    builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.tokenizer)
+    cfg = ClientConfig(
+        base_url=server.base_url,
+        api_key=server.api_key,
+        request_timeout_s=sc.workload.request_timeout_s,
+        idle_timeout_s=sc.workload.idle_timeout_s,
+    )
+    total = len(ctx.measured) * sc.repeats
+    ctx.live.point_started(arm, conc, vname, total)
+
+    def alive() -> str | None:
+        if ctx.stop.is_set():
+            return "interrupted"
+        return server.dead()
+
+    def on_record(rec: RequestRecord) -> None:
+        ctx.run_dir.append_record(rec)
+        ctx.live.record_done(rec)
+
+    async def point() -> tuple[list[Any], str, str]:
+        if ctx.warmup:
+            await run_point(cfg, builder, ctx.warmup, arm=arm, concurrency=conc, variant=vname,
+                            server_alive=alive)
+        before = await _settled_scrape(scrape, server.base_url)
+        results = []
+        for r in range(sc.repeats):
+            res = await run_point(cfg, builder, ctx.measured, arm=arm, concurrency=conc, variant=vname,
+                                  repeat=r, on_record=on_record, server_alive=alive)
+            results.append(res)
+            if res.aborted:
+                break
+        after = await _settled_scrape(scrape, server.base_url) if not results[-1].aborted else ""
+        return results, before, after
+
+    results, before, after = asyncio.run(point())
+    aborted = next((r.aborted for r in results if r.aborted), None)
+    ctx.run_dir.save_prometheus(arm, conc, vname, before, after)
+    n_err = sum(1 for r in results for rec in r.records if rec.error)
+    status = "failed" if aborted else ("partial" if n_err else "ok")
+    failure = None
+    if aborted and aborted != "interrupted":
+        failure = f"server died during concurrency {conc}: {aborted}"
+    ctx.run_dir.mark_point(
+        arm, conc, vname, status=status if aborted != "interrupted" else "interrupted",
+        failure=failure or (aborted or ""),
+        wall_s=sum(r.wall_s for r in results),
+        loop_lag_ms_max=max((r.loop_lag_ms.get("max", 0.0) for r in results), default=0.0),
+        n_errors=n_err,
+    )
+    ctx.live.point_done(arm, conc, vname)
+    return failure
+
+
+async def _settled_scrape(scrape, base_url: str) -> str:
+    text = await scrape(base_url)
+    for _ in range(_SCRAPE_SETTLE_TRIES):
+        await asyncio.sleep(_SCRAPE_SETTLE_S)
+        again = await scrape(base_url)
+        if _spec_part(again) == _spec_part(text):
+            return again
+        text = again
+    return text
+
+
+def _spec_part(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("vllm:spec_decode") or ln.startswith("vllm:generation_tokens")]
+
+
+# ---- after the run -----------------------------------------------------------------
+
+
+def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
+    from speedbench.report.summarize_run import summarize_run_dir
+    from speedbench.report.terminal import print_summary
+
+    run_dir = ctx.run_dir
+    try:
+        summary = summarize_run_dir(run_dir)
+        print_summary(summary, console)
+    except SpeedbenchError:
+        raise
+    except Exception as e:  # the records are safe on disk; say how to re-render
+        raise UsageError(f"could not summarise {run_dir.path}: {e}; re-run `speedbench report {run_dir.path}`") from e
+    console.print(f"results: {run_dir.path}")
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted[/yellow]: partial results and summary written. Resume with:\n"
+            f"  speedbench run --resume {run_dir.path}"
+        )
+        return 130
+    if ctx.failures:
+        for arm, msg in ctx.failures.items():
+            console.print(f"[red]arm {arm} failed[/red]: {msg.splitlines()[0]}")
+        return 1
+    return 0
