@@ -504,6 +504,17 @@ def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scena
     return validate_data(data, str(path), text)
 
 
+def select_arms(sc: Scenario, names: list[str]) -> Scenario:
+    """Keep only the named arms (after sweep expansion); a sweep template name keeps all its arms."""
+    known = {a.name for a in sc.arms} | {a.template for a in sc.arms if a.template}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ScenarioError(f"--arms: no arm named {unknown}; arms are {[a.name for a in sc.arms]}")
+    keep = [a for a in sc.arms if a.name in names or (a.template and a.template in names)]
+    baseline = sc.baseline if sc.baseline in {a.name for a in keep} else None
+    return sc.model_copy(update={"arms": keep, "baseline": baseline})
+
+
 def resolved_dict(sc: Scenario) -> dict[str, Any]:
     """The fully resolved scenario as plain data, for saving next to results."""
     return sc.model_dump(mode="json", exclude_none=False)

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from speedbench.errors import UsageError
 from speedbench.plan import Plan, build_plan, display_argv, display_env, shell_line
-from speedbench.scenario import load_scenario
+from speedbench.scenario import load_scenario, select_arms
 
 HELP = """\
 Run a scenario. For every arm speedbench starts one vLLM server (or uses the arm's
@@ -33,6 +33,7 @@ def register(sub) -> None:
                    help="override a scenario value (repeatable)")
     p.add_argument("--output", "-o", default="results", metavar="DIR", help="results root (default: results)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit; launches nothing")
+    p.add_argument("--arms", metavar="A,B", help="run only these arms (comma-separated names or sweep templates)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run folder")
     p.add_argument("--skip-doctor", action="store_true", help="do not run the pre-flight checks first")
     p.set_defaults(func=run)
@@ -98,6 +99,8 @@ def run(args) -> int:
     if not args.scenario:
         raise UsageError("run needs a scenario file, e.g. speedbench run scenarios/cpu_tiny.yaml")
     sc = load_scenario(args.scenario, args.overrides)
+    if args.arms:
+        sc = select_arms(sc, [a.strip() for a in args.arms.split(",") if a.strip()])
     if args.dry_run:
         print_plan(build_plan(sc, overrides=args.overrides), console)
         return 0
