@@ -78,6 +78,14 @@ class SweepSpec(_Strict):
             raise ValueError("every num_speculative_tokens value must be at least 1")
         return v
 
+    @field_validator("args")
+    @classmethod
+    def _args_nonempty(cls, v: dict[str, list[ArgValue]]) -> dict[str, list[ArgValue]]:
+        empty = [k for k, vals in v.items() if not vals]
+        if empty:
+            raise ValueError(f"sweep.args lists must not be empty (empty: {empty}); an empty axis would drop the arm")
+        return v
+
 
 class ArmSpec(_Strict):
     name: str = Field(min_length=1)
@@ -320,6 +328,8 @@ def expand_arms(arms: list[ArmSpec]) -> list[ArmSpec]:
                         "speculative_config": spec,
                         "args": args,
                         "sweep": None,
+                        "env": dict(arm.env),
+                        "gpus": list(arm.gpus) if arm.gpus is not None else None,
                         "template": arm.name,
                         "sweep_values": values,
                     }
@@ -493,6 +503,11 @@ def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = ""
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ScenarioError(f"invalid scenario {path}: arms: sweep expansion produced duplicate arm names {dup}")
+    if sc.baseline is not None and sc.baseline not in names:
+        raise ScenarioError(
+            f"invalid scenario {path}: baseline: '{sc.baseline}' is a sweep template; "
+            f"name one expanded arm instead (one of {names})"
+        )
     return sc.model_copy(update={"arms": arms})
 
 
