@@ -60,11 +60,21 @@ def args_to_argv(args: dict[str, Any]) -> list[str]:
     return argv
 
 
+# Flags that vLLM rejects at start unless speculative decoding is on (0.32 raises in
+# VllmConfig.__post_init__). A scenario sets them once in server.args; the baseline
+# arm must not get them.
+SPEC_ONLY_ARGS = ("per-request-spec-decode-metrics",)
+
+
 def merged_args(server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
     args = dict(server.args)
     args.update(arm.args)
     if arm.speculative_config is not None:
         args["speculative-config"] = arm.speculative_config
+    else:
+        for key in SPEC_ONLY_ARGS:
+            args.pop(key, None)
+            args.pop(key.replace("-", "_"), None)
     return args
 
 

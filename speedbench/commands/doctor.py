@@ -1,0 +1,72 @@
+"""``speedbench doctor SCENARIO``: pre-flight checks, printed as a table.
+
+Exit 0 when nothing fails (warnings allowed), 1 when a check fails, and with
+``--strict`` warnings fail too. ``print_checks`` is shared with ``speedbench run``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from speedbench.doctor import Check, exit_code, run_checks
+from speedbench.scenario import load_scenario
+
+_STYLE = MappingProxyType({"ok": "green", "warn": "yellow", "fail": "bold red"})
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check that this machine can run a scenario, without starting anything",
+        description="Pre-flight checks: vLLM package, version and launch command; draft checkpoints "
+        "and their EAGLE version; GPUs (count, model, memory in use, NVFP4 needs Blackwell); port, "
+        "disk, HF token; docker; the workload data. Nothing is started or downloaded. "
+        "Exit 0 when nothing fails, 1 when a check fails (--strict: warnings fail too).",
+    )
+    p.add_argument("scenario", help="path to a scenario YAML file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a value before checking (repeatable)")
+    p.add_argument("--strict", action="store_true", help="treat warnings as failures")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    sc = load_scenario(args.scenario, args.overrides)
+    checks = run_checks(sc)
+    console = Console()
+    console.print(f"speedbench doctor: scenario '{sc.name}' ({args.scenario})", markup=False, highlight=False)
+    print_checks(checks, console)
+    code = exit_code(checks, strict=args.strict)
+    counts = {s: sum(1 for c in checks if c.status == s) for s in ("ok", "warn", "fail")}
+    verdict = "ready" if code == 0 else "not ready"
+    console.print(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail"
+                  f"{' (--strict: warnings fail)' if args.strict else ''} -> {verdict}", markup=False, highlight=False)
+    return code
+
+
+def print_checks(checks: list[Check], console: Console) -> None:
+    """One table: scenario-wide checks first, then one section per arm."""
+    table = Table(show_lines=False, expand=False)
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    table.add_column("fix", overflow="fold")
+    groups: dict[str | None, list[Check]] = {}
+    for c in checks:
+        groups.setdefault(c.arm, []).append(c)
+    first = True
+    for arm, items in groups.items():
+        if not first:
+            table.add_section()
+        first = False
+        if arm is not None:
+            table.add_row(Text(f"arm {arm}", style="bold"), "", "", "")
+        for c in items:
+            # Text, not markup: details quote YAML lists such as [python, -m, ...].
+            table.add_row(("  " if arm is not None else "") + c.name, Text(c.status, style=_STYLE[c.status]),
+                          Text(c.detail), Text(c.fix))
+    console.print(table)

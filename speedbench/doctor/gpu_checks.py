@@ -1,0 +1,133 @@
+"""GPUs against what the scenario needs: count (tensor × pipeline × data parallel), model,
+memory other processes already hold, and NVFP4 needing Blackwell."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from speedbench.doctor.base import Check, Context, argv_value, parallel_size
+from speedbench.doctor.models import locate, nvfp4_from_config, read_json
+from speedbench.engine.gpus import GPU, architecture, is_blackwell
+
+# Another job holding more than this share of a GPU's memory skews the measurement (and
+# vLLM sizes its KV cache from gpu-memory-utilization of the *total*, so it may not start).
+BUSY_FRACTION = 0.05
+
+
+def _need(ctx: Context) -> dict[str, int]:
+    out = {}
+    for arm in ctx.arms:
+        tp, pp, dp = parallel_size(ctx.argv[arm.name])
+        out[arm.name] = tp * pp * dp
+    return out
+
+
+def _describe(gpus: list[GPU]) -> str:
+    kinds = Counter((g.name, g.compute_cap, g.memory_total_mib) for g in gpus)
+    parts = [f"{n}x {name} (compute {cap}, {mib // 1024} GiB)" for (name, cap, mib), n in kinds.items()]
+    return ", ".join(parts) + (f", driver {gpus[0].driver}" if gpus else "")
+
+
+def check_gpus(ctx: Context) -> list[Check]:
+    probe, sc = ctx.facts.gpus, ctx.scenario
+    if not ctx.needs_gpu:
+        why = {"cpu": f"{ctx.engine.origin} runs on the CPU", "external": "external endpoints only",
+               "unknown": "no vLLM installed to tell"}.get(ctx.engine.kind, "no arm is launched here")
+        have = f"; {len(probe.gpus)} present" if probe.gpus else ""
+        return [Check("gpus", "ok" if ctx.engine.kind != "unknown" else "warn", f"not needed: {why}{have}")]
+    need = _need(ctx)
+    most = max(need.values(), default=1)
+    needs = f"this scenario needs {most} GPU{'s' if most > 1 else ''} per server (tensor x pipeline x data parallel)"
+    if probe.status == "failed":
+        first = probe.message.splitlines()[0] if probe.message else "nvidia-smi failed"
+        fix = ("the kernel module and the user-space driver differ (typically after a driver upgrade): reboot, "
+               "or reload the nvidia kernel modules" if "mismatch" in probe.message.lower()
+               else "run nvidia-smi by hand and fix the driver first")
+        return [Check("gpus", "fail", f"nvidia-smi failed: {first}; {needs}", fix)]
+    if not probe.gpus:
+        return [Check("gpus", "fail", f"no GPU found ({probe.message or 'nvidia-smi lists none'}); {needs}",
+                      "run on a GPU host with the NVIDIA driver; on a CPU-only machine use scenarios/cpu_tiny.yaml")]
+    out = []
+    wanted = sc.server.gpus
+    if wanted is not None:
+        absent = sorted(set(wanted) - {g.index for g in probe.gpus})
+        if absent:
+            out.append(Check("gpus", "fail", f"server.gpus lists {absent}, which nvidia-smi does not show (it shows {[g.index for g in probe.gpus]})",
+                             "fix server.gpus (indices as nvidia-smi numbers them)"))
+    gpus = ctx.gpu_list
+    for arm in ctx.arms:
+        if arm.gpus is not None and len(arm.gpus) < need[arm.name]:
+            out.append(Check("gpus", "fail", f"arm lists GPUs {arm.gpus} but its server needs {need[arm.name]}",
+                             "list as many GPUs as tensor x pipeline x data parallel", arm.name))
+    if len(gpus) < most:
+        out.append(Check("gpus", "fail", f"{len(gpus)} usable: {_describe(gpus)}; {needs}",
+                         "run on a host with more GPUs, or lower tensor-parallel-size (which changes what is measured)"))
+        return out
+    detail = f"{_describe(gpus)}; {needs}"
+    if len(gpus) >= 2 * most and len(ctx.arms) > 1:
+        detail += f"; room for {len(gpus) // most} servers at once, so arms could run concurrently on disjoint GPU sets"
+    if len({g.name for g in gpus}) > 1:
+        out.append(Check("gpus", "warn", detail + "; mixed GPU models: arms placed on different models are not comparable",
+                         "pin every arm to the same model with server.gpus / arm gpus"))
+    else:
+        out.append(Check("gpus", "ok", detail))
+    return out
+
+
+def check_gpu_memory(ctx: Context) -> list[Check]:
+    gpus = ctx.gpu_list
+    if not ctx.needs_gpu or not gpus:
+        return []
+    busy = []
+    for g in gpus:
+        used = g.memory_used_mib if g.memory_used_mib is not None else g.process_memory_mib
+        if used > BUSY_FRACTION * g.memory_total_mib:
+            pids = ", ".join(f"pid {p.pid}" for p in g.processes)
+            busy.append(f"GPU {g.index}: {used / 1024:.1f} of {g.memory_total_mib / 1024:.0f} GiB in use" + (f" ({pids})" if pids else ""))
+    if busy:
+        return [Check("gpu memory", "warn", "other processes hold memory: " + "; ".join(busy),
+                      "stop them, or pin the scenario to free GPUs with server.gpus; a shared GPU skews every timing")]
+    return [Check("gpu memory", "ok", f"no other process holds more than {BUSY_FRACTION:.0%} of any GPU's memory")]
+
+
+def _quant(ctx: Context) -> tuple[bool, str] | None:
+    """(is NVFP4, how we know) for the target model, or None when nothing says."""
+    model = ctx.scenario.server.model or ""
+    for arm in ctx.arms:
+        value = argv_value(ctx.argv[arm.name], "--quantization", "-q")
+        if isinstance(value, str) and "fp4" in value.lower():
+            return True, f"--quantization {value}"
+    loc = locate(ctx, model)
+    if loc.available:
+        config = read_json(loc.folder / "config.json") or {}
+        return nvfp4_from_config(config, read_json(loc.folder / "hf_quant_config.json"))
+    if re.search(r"nvfp4", model, re.IGNORECASE):
+        return True, "inferred from the model name, as its config.json is not local"
+    return None
+
+
+def check_quantization(ctx: Context) -> list[Check]:
+    if not ctx.arms or not ctx.scenario.server.model:
+        return []
+    q = _quant(ctx)
+    if q is None:
+        return [Check("quantization", "ok", "config.json not local and the name does not mention NVFP4; nothing to check")]
+    nvfp4, how = q
+    if not nvfp4:
+        return [Check("quantization", "ok", f"not NVFP4 ({how})")]
+    if ctx.engine.kind == "cpu":
+        return [Check("quantization", "warn", f"NVFP4 ({how}) on {ctx.engine.origin}: not verified on CPU; its kernels target Blackwell GPUs",
+                      "use an unquantized or BF16 checkpoint for CPU runs")]
+    gpus = ctx.gpu_list
+    if not gpus:
+        return [Check("quantization", "warn", f"NVFP4 ({how}) needs Blackwell GPUs (compute capability >= 10.0); no GPU found to check")]
+    old = sorted({f"{g.name} ({architecture(g)}, {g.compute_cap})" for g in gpus if not is_blackwell(g)})
+    if old:
+        return [Check("quantization", "fail",
+                      f"NVFP4 ({how}) needs Blackwell FP4 tensor cores (compute capability >= 10.0); this host has {', '.join(old)}. "
+                      "vLLM 0.32 may still load it through a weight-only Marlin fallback, which measures a different kernel "
+                      "path than the Blackwell figures this scenario compares against",
+                      "run on B200 / GB200 / B300, or use an FP8 or BF16 checkpoint on this host and compare against your own baseline only")]
+    names = sorted({f"{g.name} ({g.compute_cap})" for g in gpus})
+    return [Check("quantization", "ok", f"NVFP4 ({how}) on {', '.join(names)}: native FP4")]
