@@ -1,0 +1,37 @@
+"""The bundled sample: 36 coding prompts plus a few other categories, in SPEED-Bench's schema.
+
+The prompts were written for speedbench (source ``speedbench-sample``); none is taken from
+SPEED-Bench. They are short so that a CPU model with a 1024-token context can answer
+them, and four coding rows are multi-turn. The sample exists so that the CPU scenario
+and the tests run without any download; it is not a substitute for SPEED-Bench when
+reproducing published numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from speedbench.errors import ScenarioError
+from speedbench.records import Prompt
+from speedbench.workload.speed_bench import row_to_prompt
+
+SAMPLE_FILE = "coding_sample.jsonl"
+SOURCE_NAME = "speedbench-sample"
+
+
+def load_sample() -> list[Prompt]:
+    """Every sample row, in file order."""
+    try:
+        text = resources.files("speedbench").joinpath("data").joinpath(SAMPLE_FILE).read_text(encoding="utf-8")
+    except (OSError, FileNotFoundError) as e:
+        raise ScenarioError(
+            f"the bundled sample speedbench/data/{SAMPLE_FILE} is missing ({e}) -- fix: reinstall "
+            "speedbench; the file ships as package data"
+        ) from None
+    prompts = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            row = json.loads(line)
+            prompts.append(row_to_prompt(row, "", where=f"{SAMPLE_FILE}:{lineno}"))
+    return prompts

@@ -1,0 +1,220 @@
+"""SPEED-Bench rows -> :class:`Prompt`: the hub dataset, or a local copy of it.
+
+Where the rows come from:
+
+* ``workload.path`` set: a local folder (or one file) holding parquet or JSONL files in
+  the dataset's schema. Accepted layouts, tried in this order for config ``C``:
+  ``DIR/C/**/*.parquet|*.jsonl`` (the hub repository's own layout),
+  ``DIR/C.parquet|.jsonl``, then data files directly inside ``DIR`` (a folder that holds
+  only this config). A path that is itself a file is read as is.
+* ``workload.path`` unset: ``datasets.load_dataset("nvidia/SPEED-Bench", C, split="test")``,
+  only when the ``datasets`` package is importable.
+
+The rows in the hub may carry a placeholder instead of the prompt (sources that cannot
+be redistributed); :mod:`speedbench.workload` refuses to benchmark those.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from speedbench.errors import ScenarioError
+from speedbench.records import Prompt
+
+HUB_NAME = "nvidia/SPEED-Bench"
+QUALITATIVE = "qualitative"
+CONFIGS = (QUALITATIVE, "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k", "throughput_32k")
+CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning",
+              "roleplay", "stem", "summarization", "writing")
+ENTROPY_TIERS = ("low_entropy", "mixed", "high_entropy")
+PLACEHOLDER_PREFIX = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE"
+REQUIRED_COLUMNS = ("question_id", "category", "turns")
+# The published schema (dataset card) has no entropy column; a prepared copy may add one
+# under any of these names. Without one, a throughput row whose `category` is itself a
+# tier name ("low_entropy", "mixed", ...) takes its tier from there.
+ENTROPY_COLUMNS = ("entropy_tier", "entropy", "entropy_level", "entropy_bucket", "tier")
+DATA_SUFFIXES = (".parquet", ".jsonl")
+DOCS = "docs/workloads.md"
+
+_TIER_ALIASES = {
+    "low": "low_entropy", "low_entropy": "low_entropy", "lowentropy": "low_entropy",
+    "high": "high_entropy", "high_entropy": "high_entropy", "highentropy": "high_entropy",
+    "mixed": "mixed", "mixed_entropy": "mixed", "mid": "mixed", "medium": "mixed",
+}
+
+
+def normalize_tier(value: Any) -> str:
+    """'Low-Entropy', 'low', 'low_entropy' -> 'low_entropy'; unknown names are kept, lowercased."""
+    key = str(value).strip().lower().replace("-", "_").replace(" ", "_")
+    return _TIER_ALIASES.get(key, key)
+
+
+def check_config(config: str) -> str:
+    if config not in CONFIGS:
+        raise ScenarioError(
+            f"workload.config: unknown SPEED-Bench config '{config}' -- fix: use one of {', '.join(CONFIGS)}"
+        )
+    return config
+
+
+def is_placeholder(prompt: Prompt) -> bool:
+    return any(t.lstrip().startswith(PLACEHOLDER_PREFIX) for t in prompt.turns)
+
+
+def load(path: str | None, config: str, *, base_dir: Path | None = None) -> list[Prompt]:
+    """All rows of one config in file order (no filtering, no placeholder check)."""
+    check_config(config)
+    if path:
+        prompts: list[Prompt] = []
+        for f in locate_files(resolve_path(path, base_dir), config):
+            prompts.extend(row_to_prompt(r, config, where=str(f)) for r in read_file(f))
+        return prompts
+    return [row_to_prompt(r, config, where=f"{HUB_NAME}/{config}") for r in _load_hub(config)]
+
+
+def resolve_path(path: str, base_dir: Path | None) -> Path:
+    """Relative paths are taken from ``base_dir`` (the scenario's folder) when given."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = Path(base_dir) / p
+    return p
+
+
+def locate_files(root: Path, config: str) -> list[Path]:
+    if not root.exists():
+        raise ScenarioError(
+            f"workload.path: {root} does not exist -- fix: set workload.path to a local SPEED-Bench "
+            f"folder (holding {config}/*.parquet or {config}.parquet), or remove it to read "
+            f"{HUB_NAME} from the hub; see {DOCS} for how to prepare the data"
+        )
+    if root.is_file():
+        return [root]
+    sub = root / config
+    if sub.is_dir():
+        files = _data_files(sorted(sub.rglob("*")))
+        if files:
+            return files
+    for suffix in DATA_SUFFIXES:
+        single = root / f"{config}{suffix}"
+        if single.is_file():
+            return [single]
+    # A folder named after another config is almost certainly the wrong one.
+    if root.name in CONFIGS and root.name != config:
+        raise ScenarioError(
+            f"workload.path: {root} holds config '{root.name}', but config '{config}' was asked for "
+            f"-- fix: point workload.path at the parent folder or set workload.config: {root.name}"
+        )
+    others = [c for c in CONFIGS if c != config]
+    direct = [f for f in _data_files(sorted(root.iterdir()))
+              if not any(f.name.startswith(o) for o in others)]
+    if direct:
+        return direct
+    found = [c for c in CONFIGS
+             if (root / c).is_dir() or any((root / f"{c}{s}").is_file() for s in DATA_SUFFIXES)]
+    raise ScenarioError(
+        f"workload.path: no data files for config '{config}' in {root} (looked for {config}/*.parquet, "
+        f"{config}.parquet, {config}.jsonl and *.parquet/*.jsonl)"
+        + (f"; configs found there: {', '.join(found)}" if found else "")
+        + f" -- fix: see {DOCS} for the expected layout"
+    )
+
+
+def _data_files(paths: Iterable[Path]) -> list[Path]:
+    paths = [p for p in paths if p.is_file()]
+    # Prefer parquet: a folder holding both formats is usually one export in two forms.
+    parquet = [p for p in paths if p.suffix == ".parquet"]
+    return parquet or [p for p in paths if p.suffix == ".jsonl"]
+
+
+def read_file(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as e:  # pyarrow raises several unrelated types for bad files
+            raise ScenarioError(f"{path}: cannot read parquet: {e}") from None
+    return read_jsonl(path)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"{path}: cannot read: {e}") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ScenarioError(f"{path}:{lineno}: invalid JSON: {e.msg} -- fix: one JSON object per line") from None
+        if not isinstance(row, dict):
+            raise ScenarioError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+        row.setdefault("_line", lineno)
+        rows.append(row)
+    return rows
+
+
+def row_to_prompt(row: dict[str, Any], config: str, *, where: str) -> Prompt:
+    at = f"{where}:{row['_line']}" if "_line" in row else where
+    missing = [c for c in REQUIRED_COLUMNS if c not in row]
+    if missing:
+        raise ScenarioError(
+            f"{at}: missing column(s) {missing}; a SPEED-Bench row has question_id, category, "
+            "sub_category, turns, source, src_id, difficulty, multiturn"
+        )
+    turns = row["turns"]
+    if isinstance(turns, str):  # some exports flatten a single turn
+        turns = [turns]
+    turns = tuple(str(t) for t in (turns or ()))
+    if not turns:
+        raise ScenarioError(f"{at}: row {row['question_id']!r} has no turns")
+    # config "" = not a SPEED-Bench config (the bundled sample, JSONL files in this schema)
+    tags: list[tuple[str, str]] = [("config", config)] if config else []
+    tier = entropy_tier(row, config)
+    if tier:
+        tags.append(("entropy_tier", tier))
+    if row.get("difficulty"):
+        tags.append(("difficulty", str(row["difficulty"])))
+    return Prompt(
+        id=str(row["question_id"]),
+        turns=turns,
+        category=str(row.get("category") or ""),
+        sub_category=str(row.get("sub_category") or ""),
+        source=str(row.get("source") or ""),
+        tags=tuple(tags),
+    )
+
+
+def entropy_tier(row: dict[str, Any], config: str) -> str:
+    for col in ENTROPY_COLUMNS:
+        if row.get(col) not in (None, ""):
+            return normalize_tier(row[col])
+    if config.startswith("throughput"):
+        guess = normalize_tier(row.get("category") or "")
+        if guess in ENTROPY_TIERS:
+            return guess
+    return ""
+
+
+def _load_hub(config: str) -> list[dict[str, Any]]:
+    try:
+        import datasets  # optional: only for reading straight from the hub
+    except ImportError:
+        raise ScenarioError(
+            f"workload.path is not set and the 'datasets' package is not installed, so {HUB_NAME} "
+            "cannot be read -- fix: set workload.path to a local copy of the data "
+            f"(see {DOCS}), or `pip install datasets` on a machine that can reach the hub"
+        ) from None
+    try:
+        ds = datasets.load_dataset(HUB_NAME, config, split="test")
+    except Exception as e:  # network, auth and cache errors all land here
+        raise ScenarioError(
+            f"could not load {HUB_NAME} config '{config}' from the hub: {type(e).__name__}: {e} "
+            f"-- fix: set workload.path to a local copy (see {DOCS})"
+        ) from None
+    return [dict(r) for r in ds]
