@@ -43,8 +43,7 @@ class RunContext:
     plan: Plan
     run_dir: Any  # speedbench.results.RunDir
     live: Any  # speedbench.report.live.LiveProgress
-    warmup: list[Prompt]
-    measured: list[Prompt]
+    workloads: dict[str, Any]  # variant name ("" without variants) -> workload.Workload
     done_points: set[tuple[str, int, str]]
     stop: threading.Event = field(default_factory=threading.Event)
     servers: list[Any] = field(default_factory=list)
@@ -99,21 +98,32 @@ def _doctor_ok(sc: Scenario, console: Console) -> bool:
 # ---- the run -----------------------------------------------------------------------
 
 
-def _prepare(sc: Scenario) -> tuple[list[Prompt], list[Prompt], Any]:
-    from speedbench.workload import load_prompts, split_warmup
+def _prepare(sc: Scenario, console: Console) -> tuple[dict[str, Any], Any]:
+    """Build fixtures, load the tokenizer if needed, and load each variant's prompts.
+
+    Prompts are loaded before any server starts, so a missing dataset or placeholder rows
+    fail in seconds rather than after a long model load.
+    """
+    from speedbench.workload import load_workload
 
     if sc.fixtures:
         from speedbench.fixtures import ensure_tiny
 
         ensure_tiny(Path(sc.fixtures))
-    prompts = load_prompts(sc.workload)
-    warmup, measured = split_warmup(prompts, sc.workload.warmup)
     tokenizer = None
-    if sc.workload.chat_template == "client":
+    w = sc.workload
+    if w.chat_template == "client" or any(v.input_tokens for v in w.variants):
         from speedbench.workload.chat import load_tokenizer
 
-        tokenizer = load_tokenizer(sc.workload.tokenizer or sc.server.model)
-    return warmup, measured, tokenizer
+        trust = bool(sc.server.args.get("trust-remote-code") or sc.server.args.get("trust_remote_code"))
+        tokenizer = load_tokenizer(w.tokenizer or sc.server.model, trust_remote_code=trust)
+    workloads = {}
+    for v in list(w.variants) or [None]:
+        wl = load_workload(w, variant=v, tokenizer=tokenizer)
+        for msg in wl.warnings:
+            console.print(f"[yellow]warning[/yellow]: {msg}")
+        workloads[v.name if v else ""] = wl
+    return workloads, tokenizer
 
 
 def _inventory(sc: Scenario) -> list[int] | None:
@@ -127,8 +137,9 @@ def _inventory(sc: Scenario) -> list[int] | None:
 def _execute(sc: Scenario, run_dir: Any, console: Console, *, resume: bool) -> int:
     from speedbench.report.live import LiveProgress
 
-    warmup, measured, tokenizer = _prepare(sc)
-    plan = build_plan(sc, inventory=_inventory(sc), n_prompts=len(measured))
+    workloads, tokenizer = _prepare(sc, console)
+    n_prompts = len(next(iter(workloads.values())).measured)
+    plan = build_plan(sc, inventory=_inventory(sc), n_prompts=n_prompts)
     done = run_dir.finished_points() if resume else set()
     interrupted = False
     previous = signal.getsignal(signal.SIGTERM)
@@ -140,7 +151,7 @@ def _execute(sc: Scenario, run_dir: Any, console: Console, *, resume: bool) -> i
         signal.signal(signal.SIGTERM, on_term)
     try:
         with LiveProgress(console) as live:
-            ctx = RunContext(sc, plan, run_dir, live, warmup, measured, done, tokenizer=tokenizer)
+            ctx = RunContext(sc, plan, run_dir, live, workloads, done, tokenizer=tokenizer)
             try:
                 for wave in plan.waves:
                     _run_wave(ctx, [a for a in plan.arms if a.arm.name in wave])
@@ -206,7 +217,9 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
             if ctx.stop.is_set():
                 return
             ctx.live.server_ready(arm.name, time.monotonic() - t0)
-            prov = collect_provenance(sc, arm, ap.launch, server.argv, server.env, server.base_url)
+            prov = collect_provenance(sc, arm, ap.launch, server.argv, ap.launch.env_with_gpus(), server.base_url)
+            # The process ids let tests (and users) prove that nothing was left running.
+            prov["server_process"] = {"pid": getattr(server, "pid", None), "pgid": getattr(server, "pgid", None)}
             ctx.run_dir.save_provenance(arm.name, prov)
             for variant, conc in todo:
                 if ctx.stop.is_set():
@@ -249,14 +262,17 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
 
     sc = ctx.scenario
     vname = variant.name if variant else ""
-    builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.tokenizer)
+    wl = ctx.workloads[vname]
+    builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.tokenizer,
+                             trust_remote_code=bool(sc.server.args.get("trust-remote-code")))
+    builder.prepare([*wl.warmup, *wl.measured])  # padding / templating work stays off the timed path
     cfg = ClientConfig(
         base_url=server.base_url,
         api_key=server.api_key,
         request_timeout_s=sc.workload.request_timeout_s,
         idle_timeout_s=sc.workload.idle_timeout_s,
     )
-    total = len(ctx.measured) * sc.repeats
+    total = len(wl.measured) * sc.repeats
     ctx.live.point_started(arm, conc, vname, total)
 
     def alive() -> str | None:
@@ -269,13 +285,13 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
         ctx.live.record_done(rec)
 
     async def point() -> tuple[list[Any], str, str]:
-        if ctx.warmup:
-            await run_point(cfg, builder, ctx.warmup, arm=arm, concurrency=conc, variant=vname,
+        if wl.warmup:
+            await run_point(cfg, builder, wl.warmup, arm=arm, concurrency=conc, variant=vname,
                             server_alive=alive)
         before = await _settled_scrape(scrape, server.base_url)
         results = []
         for r in range(sc.repeats):
-            res = await run_point(cfg, builder, ctx.measured, arm=arm, concurrency=conc, variant=vname,
+            res = await run_point(cfg, builder, wl.measured, arm=arm, concurrency=conc, variant=vname,
                                   repeat=r, on_record=on_record, server_alive=alive)
             results.append(res)
             if res.aborted:

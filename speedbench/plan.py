@@ -61,20 +61,16 @@ def gpus_per_server(sc: Scenario, arm: ArmSpec) -> int:
 
 def _schedule(sc: Scenario, inventory: list[int] | None) -> tuple[dict[str, list[int] | None], list[list[str]]]:
     """Assign GPU sets and group arms into concurrent waves; sequential without GPUs."""
-    try:
-        from speedbench.engine import placement
-    except ImportError:  # pragma: no cover - placement is part of the engine package
-        placement = None
-    if placement is None or not inventory:
-        return {a.name: a.gpus for a in sc.arms}, [[a.name] for a in sc.arms]
-    needs = {a.name: gpus_per_server(sc, a) for a in sc.arms}
-    return placement.place(sc.arms, inventory, needs)
+    from speedbench.engine.placement import schedule_scenario
+
+    waves = schedule_scenario(sc, inventory)
+    gpu_sets = {p.arm: (list(p.gpus) if p.gpus is not None else None) for w in waves for p in w}
+    return gpu_sets, [[p.arm for p in w] for w in waves]
 
 
 def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: int | None = None,
                overrides: list[str] | None = None) -> Plan:
-    inv = inventory if inventory is not None else sc.server.gpus
-    gpu_sets, waves = _schedule(sc, inv)
+    gpu_sets, waves = _schedule(sc, inventory)
     arms = [
         ArmPlan(arm=a, launch=launch_spec(sc, a, gpu_sets.get(a.name)), gpus_per_server=gpus_per_server(sc, a))
         for a in sc.arms

@@ -25,13 +25,16 @@ SECRET_ENV_NAMES = (
     "AWS_SECRET_ACCESS_KEY",
     "GITHUB_TOKEN",
 )
-_SECRET_MARKERS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY", "APIKEY", "CREDENTIAL")
+# Suffixes and words that mark a secret; suffixes rather than substrings so that
+# e.g. TOKENIZERS_PARALLELISM is not redacted.
+_SECRET_SUFFIXES = ("TOKEN", "_KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIALS")
+_SECRET_WORDS = ("SECRET", "PASSWORD")
 REDACTED = "***redacted***"
 
 
 def is_secret_name(name: str) -> bool:
     up = name.upper()
-    return up in SECRET_ENV_NAMES or any(m in up for m in _SECRET_MARKERS)
+    return up in SECRET_ENV_NAMES or up.endswith(_SECRET_SUFFIXES) or any(w in up for w in _SECRET_WORDS)
 
 
 def redact_env(env: dict[str, str], extra_names: tuple[str, ...] = ()) -> dict[str, str]:

@@ -1,0 +1,35 @@
+"""``speedbench fixtures tiny DIR``: build the tiny local models for CPU runs and tests."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from speedbench.fixtures import MARKER, ensure_tiny, is_built
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fixtures",
+        help="build tiny local models (a random Llama target and EAGLE 3 / 3.1 drafts)",
+        description="Build deterministic tiny fixtures with no download: DIR/target (Llama, "
+        "hidden 128, 8 layers, byte-level BPE vocabulary of 2048 with a chat template), "
+        "DIR/eagle3 and DIR/eagle3.1 (random-weight drafts in vLLM's EAGLE3 layout). "
+        f"An existing identical build (DIR/{MARKER}) is kept unless --force.",
+    )
+    p.add_argument("kind", choices=["tiny"], help="which fixture set to build")
+    p.add_argument("dir", help="output folder, e.g. .fixtures/tiny")
+    p.add_argument("--force", action="store_true", help="rebuild even when an identical build exists")
+    p.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    root = Path(args.dir)
+    if not args.force and is_built(root, seed=args.seed):
+        print(f"{root}: up to date (delete it or pass --force to rebuild)")
+        return 0
+    t0 = time.monotonic()
+    ensure_tiny(root, force=args.force, seed=args.seed)
+    print(f"{root}: built target, eagle3, eagle3.1 in {time.monotonic() - t0:.1f} s")
+    return 0

@@ -1,0 +1,114 @@
+"""The docker launcher: the same vLLM arguments, run in the official image.
+
+The container always listens on 8000; the host side gets the port speedbench chose.
+Secrets travel by name only (``-e HF_TOKEN``): docker copies the value from its own
+environment, so it never appears in argv, in ``ps`` or in saved provenance.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from speedbench.engine.command import SECRET_ENV_NAMES, LaunchSpec, is_secret_name
+from speedbench.engine.local import LocalServer, ProgressFn
+from speedbench.errors import UsageError
+from speedbench.scenario import DockerSpec
+
+CONTAINER_PORT = 8000
+CONTAINER_CACHE = "/root/.cache/huggingface"
+# Argv prefixes that start the OpenAI server; the image's entrypoint already is `vllm serve`.
+_SERVER_MODULES = ("vllm.entrypoints.openai.api_server",)
+
+
+def vllm_args_for_image(argv: list[str]) -> list[str]:
+    """Strip the command prefix (``vllm serve`` / ``python -m ...api_server``) from argv."""
+    if len(argv) >= 2 and Path(argv[0]).name == "vllm" and argv[1] == "serve":
+        return argv[2:]
+    for i, item in enumerate(argv[:4]):
+        if item in _SERVER_MODULES:
+            return argv[i + 1:]
+    raise UsageError(
+        f"the docker launcher runs the image's `vllm serve` entrypoint, but server.command "
+        f"starts with {argv[:3]!r} -- fix: use command [vllm, serve] (the default) with launcher: docker"
+    )
+
+
+def gpus_flag(gpus: list[int] | None) -> list[str]:
+    if gpus is None:
+        return ["--gpus", "all"]
+    # The inner double quotes are part of the value: docker parses --gpus as CSV, and
+    # the commas between device ids would otherwise split it.
+    return ["--gpus", '"device=' + ",".join(str(g) for g in gpus) + '"']
+
+
+def docker_run_argv(spec: LaunchSpec, docker: DockerSpec, port: int, name: str,
+                    *, pass_env: Iterable[str] = ()) -> list[str]:
+    """``docker run`` argv for one arm. ``pass_env``: extra variable names to forward by name."""
+    argv = ["docker", "run", "--rm", "--name", name, "--ipc=host", *gpus_flag(spec.gpus)]
+    if docker.shm_size:
+        argv += ["--shm-size", docker.shm_size]
+    host = f"[{spec.host}]" if ":" in spec.host else spec.host
+    argv += ["-p", f"{host}:{port}:{CONTAINER_PORT}"]
+    argv += ["-v", f"{os.path.expanduser(docker.cache_dir)}:{CONTAINER_CACHE}"]
+    # spec.env, not env_with_gpus(): GPUs are renumbered from 0 inside the container, so
+    # a host CUDA_VISIBLE_DEVICES would point at the wrong devices (or none).
+    forwarded: list[str] = []
+    for key, value in spec.env.items():
+        argv += ["-e", key if is_secret_name(key) else f"{key}={value}"]
+        forwarded.append(key)
+    for key in pass_env:
+        if key not in forwarded:
+            argv += ["-e", key]
+            forwarded.append(key)
+    argv += list(docker.extra_args)
+    argv.append(docker.image)
+    argv += vllm_args_for_image(spec.argv)
+    argv += ["--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
+    return argv
+
+
+def container_name(scenario: str, arm: str, port: int) -> str:
+    raw = f"speedbench-{scenario}-{arm}-{port}"
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", raw)
+
+
+class DockerServer(LocalServer):
+    """A LocalServer whose process is ``docker run``; stopped with ``docker stop``."""
+
+    def __init__(self, spec: LaunchSpec, docker: DockerSpec, log_path: Path, *, scenario: str,
+                 ready_timeout_s: float, grace_s: float, on_progress: ProgressFn | None = None,
+                 api_key: str | None = None):
+        super().__init__(spec, log_path, ready_timeout_s=ready_timeout_s, grace_s=grace_s,
+                         on_progress=on_progress, api_key=api_key)
+        self.docker = docker
+        self.scenario = scenario
+        self._name: str | None = None
+
+    @property
+    def container(self) -> str | None:
+        return self._name
+
+    def command(self, port: int) -> list[str]:
+        self._name = container_name(self.scenario, self.spec.arm, port)
+        # Forward the usual hub tokens when the user has them set; by name only.
+        present = [k for k in SECRET_ENV_NAMES if k in os.environ and k not in self.spec.env]
+        return docker_run_argv(self.spec, self.docker, port, self._name, pass_env=present)
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.spec.env)  # values for the `-e NAME` forwarded by name
+        return env
+
+    def stop(self) -> None:
+        if self._name and self.pid is not None and not self._stopped:
+            try:
+                subprocess.run(["docker", "stop", "-t", str(int(self.grace_s)), self._name],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=self.grace_s + 30, check=False)
+            except (OSError, subprocess.TimeoutExpired):
+                pass  # the group kill below still ends the client; --rm removes the container
+        super().stop()

@@ -1,0 +1,368 @@
+"""A vLLM server we launch ourselves: its own process group, a free port, readiness
+that proves inference works, crash detection and a teardown that leaves nothing behind.
+
+Only the standard library is used (urllib for the readiness probes): the lifecycle is
+synchronous and runs outside the client's event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from speedbench.engine.command import LaunchSpec
+from speedbench.errors import ServerError
+
+ProgressFn = Callable[[float, str], None]
+
+LOG_TAIL_LINES = 30
+POLL_S = 1.0
+# How often an automatically chosen port may be retried when another process grabbed it
+# between our probe and vLLM's bind (the probe socket must be closed before vLLM binds).
+PORT_ATTEMPTS = 3
+_ADDR_IN_USE = ("address already in use", "errno 98", "errno 48", "port is already allocated")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS says is free right now (it may be taken again before use)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        # SO_REUSEADDR mirrors how uvicorn binds, so a port in TIME_WAIT counts as free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def client_host(host: str) -> str:
+    """Where to connect to reach a server bound to ``host`` (wildcards mean loopback)."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            data = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def _last_line(path: Path) -> str:
+    for line in reversed(log_tail(path, 5).splitlines()):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def http_json(method: str, url: str, body: dict | None = None, *, api_key: str | None = None,
+              timeout: float = 5.0) -> tuple[int, object]:
+    """One small HTTP request; returns (status, parsed JSON or text). Status 0 = no answer."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
+    # No proxies, like aiohttp's default in the client: a proxy from the environment
+    # would otherwise swallow requests to 127.0.0.1.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(req, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    except (OSError, ValueError):  # refused, reset, timed out, bad URL
+        return 0, None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+def probe_ready(base_url: str, model_name: str | None, api_key: str | None,
+                timeout: float) -> tuple[str | None, str]:
+    """One readiness probe: /health, /v1/models, then a 1-token completion.
+
+    Returns (served model name or None, what is still missing). ``/health`` answers 200
+    before the engine can generate, so only a completed request proves readiness.
+    """
+    status, _ = http_json("GET", base_url + "/health", timeout=min(timeout, 5))
+    if status != 200:
+        return None, f"/health answered {status or 'nothing'}"
+    status, models = http_json("GET", base_url + "/v1/models", api_key=api_key, timeout=min(timeout, 10))
+    ids = [m.get("id") for m in models.get("data", [])] if status == 200 and isinstance(models, dict) else []
+    if not ids:
+        return None, f"/v1/models answered {status or 'nothing'} with no model"
+    name = model_name if model_name in ids else ids[0]
+    body = {"model": name, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
+    status, answer = http_json("POST", base_url + "/v1/completions", body, api_key=api_key, timeout=timeout)
+    if status != 200:
+        return None, f"the 1-token completion answered {status or 'nothing'}: {str(answer)[:200]}"
+    return name, ""
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a non-zombie process is left in the group (zombies hold no resources)."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # Fields after the ")" that closes the command name: state ppid pgrp ...
+            fields = stat[stat.rfind(")") + 2:].split()
+            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class LocalServer:
+    """Context manager around one launched server process group."""
+
+    def __init__(self, spec: LaunchSpec, log_path: Path, *, ready_timeout_s: float, grace_s: float,
+                 on_progress: ProgressFn | None = None, api_key: str | None = None):
+        self.spec = spec
+        self._log_path = Path(log_path)
+        self.ready_timeout_s = ready_timeout_s
+        self.grace_s = grace_s
+        self.on_progress = on_progress
+        self.api_key = api_key
+        self._proc: subprocess.Popen | None = None
+        self._pgid: int | None = None
+        self._port: int | None = spec.port
+        self._model_name: str | None = None
+        self._stopped = False
+        self._stopped_running = False  # stop() found it alive: its exit was ours, not a crash
+
+    # ---- properties --------------------------------------------------------------
+
+    @property
+    def log_path(self) -> Path:
+        return self._log_path
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def pgid(self) -> int | None:
+        return self._pgid
+
+    @property
+    def port(self) -> int | None:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{client_host(self.spec.host)}:{self._port}"
+
+    @property
+    def model_name(self) -> str | None:
+        return self._model_name
+
+    @property
+    def argv(self) -> list[str]:
+        """The argv as launched (or as it would be, once a port is chosen)."""
+        return self.command(self._port) if self._port is not None else list(self.spec.argv)
+
+    # ---- launching ---------------------------------------------------------------
+
+    def command(self, port: int) -> list[str]:
+        argv = self.spec.argv_with_port(port)
+        # "python" in a scenario means the interpreter running speedbench (the venv's).
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        return argv
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.spec.env_with_gpus())
+        return env
+
+    def __enter__(self) -> "LocalServer":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> "LocalServer":
+        if not self.spec.argv:
+            raise ServerError(f"arm '{self.spec.arm}': no command to launch")
+        if self.spec.port is not None:
+            if not port_is_free(self.spec.host, self.spec.port):
+                raise ServerError(
+                    f"arm '{self.spec.arm}': port {self.spec.port} on {self.spec.host} is already in use "
+                    "-- fix: stop whatever listens there, choose another server.port, or remove "
+                    "server.port so speedbench picks a free one"
+                )
+            self._port = self.spec.port
+        else:
+            self._port = free_port(self.spec.host)
+        self._launch()
+        return self
+
+    def _launch(self) -> None:
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = self.command(self._port)
+        with open(self._log_path, "ab") as log:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+            log.write(f"=== speedbench: arm {self.spec.arm}, port {self._port}, {stamp}\n".encode())
+            log.flush()
+            try:
+                self._proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.environment(),
+                    # Own session = own process group: Ctrl-C in the terminal does not
+                    # reach it, and stop() can signal vLLM and all its workers at once.
+                    start_new_session=True,
+                )
+            except OSError as e:
+                raise ServerError(f"arm '{self.spec.arm}': cannot start {argv[0]!r}: {e}") from None
+        self._pgid = self._proc.pid  # a session leader's pgid is its pid
+        self._stopped = self._stopped_running = False
+
+    # ---- readiness and liveness --------------------------------------------------
+
+    def wait_ready(self, model_name: str | None = None) -> str:
+        """Block until the server completes a 1-token request; return the served model name."""
+        if self._proc is None:
+            raise ServerError(f"arm '{self.spec.arm}': wait_ready() before start()")
+        t0 = time.monotonic()
+        deadline = t0 + self.ready_timeout_s
+        attempts = 1
+        missing = "not probed yet"
+        last_progress = 0.0
+        while True:
+            now = time.monotonic()
+            if self._proc.poll() is not None:
+                tail = log_tail(self._log_path)
+                if self._retry_port(tail, attempts):
+                    attempts += 1
+                    continue
+                raise ServerError(self._failure(f"exited with code {self._proc.returncode} while starting", tail))
+            if now >= deadline:
+                raise ServerError(self._failure(
+                    f"not ready after {self.ready_timeout_s:.0f} s ({missing}) "
+                    "-- fix: raise server.ready_timeout_s if the model is just slow to load",
+                    log_tail(self._log_path)))
+            if self.on_progress and now - last_progress >= POLL_S:
+                last_progress = now
+                self.on_progress(now - t0, _last_line(self._log_path))
+            name, missing = probe_ready(self.base_url, model_name, self.api_key,
+                                        timeout=max(1.0, min(60.0, deadline - now)))
+            if name is not None and self._proc.poll() is None:
+                self._model_name = name
+                return name
+            time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+
+    def _retry_port(self, tail: str, attempts: int) -> bool:
+        if self.spec.port is not None or attempts >= PORT_ATTEMPTS:
+            return False
+        if not any(m in tail.lower() for m in _ADDR_IN_USE):
+            return False
+        if self._pgid is not None:
+            self._signal(self._pgid, signal.SIGKILL)  # workers it may have forked already
+        self._reap()
+        self._port = free_port(self.spec.host)
+        self._launch()
+        return True
+
+    def _failure(self, what: str, tail: str) -> str:
+        return (f"arm '{self.spec.arm}': server (pid {self.pid}) {what}\n"
+                f"--- last {LOG_TAIL_LINES} lines of {self._log_path} ---\n{tail}\n--- end of log ---")
+
+    def dead(self) -> str | None:
+        """None while the process runs; a message once it has exited. Cheap: no I/O."""
+        if self._proc is None or self._proc.poll() is None:
+            return None
+        how = "was stopped by speedbench" if self._stopped_running else f"exited with code {self._proc.returncode}"
+        return f"arm '{self.spec.arm}': server (pid {self._proc.pid}) {how}; log: {self._log_path}"
+
+    # ---- teardown ----------------------------------------------------------------
+
+    def stop(self) -> None:
+        """SIGTERM the group, wait up to grace_s, then SIGKILL what is left. Idempotent."""
+        if self._proc is None or self._pgid is None:
+            return
+        pgid = self._pgid
+        if self._stopped and not _group_alive(pgid):
+            return
+        if not self._stopped:
+            self._stopped_running = self._proc.poll() is None
+        self._stopped = True
+        self._signal(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        while time.monotonic() < deadline:
+            self._proc.poll()  # reap our child so it does not linger as a zombie
+            if not _group_alive(pgid):
+                break
+            time.sleep(0.1)
+        else:
+            self._signal(pgid, signal.SIGKILL)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and (self._proc.poll() is None or _group_alive(pgid)):
+                time.sleep(0.05)
+        self._reap()
+
+    @staticmethod
+    def _signal(pgid: int, sig: int) -> None:
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _reap(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            try:
+                self._proc.kill()
+                self._proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass

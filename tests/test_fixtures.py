@@ -1,0 +1,138 @@
+"""The tiny fixtures: layout vLLM loads, determinism, caching, tokenizer and CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+from safetensors import safe_open  # noqa: E402
+
+from speedbench.cli import main  # noqa: E402
+from speedbench.engine.provenance import draft_info  # noqa: E402
+from speedbench.fixtures import (  # noqa: E402
+    MARKER,
+    TinyParams,
+    build_tiny,
+    ensure_tiny,
+    is_built,
+    params_hash,
+    silent_ids,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return build_tiny(tmp_path_factory.mktemp("fx") / "tiny", seed=0)
+
+
+def tensors(path: Path) -> dict:
+    with safe_open(str(path / "model.safetensors"), "pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_target_layout(tiny):
+    p = TinyParams()
+    cfg = json.loads((tiny / "target" / "config.json").read_text())
+    assert cfg["architectures"] == ["LlamaForCausalLM"]
+    assert (cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]) == (128, 8, 2048)
+    t = tensors(tiny / "target")
+    assert t["model.embed_tokens.weight"].shape == (p.vocab_size, p.hidden_size)
+    assert t["lm_head.weight"].shape == (p.vocab_size, p.hidden_size)
+    assert t["model.layers.7.self_attn.k_proj.weight"].shape == (p.num_kv_heads * p.head_dim, p.hidden_size)
+    assert {str(v.dtype) for v in t.values()} == {"torch.bfloat16"}
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        assert (tiny / "target" / name).is_file()
+
+
+@pytest.mark.parametrize("name,v31", [("eagle3", False), ("eagle3.1", True)])
+def test_eagle_layout(tiny, name, v31):
+    h = TinyParams().hidden_size
+    cfg = json.loads((tiny / name / "config.json").read_text())
+    assert cfg["architectures"] == ["LlamaForCausalLMEagle3"]
+    assert cfg["num_hidden_layers"] == 1 and cfg["draft_vocab_size"] == cfg["vocab_size"] == 2048
+    assert bool(cfg.get("fc_norm")) is v31 and bool(cfg.get("norm_output")) is v31
+    t = tensors(tiny / name)
+    assert t["fc.weight"].shape == (h, 3 * h)
+    assert t["midlayer.self_attn.q_proj.weight"].shape[1] == 2 * h  # reads [embeds, hidden]
+    assert t["midlayer.self_attn.o_proj.weight"].shape == (h, h)
+    for norm in ("input_layernorm", "hidden_norm", "post_attention_layernorm"):
+        assert f"midlayer.{norm}.weight" in t
+    assert "norm.weight" in t and "lm_head.weight" in t
+    assert not any("embed_tokens" in k for k in t)  # shared from the target
+    assert sorted(k for k in t if k.startswith("fc_norm")) == (
+        [f"fc_norm.{i}.weight" for i in range(3)] if v31 else [])
+    assert (tiny / name / "tokenizer.json").is_file()
+    assert draft_info(str(tiny / name), "eagle3")["eagle_version"] == ("3.1" if v31 else "3")
+
+
+def test_tokenizer_and_chat_template(tiny):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny / "target"))
+    assert len(tok) == 2048
+    msgs = [{"role": "user", "content": "Write a function that returns the sum of squares."}]
+    text = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    assert text.endswith("<|im_start|>assistant\n") and "Write a function" in text
+    ids = tok.encode("def fibonacci(n): return the capital of France")
+    assert len(ids) < 15  # words of the corpus are whole tokens, not bytes
+    assert tok.decode(ids) == "def fibonacci(n): return the capital of France"
+    assert tok.decode(tok.encode("Ünïcødé ✓")) == "Ünïcødé ✓"  # the byte alphabet is complete
+
+
+def test_special_and_unreadable_tokens_are_never_emitted(tiny):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny / "target"))
+    silent = silent_ids(tok)
+    assert tok.eos_token_id in silent and tok.convert_tokens_to_ids("<|im_start|>") in silent
+    for folder in ("target", "eagle3", "eagle3.1"):
+        head = tensors(tiny / folder)["lm_head.weight"].float()
+        assert head[silent].abs().sum() == 0
+        assert head.abs().sum(dim=1).gt(0).sum() == 2048 - len(silent)
+
+
+def test_build_is_deterministic(tiny, tmp_path):
+    again = build_tiny(tmp_path / "again", seed=0)
+    for folder in ("target", "eagle3", "eagle3.1"):
+        assert sha(tiny / folder / "model.safetensors") == sha(again / folder / "model.safetensors")
+        assert sha(tiny / folder / "tokenizer.json") == sha(again / folder / "tokenizer.json")
+    other = build_tiny(tmp_path / "other", seed=1)
+    assert sha(other / "target" / "model.safetensors") != sha(tiny / "target" / "model.safetensors")
+    assert sha(tiny / "eagle3" / "model.safetensors") != sha(tiny / "eagle3.1" / "model.safetensors")
+
+
+def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr("speedbench.fixtures.build_tiny", lambda d, seed=0: calls.append((d, seed)))
+    root = tmp_path / "fx"
+    ensure_tiny(root)
+    assert len(calls) == 1  # nothing there yet: built
+    for d in ("target", "eagle3", "eagle3.1"):
+        (root / d).mkdir(parents=True)
+        (root / d / "model.safetensors").write_bytes(b"x")
+    (root / MARKER).write_text(json.dumps({"hash": params_hash(TinyParams())}))
+    assert is_built(root)
+    ensure_tiny(root)
+    assert len(calls) == 1  # cached
+    ensure_tiny(root, force=True)
+    assert len(calls) == 2
+    assert not is_built(root, seed=5)
+    ensure_tiny(root, seed=5)
+    assert calls[-1] == (root, 5)
+
+
+def test_cli_builds_then_reports_up_to_date(tmp_path, capsys):
+    assert main(["fixtures", "tiny", str(tmp_path / "fx")]) == 0
+    assert "built target, eagle3, eagle3.1" in capsys.readouterr().out
+    assert is_built(tmp_path / "fx")
+    assert main(["fixtures", "tiny", str(tmp_path / "fx")]) == 0
+    assert "up to date" in capsys.readouterr().out
