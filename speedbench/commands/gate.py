@@ -1,0 +1,78 @@
+"""``speedbench gate RUN``: check a run against CI gates; exit 1 on a regression."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+HELP = """\
+Check a run against gates from its scenario (`gates:`) or from --gates FILE (a YAML
+list of the same shape). Absolute gates bound the point estimate (min/max). Relative
+gates (max_regression) need --baseline-run and fail only when the value dropped by more
+than max_regression AND the 95% confidence interval says the drop is real; see
+docs/gates.md. A gate that refers to a missing or failed arm fails.
+
+exit codes: 0 all gates pass, 1 a gate failed, 2 bad usage or unreadable data
+"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("gate", help="fail CI when a run misses its gates or regressed",
+                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run", help="run folder to check")
+    p.add_argument("--gates", metavar="FILE", help="YAML list of gates (default: the scenario's gates)")
+    p.add_argument("--baseline-run", metavar="RUN", help="earlier run folder for relative (max_regression) gates")
+    p.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per gate and row)")
+    p.add_argument("--summary-md", metavar="FILE",
+                   help="write a markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from speedbench.report.gate import (
+        evaluate_gates,
+        exit_code,
+        junit_xml,
+        load_gates,
+        summary_markdown,
+    )
+    from speedbench.results import atomic_write, load_run
+
+    t0 = time.monotonic()
+    current = load_run(args.run)
+    baseline = load_run(args.baseline_run) if args.baseline_run else None
+    gates = load_gates(current, args.gates)
+    results = evaluate_gates(current, gates, baseline)
+
+    console = Console(highlight=False)
+    table = Table(title=f"gates for {escape(current.scenario_name)} {escape(current.run_id)}", title_justify="left")
+    for col in ("result", "metric", "rule", "where", "value", "details"):
+        table.add_column(col, overflow="fold")
+    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    for r in results:
+        value = "–" if r.value != r.value else f"{r.value:.4g}"
+        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.metric, escape(r.bounds), escape(r.where),
+                      value, escape(r.message))
+    console.print(table)
+    code = exit_code(results)
+    n_fail = sum(r.status == "fail" for r in results)
+    console.print("[bold red]gate FAILED[/]" if code else "[bold green]gates passed[/]",
+                  f"({len(results)} checks, {n_fail} failed, {sum(r.status == 'skip' for r in results)} skipped)")
+
+    if args.junit:
+        atomic_write(Path(args.junit), junit_xml(results, current, time.monotonic() - t0))
+    md = summary_markdown(results, current, baseline)
+    if args.summary_md:
+        atomic_write(Path(args.summary_md), md)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as f:
+            f.write(md + "\n")
+    return code

@@ -1,0 +1,250 @@
+"""Side-by-side comparison of runs (arms matched by name), or of two arms in one run.
+
+Differences are tested on the stored per-request records (see significance.py):
+across runs, a bootstrap of the difference in mean paired speedup (and in mean
+per-user TPS) with each run resampled independently; between two arms of one run, a
+paired bootstrap over the prompts both arms saw. When records are missing the test
+falls back to "do the two 95% CIs overlap" (conservative: non-overlap is significant).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from speedbench.report import significance as S
+from speedbench.report import tables as T
+from speedbench.results import Run
+
+
+@dataclass
+class Section:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    significant_rows: set[int] = field(default_factory=set)  # highlighted
+    left: int = 1  # leading text columns
+
+
+@dataclass
+class Comparison:
+    title: str
+    runs: list[tuple[str, Run]]  # (short label, run)
+    sections: list[Section]
+    # for plots: label -> [(c, mean, lo, hi)] and label -> (joint, conditional)
+    speedups: dict[str, list[tuple[int, float, float, float]]] = field(default_factory=dict)
+    curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _has_records(run: Run) -> bool:
+    return run.dir is not None and run.dir.records_path.exists() and bool(run.records)
+
+
+def _ci_overlap(a: dict[str, Any], b: dict[str, Any]) -> S.Interval:
+    """Fallback without records: the difference of means, significant iff the CIs do not overlap."""
+    ma, mb = T.num(a.get("speedup_mean")), T.num(b.get("speedup_mean"))
+    la, ha, lb, hb = (T.num(a.get("speedup_ci_low")), T.num(a.get("speedup_ci_high")),
+                      T.num(b.get("speedup_ci_low")), T.num(b.get("speedup_ci_high")))
+    if not all(map(math.isfinite, (ma, mb, la, ha, lb, hb))):
+        return S.NAN_INTERVAL
+    apart = hb < la or lb > ha
+    # encode "significant" through the interval sign, so callers treat both tests alike
+    lo, hi = (mb - ma, mb - ma) if apart else (min(lb - ha, 0.0), max(hb - la, 0.0))
+    return S.Interval(mb - ma, lo, hi, 0, "95% CI overlap (no records)")
+
+
+def _fmt_diff(iv: S.Interval, pct_of: float = math.nan) -> str:
+    if not math.isfinite(iv.value):
+        return "–"
+    s = f"{iv.value:+.3f}"
+    if iv.n and math.isfinite(iv.low):
+        s += f" [{iv.low:+.3f}, {iv.high:+.3f}]"
+    if math.isfinite(pct_of) and pct_of:
+        s += f" ({iv.value / pct_of:+.1%})"
+    return s
+
+
+def _sig(iv: S.Interval) -> str:
+    if not math.isfinite(iv.value):
+        return "n/a"
+    return "yes" if iv.excludes_zero else "no"
+
+
+def _keys(run: Run, arm: str) -> list[tuple[int, str]]:
+    return sorted({(int(r["concurrency"]), str(r.get("variant") or "")) for r in run.rows if r.get("arm") == arm})
+
+
+def compare_runs(runs: list[Run]) -> Comparison:
+    labels = [(f"R{i + 1}", r) for i, r in enumerate(runs)]
+    first = runs[0]
+    cmp = Comparison("Comparison of runs", labels, [])
+    cmp.sections.append(Section("Runs", ["label", "scenario", "run", "created", "hardware"],
+                                [[lab, r.scenario_name, r.run_id, r.created_utc, T.hardware(r)] for lab, r in labels],
+                                left=5))
+    rec = [_has_records(r) for r in runs]
+    for arm in [a for a in T.spec_arms(first)] + [a for r in runs[1:] for a in T.spec_arms(r) if a not in T.spec_arms(first)]:
+        present = [lab for lab, r in labels if arm in r.arms()]
+        missing = [lab for lab, r in labels if arm not in r.arms()]
+        if missing:
+            cmp.notes.append(f"arm {arm} is missing from {', '.join(missing)}")
+        headers = ["c"] + [f"{lab} speedup [95% CI]" for lab in present]
+        diffs = [lab for lab in present if lab != "R1"] if "R1" in present else []
+        headers += [f"Δ speedup {lab}−R1 [95% CI]" for lab in diffs] + [f"significant {lab}" for lab in diffs]
+        headers += [f"Δ per-user TPS {lab}−R1" for lab in diffs]
+        sec = Section(f"Speedup: {arm}", headers, [])
+        keys = sorted({k for lab, r in labels if lab in present for k in _keys(r, arm)})
+        for c, v in keys:
+            row = [f"{c}" + (f" [{v}]" if v else "")]
+            for lab, r in labels:
+                if lab in present:
+                    x = r.row(arm, c, v) or {}
+                    row.append(T.fmt_speedup(x.get("speedup_mean"), x.get("speedup_ci_low"), x.get("speedup_ci_high")))
+            sig_cells, tps_cells, any_sig = [], [], False
+            base_row = first.row(arm, c, v) or {}
+            for lab in diffs:
+                i = int(lab[1:]) - 1
+                other_row = runs[i].row(arm, c, v) or {}
+                if rec[0] and rec[i]:
+                    iv = S.speedup_diff_runs(first, runs[i], arm, c, v)
+                    tv = S.tps_diff_runs(first, runs[i], arm, c, v)
+                else:
+                    iv = _ci_overlap(base_row, other_row)
+                    tv = S.NAN_INTERVAL
+                row.append(_fmt_diff(iv))
+                sig_cells.append(_sig(iv))
+                tps_cells.append(_fmt_diff(tv, T.num(base_row.get("per_user_tps_mean"))))
+                any_sig |= iv.excludes_zero
+                sec.note = f"test: {iv.test}" if math.isfinite(iv.value) else sec.note
+            if any_sig:
+                sec.significant_rows.add(len(sec.rows))
+            sec.rows.append(row + sig_cells + tps_cells)
+        cmp.sections.append(sec)
+        for lab, r in labels:
+            if arm in r.arms():
+                for t in T.speedup_tables(r):
+                    if t.arm == arm:
+                        cmp.speedups[f"{lab} {T.label(arm, t.variant)}"] = [
+                            (x.concurrency, x.speedup, x.ci_low, x.ci_high) for x in t.rows]
+                for (a, v), curve in T.position_curves(r).items():
+                    if a == arm:
+                        cmp.curves[f"{lab} {T.label(a, v)}"] = curve
+    _category_and_positions(cmp, [(lab, r, None) for lab, r in labels])
+    return cmp
+
+
+def _category_and_positions(cmp: Comparison, sources: list[tuple[str, Run, list[str] | None]]) -> None:
+    cats: list[str] = []
+    rows_al: list[tuple[str, dict[str, float]]] = []
+    pos_rows: list[list[str]] = []
+    n_pos = 0
+    for lab, run, only in sources:
+        rcats, al = T.category_al(run)
+        cats += [c for c in rcats if c not in cats]
+        for (arm, v), vals in al.items():
+            if only is None or arm in only:
+                rows_al.append((f"{lab} {T.label(arm, v)}".strip(), vals))
+        for (arm, v), (joint, cond) in T.position_curves(run).items():
+            if only is None or arm in only:
+                n_pos = max(n_pos, len(joint))
+                pos_rows.append([f"{lab} {T.label(arm, v)}".strip(), "joint"] + [T.fmt(x, 3) for x in joint])
+                pos_rows.append([f"{lab} {T.label(arm, v)}".strip(), "conditional"] + [T.fmt(x, 3) for x in cond])
+    if rows_al:
+        cmp.sections.append(Section("Acceptance length per category", ["arm"] + cats,
+                                    [[name] + [T.fmt(vals.get(c), 3) for c in cats] for name, vals in rows_al]))
+    if pos_rows:
+        cmp.sections.append(Section("Per-position acceptance", ["arm", "kind"] + [f"pos {i + 1}" for i in range(n_pos)],
+                                    pos_rows, left=2))
+
+
+def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
+    """Two arms of one run against the same baseline on the same prompts."""
+    for a in (arm_a, arm_b):
+        if a not in run.arms():
+            from speedbench.errors import UsageError
+
+            raise UsageError(f"arm '{a}' is not in run {run.run_id}; its arms are {run.arms()}")
+    cmp = Comparison(f"{arm_b} vs {arm_a} in run {run.run_id}", [("", run)], [])
+    headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
+               "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]
+    sec = Section("Speedup, paired by prompt", headers, [])
+    has = _has_records(run)
+    for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
+        ra, rb = run.row(arm_a, c, v) or {}, run.row(arm_b, c, v) or {}
+        iv = S.speedup_diff_arms(run, arm_a, arm_b, c, v) if has else _ci_overlap(ra, rb)
+        if iv.excludes_zero:
+            sec.significant_rows.add(len(sec.rows))
+        if math.isfinite(iv.value):
+            sec.note = f"test: {iv.test}"
+        sec.rows.append([f"{c}" + (f" [{v}]" if v else ""),
+                         T.fmt_speedup(ra.get("speedup_mean"), ra.get("speedup_ci_low"), ra.get("speedup_ci_high")),
+                         T.fmt_speedup(rb.get("speedup_mean"), rb.get("speedup_ci_low"), rb.get("speedup_ci_high")),
+                         _fmt_diff(iv), _sig(iv), T.fmt(ra.get("per_user_tps_mean"), 1),
+                         T.fmt(rb.get("per_user_tps_mean"), 1), T.fmt(T.al_of(ra)[0], 3), T.fmt(T.al_of(rb)[0], 3)])
+    cmp.sections.append(sec)
+    for t in T.speedup_tables(run):
+        if t.arm in (arm_a, arm_b):
+            cmp.speedups[T.label(t.arm, t.variant)] = [(x.concurrency, x.speedup, x.ci_low, x.ci_high) for x in t.rows]
+    for (a, v), curve in T.position_curves(run).items():
+        if a in (arm_a, arm_b):
+            cmp.curves[T.label(a, v)] = curve
+    _category_and_positions(cmp, [("", run, [arm_a, arm_b])])
+    return cmp
+
+
+def merge(comparisons: list[Comparison]) -> Comparison:
+    """One page for several comparisons (``--arms`` over several runs)."""
+    if len(comparisons) == 1:
+        return comparisons[0]
+    out = Comparison("; ".join(c.title for c in comparisons), [], [])
+    for i, c in enumerate(comparisons, 1):
+        out.runs += c.runs
+        out.notes += c.notes
+        for sec in c.sections:
+            out.sections.append(Section(f"{c.title}: {sec.title}", sec.headers, sec.rows, sec.note,
+                                        sec.significant_rows, sec.left))
+        out.speedups.update({f"#{i} {k}": v for k, v in c.speedups.items()})
+        out.curves.update({f"#{i} {k}": v for k, v in c.curves.items()})
+    return out
+
+
+def print_comparison(cmp: Comparison, console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console.print(f"[bold]{escape(cmp.title)}[/bold]")
+    for sec in cmp.sections:
+        t = Table(title=escape(sec.title), title_justify="left", header_style="bold")
+        for i, h in enumerate(sec.headers):
+            t.add_column(escape(h), justify="left" if i == 0 else "right")
+        for i, row in enumerate(sec.rows):
+            t.add_row(*[escape(str(c)) for c in row], style="bold yellow" if i in sec.significant_rows else None)
+        console.print(t)
+        if sec.note:
+            console.print(f"[dim]{escape(sec.note)}; highlighted rows differ significantly (95%)[/dim]")
+    for n in cmp.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(n)}")
+
+
+def render_comparison_html(cmp: Comparison) -> str:
+    from speedbench.report import html as H
+    from speedbench.report import plots as P
+
+    body = [f'<header class="top"><h1>{H.esc(cmp.title)}</h1></header>']
+    if cmp.notes:
+        body.append(H.card(H.Safe("<ul>" + "".join(f"<li>{H.esc(n)}</li>" for n in cmp.notes) + "</ul>"),
+                           "Notes", "warn"))
+    for sec in cmp.sections:
+        rows = [[H.Cell(c, cls=("l sig" if j < sec.left else "sig")) if i in sec.significant_rows else c
+                 for j, c in enumerate(row)] for i, row in enumerate(sec.rows)]
+        note = (f'<p class="muted">{H.esc(sec.note)}; highlighted rows differ significantly (95%).</p>'
+                if sec.note else "")
+        body.append(H.card(H.Safe(H.table(sec.headers, rows, left=sec.left) + note), sec.title))
+    body.append('<div class="grid">')
+    body.append(H.card(H.Safe(P.speedup_vs_concurrency(cmp.speedups, title="")), "Speedup vs concurrency"))
+    if cmp.curves:
+        body.append(H.card(H.Safe(P.position_curves(cmp.curves)), "Per-position acceptance"))
+    body.append("</div>")
+    return H.page(f"speedbench · {cmp.title}", "".join(body))

@@ -1,0 +1,218 @@
+"""A static dashboard over many run folders: trends per draft checkpoint, an AL matrix
+by category, per-position acceptance, and links to every run's report.
+
+The site is plain files (index.html + runs/<scenario>/<run>/report.html) that open from
+file:// with no network: inline CSS and SVG, no JavaScript, and the same CSP and
+escaping as report.html.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from speedbench.errors import SpeedbenchError
+from speedbench.report import html as H
+from speedbench.report import plots as P
+from speedbench.report import tables as T
+from speedbench.results import Run, atomic_write, load_run
+
+MAX_LATEST = 50  # rows in the "latest runs" table
+
+
+@dataclass
+class SiteRun:
+    run: Run
+    rel: Path  # run folder relative to the results root
+    created: dt.datetime
+    report: str | None = None  # link relative to index.html
+
+
+@dataclass
+class Dashboard:
+    index: Path
+    runs: list[SiteRun] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _created(run: Run) -> dt.datetime:
+    for text in (run.created_utc, run.run_id[:16]):
+        for fmt in (None, "%Y%m%dT%H%M%SZ"):
+            try:
+                t = dt.datetime.fromisoformat(text) if fmt is None else dt.datetime.strptime(text, fmt)
+                return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+            except (ValueError, TypeError):
+                continue
+    ts = run.dir.summary_path.stat().st_mtime if run.dir else 0
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc)
+
+
+def _safe_rel(rel: Path) -> Path:
+    """A path under site/runs built from folder names only, never from summary contents."""
+    return Path(*[re.sub(r"[^A-Za-z0-9_.\-]", "_", p).lstrip(".") or "_" for p in rel.parts])
+
+
+def scan(results_dir: Path, skip: Path | None = None) -> tuple[list[SiteRun], list[str]]:
+    runs, problems = [], []
+    for summary in sorted(results_dir.rglob("summary.json")):
+        folder = summary.parent
+        if skip is not None and (folder == skip or skip in folder.parents):
+            continue
+        try:
+            run = load_run(folder)
+        except SpeedbenchError as e:
+            problems.append(f"skipped {folder}: {e}")
+            continue
+        runs.append(SiteRun(run, folder.relative_to(results_dir), _created(run)))
+    runs.sort(key=lambda r: r.created)
+    return runs, problems
+
+
+def checkpoint(run: Run, arm: str) -> str:
+    """What a trend line follows: the arm name plus the draft it loads."""
+    draft = T.draft_model(run, arm)
+    return f"{arm} · {draft}" if draft and draft != arm else arm
+
+
+def _pooled_al(run: Run, arm: str, variant: str) -> float:
+    num = den = 0.0
+    for r in run.rows:
+        if r.get("arm") == arm and (r.get("variant") or "") == variant:
+            al, n = T.al_of(r)[0], T.num(r.get("n_ok"))
+            if math.isfinite(al):
+                w = n if n > 0 else 1.0
+                num, den = num + al * w, den + w
+    return num / den if den else math.nan
+
+
+def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
+    dest = site / "runs" / _safe_rel(sr.rel) / "report.html"
+    src = sr.run.dir.report_html_path
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if src.exists():
+            shutil.copyfile(src, dest)
+        else:  # never rendered (e.g. the run was interrupted): render the copy only
+            from speedbench.report.render import render_report
+
+            atomic_write(dest, render_report(sr.run)[1])
+        sr.report = quote(dest.relative_to(site).as_posix())
+    except (OSError, SpeedbenchError, ValueError) as e:
+        problems.append(f"no report for {sr.rel}: {e}")
+
+
+def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
+    # panel (concurrency) -> series (checkpoint) -> [(time, value)]
+    speed: dict[str, dict[str, list]] = {}
+    al: dict[str, dict[str, list]] = {"pooled over concurrency": {}}
+    tps: dict[str, dict[str, list]] = {}
+    latest_curves: dict[str, tuple[list[float], list[float]]] = {}
+    for sr in runs:
+        run = sr.run
+        for r in run.rows:
+            arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), r.get("concurrency")
+            ck = T.label(checkpoint(run, arm), v)
+            point = (sr.created, T.num(r.get("per_user_tps_mean")))
+            tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
+            if T.is_speculative(r):
+                point = (sr.created, T.num(r.get("speedup_mean")))
+                speed.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
+        for arm in T.spec_arms(run):
+            for v in T.variants(run):
+                ck = T.label(checkpoint(run, arm), v)
+                al["pooled over concurrency"].setdefault(ck, []).append((sr.created, _pooled_al(run, arm, v)))
+        for (arm, v), curve in T.position_curves(run).items():
+            latest_curves[T.label(checkpoint(run, arm), v)] = curve  # runs are in time order: last wins
+    by_c = lambda d: dict(sorted(d.items(), key=lambda kv: int(kv[0].split()[-1])))
+    charts = [
+        ("Speedup in per-user TPS over time", P.trend(by_c(speed), "speedup (×)")),
+        ("Acceptance length over time", P.trend(al, "AL (tokens/step)")),
+        ("Per-user TPS over time", P.trend(by_c(tps), "tokens/s")),
+        ("Per-position acceptance (latest run of each checkpoint)", P.position_curves(latest_curves)),
+    ]
+    cards = "".join(H.card(H.Safe(svg), cap) for cap, svg in charts)
+    return (f'<h2 id="s{idx}">Scenario {H.esc(name)} <span class="muted">({len(runs)} runs)</span></h2>'
+            f'<div class="grid">{cards}</div>')
+
+
+def _heat(v: float, lo: float, hi: float) -> str:
+    if not math.isfinite(v):
+        return ""
+    f = 0.5 if hi <= lo else (v - lo) / (hi - lo)
+    # white -> blue; light text would be unreadable on the pale end, so stay dark
+    return f"background:hsl(212,60%,{96 - 38 * f:.0f}%)"
+
+
+def _al_matrix(by_scenario: dict[str, list[SiteRun]]) -> str:
+    latest: dict[tuple[str, str], dict[str, float]] = {}
+    cats: list[str] = []
+    for scen, runs in by_scenario.items():
+        for sr in runs:  # time order: later runs overwrite
+            rcats, al = T.category_al(sr.run)
+            cats += [c for c in rcats if c not in cats]
+            for (arm, v), vals in al.items():
+                latest[(scen, T.label(checkpoint(sr.run, arm), v))] = vals
+    if not latest:
+        return ""
+    values = [x for vals in latest.values() for x in vals.values() if math.isfinite(x)]
+    lo, hi = (min(values), max(values)) if values else (0.0, 0.0)
+    rows = [[scen, ck] + [H.Cell(T.fmt(vals.get(c), 3), style=_heat(T.num(vals.get(c)), lo, hi)) for c in cats]
+            for (scen, ck), vals in sorted(latest.items())]
+    legend = f'<p class="muted">Latest run of each checkpoint; shading from {lo:.2f} (light) to {hi:.2f} (dark).</p>'
+    return "<h2>Acceptance length: category × checkpoint</h2>" + H.card(
+        H.Safe(H.table(["scenario", "checkpoint"] + cats, rows, left=2) + legend))
+
+
+def _latest_table(runs: list[SiteRun]) -> str:
+    rows = []
+    for sr in sorted(runs, key=lambda r: r.created, reverse=True)[:MAX_LATEST]:
+        run = sr.run
+        heads = []
+        for t in T.speedup_tables(run):
+            first = next((x for x in t.rows if math.isfinite(x.speedup)), None)
+            if first:
+                heads.append(f"{T.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency}")
+        failed = sorted({str(r.get("arm")) for r in run.rows if r.get("status") == "failed"})
+        status = H.pill("failed") if failed else H.pill("ok")
+        link = H.Safe(f'<a href="{H.esc(sr.report)}">{H.esc(run.run_id)}</a>') if sr.report else run.run_id
+        rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, T.hardware(run),
+                     "; ".join(heads) or "–", status, ", ".join(failed)])
+    return "<h2>Latest runs</h2>" + H.card(H.table(
+        ["created (UTC)", "scenario", "run (report)", "hardware", "headline speedup", "status", "failed arms"], rows,
+        left=7))
+
+
+def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
+    results, site = Path(results_dir).resolve(), Path(site_dir).resolve()
+    if not results.is_dir():
+        from speedbench.errors import UsageError
+
+        raise UsageError(f"results folder not found: {results}")
+    runs, problems = scan(results, skip=site)
+    site.mkdir(parents=True, exist_ok=True)
+    for sr in runs:
+        _copy_report(sr, site, problems)
+    by_scenario: dict[str, list[SiteRun]] = {}
+    for sr in runs:
+        by_scenario.setdefault(sr.run.scenario_name, []).append(sr)
+    nav = " · ".join(f'<a href="#s{i}">{H.esc(n)}</a>' for i, n in enumerate(by_scenario))
+    body = [f'<header class="top"><h1>speedbench dashboard</h1><div class="sub">{len(runs)} runs, '
+            f"{len(by_scenario)} scenarios · generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
+            + (f" · {nav}" if nav else "") + "</div></header>"]
+    if problems:
+        body.append(H.card(H.Safe("<ul>" + "".join(f"<li>{H.esc(p)}</li>" for p in problems) + "</ul>"),
+                           "Skipped", "warn"))
+    if not runs:
+        body.append(H.card(H.Safe(f"<p>No run folders (summary.json) under {H.esc(results)}.</p>")))
+    else:
+        body.append(_latest_table(runs))
+        body.append(_al_matrix(by_scenario))
+        body += [_scenario_section(name, rs, i) for i, (name, rs) in enumerate(by_scenario.items())]
+    index = site / "index.html"
+    atomic_write(index, H.page("speedbench dashboard", "".join(body)))
+    return Dashboard(index, runs, problems)

@@ -1,0 +1,261 @@
+"""CI gates: absolute bounds and noise-aware regressions against a baseline run.
+
+Rules (docs/gates.md explains them with examples):
+- absolute: ``min`` / ``max`` on the point estimate of the metric;
+- relative (``max_regression`` r): for a higher-is-better metric the gate fails only
+  when the value dropped below ``baseline × (1 − r)`` AND the upper end of the current
+  95% CI is below that threshold too (the drop is not noise). For ``error_rate`` (lower
+  is better; r is absolute) it fails when the Wilson lower bound of the current error
+  rate exceeds ``baseline rate + r``.
+- a gate that names an arm, concurrency or variant the run lacks, or an arm that failed,
+  fails: a gate never passes for want of data. A relative gate with no baseline run, or
+  with no matching row in it, is reported as skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from speedbench.errors import UsageError
+from speedbench.report import significance as S
+from speedbench.report import tables as T
+from speedbench.results import Run
+from speedbench.scenario import GateSpec
+
+HIGHER_IS_BETTER = {"speedup": True, "acceptance_length": True, "per_user_tps": True, "output_tps": True,
+                    "error_rate": False}
+UNITS = {"speedup": "×", "acceptance_length": " tok/step", "per_user_tps": " tok/s", "output_tps": " tok/s",
+         "error_rate": ""}
+
+
+@dataclass
+class GateResult:
+    index: int  # position of the gate in its list (stable testcase names)
+    gate: GateSpec
+    arm: str | None
+    concurrency: int | None
+    variant: str | None
+    status: str  # "pass", "fail" or "skip"
+    value: float
+    message: str
+
+    @property
+    def bounds(self) -> str:
+        g = self.gate
+        parts = [f"min {g.min:g}" if g.min is not None else "", f"max {g.max:g}" if g.max is not None else "",
+                 f"max_regression {g.max_regression:g}" if g.max_regression is not None else ""]
+        return ", ".join(p for p in parts if p)
+
+    @property
+    def where(self) -> str:
+        parts = [f"arm={self.arm}" if self.arm else "", f"c={self.concurrency}" if self.concurrency is not None else "",
+                 f"variant={self.variant}" if self.variant else ""]
+        return " ".join(p for p in parts if p) or "(no rows)"
+
+    @property
+    def name(self) -> str:
+        return f"{self.gate.metric} ({self.bounds}) {self.where}"
+
+
+def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
+    """Gates from a YAML file (a list, or a mapping with ``gates:``), else the run's scenario."""
+    if path is not None:
+        p = Path(path)
+        if not p.exists():
+            raise UsageError(f"gates file not found: {p}")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise UsageError(f"{p}: YAML syntax error: {e}") from None
+        if isinstance(data, dict) and "gates" in data:
+            data = data["gates"]
+        where = str(p)
+    else:
+        data, where = run.scenario.get("gates") or [], f"{run.path}/scenario.resolved.yaml"
+    if not isinstance(data, list):
+        raise UsageError(f"{where}: gates must be a list of mappings like {{metric: speedup, min: 1.5}}")
+    gates = []
+    for i, item in enumerate(data):
+        try:
+            gates.append(GateSpec.model_validate(item))
+        except ValidationError as e:
+            msgs = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'gate'}: {x['msg']}" for x in e.errors())
+            raise UsageError(f"{where}: gate [{i}]: {msgs}") from None
+    if not gates:
+        raise UsageError(f"no gates defined: add 'gates:' to the scenario or pass --gates FILE ({where})")
+    return gates
+
+
+def metric_value(row: dict[str, Any], metric: str) -> float:
+    if metric == "speedup":
+        return T.num(row.get("speedup_mean"))
+    if metric == "acceptance_length":
+        return T.al_of(row)[0]
+    if metric == "per_user_tps":
+        return T.num(row.get("per_user_tps_mean"))
+    return T.num(row.get(metric))  # error_rate, output_tps
+
+
+def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
+    """(rows the gate applies to, problems that fail it outright)."""
+    problems: list[str] = []
+    spec_only = g.metric in ("speedup", "acceptance_length")
+    if g.arm is not None:
+        if g.arm not in run.arms():
+            problems.append(f"arm {g.arm} has no results in this run (arms: {', '.join(run.arms()) or 'none'})")
+        rows = [r for r in run.rows if r.get("arm") == g.arm]
+    else:
+        rows = [r for r in run.rows if T.is_speculative(r)] if spec_only else list(run.rows)
+        expected = [a.get("name") for a in run.scenario.get("arms") or [] if isinstance(a, dict)
+                    and (a.get("speculative_config") or not spec_only)]
+        problems += [f"arm {a} has no results in this run" for a in expected if a not in run.arms()]
+        if not rows and not problems:
+            problems.append("no speculative arm in this run" if spec_only else "the run has no rows")
+    if g.concurrency is not None:
+        rows = [r for r in rows if r.get("concurrency") == g.concurrency]
+        if not rows and not problems:
+            problems.append(f"no results at concurrency {g.concurrency}")
+    if g.variant is not None:
+        rows = [r for r in rows if (r.get("variant") or "") == g.variant]
+        if not rows and not problems:
+            problems.append(f"no results for variant '{g.variant}'")
+    return rows, problems
+
+
+def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float, str]:
+    """Upper end of the current value's 95% CI and where it came from."""
+    arm, c, v = str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or "")
+    if metric == "speedup" and T.ok(row.get("speedup_ci_high")):
+        return T.num(row["speedup_ci_high"]), "summary CI"
+    iv = S.NAN_INTERVAL
+    if run.records:
+        if metric == "speedup":
+            iv = S.speedup_ci(run, arm, c, v)
+        elif metric == "acceptance_length":
+            iv = S.al_ci(run, arm, c, v)
+        elif metric == "per_user_tps":
+            iv = S.mean_tps_ci(run, arm, c, v)
+    if math.isfinite(iv.high):
+        return iv.high, iv.test
+    return metric_value(row, metric), "point estimate (no per-request data)"
+
+
+def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline: Run | None) -> tuple[str, str]:
+    if baseline is None:
+        return "skip", "relative gate skipped: no --baseline-run given"
+    brow = baseline.row(str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
+    bval = metric_value(brow, g.metric) if brow and brow.get("status") != "failed" else math.nan
+    if not math.isfinite(bval):
+        return "skip", f"relative gate skipped: no usable {g.metric} for this point in baseline run {baseline.run_id}"
+    r = g.max_regression or 0.0
+    u = UNITS[g.metric]
+    if g.metric == "error_rate":
+        threshold = bval + r
+        n, k = int(T.num(row.get("n_requests")) or 0), int(T.num(row.get("n_errors")) or 0)
+        low, _ = S.wilson(k, n)
+        if value > threshold and low > threshold:
+            return "fail", (f"error rate rose from {bval:.4f} to {value:.4f} (> {threshold:.4f} = baseline + {r:g}); "
+                            f"Wilson 95% lower bound {low:.4f} is above it too")
+        return "pass", f"error rate {value:.4f} vs baseline {bval:.4f}; limit {threshold:.4f} (Wilson low {low:.4f})"
+    threshold = bval * (1 - r)
+    change = value / bval - 1 if bval else math.nan
+    if value >= threshold:
+        return "pass", f"{value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}); limit {threshold:.3f}{u}"
+    high, source = _current_ci_high(run, row, g.metric)
+    if high < threshold:
+        return "fail", (f"regression: {value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}, more than "
+                        f"{r:.0%}); the 95% CI upper end {high:.3f} ({source}) is below the limit {threshold:.3f}")
+    return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within noise: 95% CI "
+                    f"upper end {high:.3f} ({source}) reaches the limit {threshold:.3f}")
+
+
+def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None) -> list[GateResult]:
+    results: list[GateResult] = []
+    for i, g in enumerate(gates):
+        rows, problems = _select(run, g)
+        for p in problems:
+            results.append(GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, p))
+        for row in rows:
+            ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
+            value = metric_value(row, g.metric)
+            if row.get("status") == "failed":
+                results.append(GateResult(i, g, *ident, "fail", value,
+                                          f"arm failed: {row.get('failure') or 'no message'}"))
+                continue
+            if not math.isfinite(value):
+                results.append(GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point"))
+                continue
+            fails, notes = [], []
+            if g.min is not None:
+                (fails if value < g.min else notes).append(f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}")
+            if g.max is not None:
+                (fails if value > g.max else notes).append(f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}")
+            status = "fail" if fails else "pass"
+            if g.max_regression is not None:
+                rel_status, rel_msg = _relative(run, row, g, value, baseline)
+                (fails if rel_status == "fail" else notes).append(rel_msg)
+                if rel_status == "fail":
+                    status = "fail"
+                elif rel_status == "skip" and g.min is None and g.max is None:
+                    status = "skip"
+            results.append(GateResult(i, g, *ident, status, value, "; ".join(fails or notes)))
+    return results
+
+
+def exit_code(results: list[GateResult]) -> int:
+    return 1 if any(r.status == "fail" for r in results) else 0
+
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _x(s: Any) -> str:
+    """XML 1.0 forbids most control characters even escaped; messages may carry them."""
+    return _XML_BAD.sub("?", str(s))
+
+
+def junit_xml(results: list[GateResult], run: Run, elapsed_s: float = 0.0) -> str:
+    n_fail = sum(r.status == "fail" for r in results)
+    n_skip = sum(r.status == "skip" for r in results)
+    counts = {"tests": str(len(results)), "failures": str(n_fail), "errors": "0", "skipped": str(n_skip),
+              "time": f"{elapsed_s:.3f}"}
+    root = ET.Element("testsuites", {"name": "speedbench gate", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": _x(f"{run.scenario_name} {run.run_id}"), **counts,
+                                              "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())})
+    for r in results:
+        tc = ET.SubElement(suite, "testcase", {"name": _x(r.name), "classname": _x(f"speedbench.gate{r.index}.{r.gate.metric}"),
+                                               "time": "0"})
+        if r.status == "fail":
+            kind = "missing" if not math.isfinite(r.value) else "regression"
+            ET.SubElement(tc, "failure", {"message": _x(r.message), "type": kind}).text = _x(
+                f"{r.name}\nvalue: {r.value}\n{r.message}")
+        elif r.status == "skip":
+            ET.SubElement(tc, "skipped", {"message": _x(r.message)})
+        else:
+            ET.SubElement(tc, "system-out").text = _x(r.message)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def summary_markdown(results: list[GateResult], run: Run, baseline: Run | None = None) -> str:
+    from speedbench.report.markdown import md, md_table
+
+    n_fail = sum(r.status == "fail" for r in results)
+    n_skip = sum(r.status == "skip" for r in results)
+    verdict = "FAILED" if n_fail else "passed"
+    head = [f"## speedbench gate {verdict}: {md(run.scenario_name)} `{md(run.run_id)}`", "",
+            f"{len(results) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped"
+            + (f"; baseline run `{md(baseline.run_id)}`" if baseline else "") + ".", ""]
+    rows = [[r.status.upper(), r.gate.metric, r.bounds, r.arm or "–", "–" if r.concurrency is None else r.concurrency,
+             r.variant or "", T.fmt(r.value, 3), r.message] for r in sorted(results, key=lambda r: r.status != "fail")]
+    return "\n".join(head) + md_table(["result", "metric", "rule", "arm", "c", "variant", "value", "details"], rows,
+                                      "llllrlrl") + "\n"

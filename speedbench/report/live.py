@@ -1,0 +1,184 @@
+"""Live progress for ``speedbench run``: server start-up, requests done per point,
+live output tokens/s and errors.
+
+On a terminal this is a rich Progress display; durable events (server ready, point
+finished, messages) are printed above it so they stay in the scrollback. When the
+console is not a terminal (CI logs) it prints plain lines instead, throttled so a long
+run does not print one line per request. Arms run in threads, so every method may be
+called from any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from speedbench.records import RequestRecord
+
+PointKey = tuple[str, int, str]
+
+
+@dataclass
+class _Point:
+    total: int
+    started: float
+    done: int = 0
+    errors: int = 0
+    tokens: int = 0
+    # (finish time, output tokens) of recent records, for a windowed tokens/s
+    recent: deque = field(default_factory=deque)
+    next_plain_pct: int = 25
+    task: TaskID | None = None
+
+
+def _short(text: str, n: int = 90) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _label(arm: str, concurrency: int, variant: str) -> str:
+    return f"{arm} c={concurrency}" + (f" [{variant}]" if variant else "")
+
+
+class LiveProgress:
+    """Context manager; ``with LiveProgress(console) as live: ...``."""
+
+    def __init__(self, console: Console | None = None, *, plain: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic, window_s: float = 10.0,
+                 plain_server_every_s: float = 30.0):
+        self.console = console or Console(highlight=False)
+        self.plain = (not self.console.is_terminal) if plain is None else plain
+        self._clock = clock
+        self._window_s = window_s
+        self._server_every_s = plain_server_every_s
+        self._lock = threading.RLock()
+        self._points: dict[PointKey, _Point] = {}
+        self._servers: dict[str, TaskID | None] = {}
+        self._server_last_print: dict[str, float] = {}
+        self._progress: Progress | None = None
+
+    # ---- context ------------------------------------------------------------------------
+
+    def __enter__(self) -> LiveProgress:  # noqa: PYI034 - no subclasses; Self needs Python 3.11
+        if not self.plain:
+            self._progress = Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=30),
+                MofNCompleteColumn(), TextColumn("{task.fields[info]}"), TimeElapsedColumn(),
+                console=self.console, transient=True,
+            )
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    # ---- output ---------------------------------------------------------------------------
+
+    def _line(self, text: str, style: str = "") -> None:
+        """A durable line: above the live display, or a plain log line."""
+        markup = f"[{style}]{escape(text)}[/{style}]" if style and not self.plain else escape(text)
+        target = self._progress.console if self._progress is not None else self.console
+        target.print(markup, highlight=False, soft_wrap=True)
+
+    def message(self, text: str) -> None:
+        with self._lock:
+            self._line(text)
+
+    # ---- servers ---------------------------------------------------------------------------
+
+    def server_starting(self, arm: str) -> None:
+        with self._lock:
+            task = None
+            if self._progress is not None:
+                task = self._progress.add_task(f"starting [bold]{escape(arm)}[/bold]", total=None, info="")
+            self._servers[arm] = task
+            self._server_last_print[arm] = self._clock()
+            self._line(f"{arm}: starting server")
+
+    def server_progress(self, arm: str, elapsed_s: float, last_log_line: str = "") -> None:
+        with self._lock:
+            task = self._servers.get(arm)
+            if self._progress is not None and task is not None:
+                self._progress.update(task, info=escape(_short(last_log_line, 60)))
+                return
+            now = self._clock()
+            if now - self._server_last_print.get(arm, 0.0) >= self._server_every_s:
+                self._server_last_print[arm] = now
+                tail = f": {_short(last_log_line)}" if last_log_line else ""
+                self._line(f"{arm}: still starting ({elapsed_s:.0f} s){tail}")
+
+    def server_ready(self, arm: str, elapsed_s: float) -> None:
+        with self._lock:
+            task = self._servers.pop(arm, None)
+            if self._progress is not None and task is not None:
+                self._progress.remove_task(task)
+            self._line(f"{arm}: server ready after {elapsed_s:.1f} s", "green")
+
+    # ---- points ------------------------------------------------------------------------------
+
+    def point_started(self, arm: str, concurrency: int, variant: str, total: int) -> None:
+        with self._lock:
+            p = _Point(total=total, started=self._clock())
+            if self._progress is not None:
+                p.task = self._progress.add_task(escape(_label(arm, concurrency, variant)), total=total or None,
+                                                 info="")
+            self._points[(arm, concurrency, variant)] = p
+            self._line(f"{_label(arm, concurrency, variant)}: {total} requests")
+
+    def _rate(self, p: _Point, now: float) -> float:
+        while p.recent and now - p.recent[0][0] > self._window_s:
+            p.recent.popleft()
+        span = min(self._window_s, now - p.started)
+        return sum(t for _, t in p.recent) / span if span > 0 else 0.0
+
+    def record_done(self, rec: RequestRecord) -> None:
+        with self._lock:
+            p = self._points.get((rec.arm, rec.concurrency, rec.variant))
+            if p is None or rec.warmup:
+                return
+            now = self._clock()
+            p.done += 1
+            if rec.error:
+                p.errors += 1
+            else:
+                p.tokens += rec.n_output
+                p.recent.append((now, rec.n_output))
+            rate = self._rate(p, now)
+            info = f"{rate:,.0f} tok/s" + (f"  [red]{p.errors} errors[/red]" if p.errors else "")
+            if self._progress is not None and p.task is not None:
+                self._progress.update(p.task, completed=p.done, info=info)
+                return
+            pct = 100 * p.done // p.total if p.total else 100
+            if pct >= p.next_plain_pct and p.done < p.total:
+                p.next_plain_pct = (pct // 25 + 1) * 25
+                self._line(f"{_label(rec.arm, rec.concurrency, rec.variant)}: {p.done}/{p.total} done, "
+                           f"{rate:,.0f} output tok/s, {p.errors} errors")
+
+    def point_done(self, arm: str, concurrency: int, variant: str) -> None:
+        with self._lock:
+            p = self._points.pop((arm, concurrency, variant), None)
+            if p is None:
+                return
+            if self._progress is not None and p.task is not None:
+                self._progress.remove_task(p.task)
+            elapsed = self._clock() - p.started
+            rate = p.tokens / elapsed if elapsed > 0 else 0.0
+            self._line(f"{_label(arm, concurrency, variant)}: {p.done}/{p.total} requests in {elapsed:.1f} s, "
+                       f"{rate:,.0f} output tok/s, {p.errors} errors", "red" if p.errors else "")

@@ -1,0 +1,127 @@
+"""report.md: the same content as report.html, minus the plots.
+
+Every string from a run (arm and model names, failure messages) is escaped for both
+Markdown and HTML: many Markdown renderers pass raw HTML through.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from speedbench.report import tables as T
+from speedbench.results import Run
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md(s: Any) -> str:
+    """Escape one inline Markdown string: punctuation that forms links, code or table
+    cells is backslash-escaped, HTML is entity-escaped, newlines become spaces."""
+    text = " ".join(_CONTROL.sub("?", str(s)).split())
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", text), quote=True)
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
+    """Headers and cells are escaped here; pass raw strings."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    sep = ["---:" if a == "r" else ":---" for a in align]
+    lines = ["| " + " | ".join(md(h) for h in headers) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(md(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def speedup_table_md(t: T.SpeedupTable, baseline: str | None) -> str:
+    headers = ["concurrency", f"{baseline or 'baseline'} per-user TPS", f"{t.arm} per-user TPS",
+               "speedup [95% CI]", "AL"]
+    has_ref = any(math.isfinite(r.reference) for r in t.rows)
+    if has_ref:
+        headers.append("reference speedup")
+    rows = []
+    for r in t.rows:
+        if r.status == "failed":
+            row = [r.concurrency, T.fmt(r.base_tps, 1), "failed", "–", "–"]
+        else:
+            al = T.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
+            row = [r.concurrency, T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1),
+                   T.fmt_speedup(r.speedup, r.ci_low, r.ci_high), al]
+        if has_ref:
+            row.append(T.fmt(r.reference, 2, "×"))
+        rows.append(row)
+    return md_table(headers, rows)
+
+
+DETAIL_HEADERS = ["arm", "c", "status", "ok/total", "per-user TPS mean (p10–p90)", "output TPS", "TTFT p50 ms",
+                  "TPOT p50 ms", "speedup", "AL tokens / requests / Prometheus", "draft acc. rate"]
+
+
+def detail_rows(run: Run) -> list[list[str]]:
+    out = []
+    for r in run.rows:
+        out.append([
+            T.label(str(r.get("arm")), str(r.get("variant") or "")), str(r.get("concurrency")),
+            str(r.get("status") or ""), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
+            (f"{T.fmt(r.get('per_user_tps_mean'), 1)} ({T.fmt(r.get('per_user_tps_p10'), 1)}–"
+             f"{T.fmt(r.get('per_user_tps_p90'), 1)})"),
+            T.fmt(r.get("output_tps"), 1), T.fmt(r.get("ttft_ms_median"), 1), T.fmt(r.get("tpot_ms_median"), 2),
+            T.fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
+            " / ".join(T.fmt(r.get(k), 3) for k in ("al_tokens", "al_requests", "al_prometheus")),
+            T.fmt(r.get("draft_acceptance_rate"), 3),
+        ])
+    return out
+
+
+def category_rows(run: Run) -> tuple[list[str], list[list[str]]]:
+    cats, al = T.category_al(run)
+    headers = ["arm"] + cats
+    rows = [[T.label(*k)] + [T.fmt(v.get(c), 3) for c in cats] for k, v in al.items()]
+    ref = [T.reference_al(run, c) for c in cats]
+    if any(math.isfinite(x) for x in ref):
+        rows.append([f"reference ({T.reference_arm(run) or 'published'})"] + [T.fmt(x, 3) for x in ref])
+    return headers, rows
+
+
+def position_rows(run: Run) -> tuple[list[str], list[list[str]]]:
+    curves = T.position_curves(run)
+    n = max((len(j) for j, _ in curves.values()), default=0)
+    headers = ["arm", "kind"] + [f"pos {i + 1}" for i in range(n)]
+    rows = []
+    for k, (joint, cond) in curves.items():
+        rows.append([T.label(*k), "joint"] + [T.fmt(x, 3) for x in joint])
+        rows.append([T.label(*k), "conditional"] + [T.fmt(x, 3) for x in cond])
+    return headers, rows
+
+
+def render_markdown(run: Run, drift_md: str = "") -> str:
+    parts = [f"# speedbench report: {md(run.scenario_name)}", "",
+             f"Run `{md(run.run_id)}`" + (f", created {md(run.created_utc)}" if run.created_utc else "")
+             + f", hardware: {md(T.hardware(run))}.", ""]
+    parts += [md(line) + "  " for line in T.measured_lines(run)] + [""]
+    warnings = T.run_warnings(run)
+    if warnings:
+        parts += ["## Warnings", ""] + [f"- {md(w)}" for w in warnings] + [""]
+    parts += ["## Speedup", ""]
+    tables = T.speedup_tables(run)
+    for t in tables:
+        parts += [f"### {md(t.title)}", ""]
+        if t.draft:
+            parts += [f"Draft: {md(t.draft)}", ""]
+        parts += [speedup_table_md(t, run.baseline), ""]
+    if not tables:
+        parts += ["No speculative arm with a baseline in this run.", ""]
+    parts += ["## All points", "", md_table(DETAIL_HEADERS, detail_rows(run), "lllrrrrrrrr"), ""]
+    headers, rows = category_rows(run)
+    if rows:
+        parts += ["## Acceptance length per category", "", md_table(headers, rows), ""]
+    headers, rows = position_rows(run)
+    if rows:
+        parts += ["## Per-position acceptance", "",
+                  "Joint: P(at least i drafts accepted in a step). Conditional: P(position i accepted | i-1 accepted).",
+                  "", md_table(headers, rows, "ll" + "r" * (len(headers) - 2)), ""]
+    if drift_md:
+        parts += [drift_md.rstrip(), ""]
+    return "\n".join(parts)

@@ -1,0 +1,40 @@
+"""report.md + report.html for one run, including the drift sections when available."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from speedbench.report.html import esc, render_html
+from speedbench.report.markdown import md, render_markdown
+from speedbench.results import Run, RunDir, atomic_write, load_run
+
+
+def _drift(run: Run) -> tuple[str, str]:
+    """(markdown, html) drift sections from report/drift.py; empty when that module
+    is absent or the run has no sweep. A failure there must not cost us the report."""
+    try:
+        mod = importlib.import_module("speedbench.report.drift")
+    except ModuleNotFoundError as e:
+        if e.name == "speedbench.report.drift":
+            return "", ""
+        raise
+    try:
+        return mod.drift_section_md(run) or "", mod.drift_section_html(run) or ""
+    except Exception as e:  # noqa: BLE001 - reported in the page instead
+        note = f"drift analysis failed: {type(e).__name__}: {e}"
+        return f"## Drift\n\n{md(note)}\n", f'<h2>Drift</h2><section class="card warn"><p>{esc(note)}</p></section>'
+
+
+def render_report(run: Run) -> tuple[str, str]:
+    drift_md, drift_html = _drift(run)
+    return render_markdown(run, drift_md), render_html(run, drift_html)
+
+
+def write_report(run_dir: RunDir | str | Path | Any) -> tuple[Path, Path]:
+    rd = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    md_text, html_text = render_report(load_run(rd.path))
+    atomic_write(rd.report_md_path, md_text)
+    atomic_write(rd.report_html_path, html_text)
+    return rd.report_md_path, rd.report_html_path

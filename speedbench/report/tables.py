@@ -1,0 +1,315 @@
+"""What every report shows, as plain data: the published-shape speedup tables, the
+"what was measured" lines, warnings, AL per category and per-position curves.
+
+The terminal, markdown, HTML, compare and dashboard renderers all format these, so
+they can never disagree about which number goes in which column.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from speedbench.results import Run
+
+NAN = float("nan")
+LOOP_LAG_WARN_MS = 10.0  # above this the client's own timestamps may be late
+
+
+def num(v: Any) -> float:
+    """Summary cell -> float; None, "" and non-numbers are NaN (summary.json stores NaN as null)."""
+    if isinstance(v, bool) or v is None:
+        return NAN
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return NAN
+
+
+def ok(v: Any) -> bool:
+    return math.isfinite(num(v))
+
+
+def fmt(v: Any, digits: int = 2, suffix: str = "") -> str:
+    x = num(v)
+    return f"{x:.{digits}f}{suffix}" if math.isfinite(x) else "–"
+
+
+def fmt_speedup(mean: Any, lo: Any = None, hi: Any = None) -> str:
+    if not ok(mean):
+        return "–"
+    s = f"{num(mean):.2f}×"
+    if ok(lo) and ok(hi):
+        s += f" [{num(lo):.2f}, {num(hi):.2f}]"
+    return s
+
+
+def is_speculative(row: dict[str, Any]) -> bool:
+    return bool(row.get("speculative"))
+
+
+def spec_arms(run: Run) -> list[str]:
+    return [a for a in run.arms() if any(is_speculative(r) for r in run.rows if r.get("arm") == a)]
+
+
+def variants(run: Run) -> list[str]:
+    out: list[str] = []
+    for r in run.rows:
+        v = r.get("variant") or ""
+        if v not in out:
+            out.append(v)
+    return out or [""]
+
+
+def concurrencies(run: Run) -> list[int]:
+    return sorted({int(r["concurrency"]) for r in run.rows if r.get("concurrency") is not None})
+
+
+def al_of(row: dict[str, Any] | None) -> tuple[float, str]:
+    """AL and where it came from: per-request token counts first, Prometheus otherwise."""
+    if not row:
+        return NAN, ""
+    if ok(row.get("al_tokens")):
+        return num(row["al_tokens"]), "tokens"
+    if ok(row.get("al_prometheus")):
+        return num(row["al_prometheus"]), "prometheus"
+    return NAN, ""
+
+
+def _keyed(d: dict[Any, Any], key: Any) -> Any:
+    # JSON turns integer keys into strings; accept both.
+    return d.get(key, d.get(str(key)))
+
+
+def reference_speedup(run: Run, arm: str, concurrency: int) -> float:
+    ref = run.reference or {}
+    if ref.get("arm") not in (None, arm):
+        return NAN
+    if ref.get("arm") is None and len(spec_arms(run)) != 1:
+        return NAN  # unnamed reference and several candidates: do not guess
+    return num(_keyed(ref.get("speedup") or {}, concurrency))
+
+
+def reference_al(run: Run, category: str) -> float:
+    return num((run.reference or {}).get("acceptance_length", {}).get(category))
+
+
+def reference_arm(run: Run) -> str | None:
+    ref = run.reference or {}
+    arms = spec_arms(run)
+    return ref.get("arm") or (arms[0] if len(arms) == 1 else None)
+
+
+def _find(d: Any, names: tuple[str, ...], depth: int = 3) -> Any:
+    """First value under any of ``names`` in a nested provenance dict (its exact shape
+    belongs to engine/provenance.py; reports only need a few facts from it)."""
+    if not isinstance(d, dict) or depth < 0:
+        return None
+    for n in names:
+        if d.get(n) not in (None, "", [], {}):
+            return d[n]
+    for v in d.values():
+        found = _find(v, names, depth - 1)
+        if found not in (None, "", [], {}):
+            return found
+    return None
+
+
+def target_model(run: Run) -> str:
+    server = run.scenario.get("server") or {}
+    if server.get("model"):
+        return str(server["model"])
+    for prov in run.provenance.values():
+        m = _find(prov, ("target_model", "model"))
+        if isinstance(m, str):
+            return m
+    return ""
+
+
+def draft_model(run: Run, arm: str) -> str:
+    for a in run.scenario.get("arms") or []:
+        if isinstance(a, dict) and a.get("name") == arm:
+            sc = a.get("speculative_config") or {}
+            if sc.get("model"):
+                return str(sc["model"])
+            if sc.get("method"):
+                return str(sc["method"])
+    m = _find(run.provenance.get(arm) or {}, ("draft_model", "draft"))
+    if isinstance(m, dict):
+        m = m.get("model") or m.get("path")
+    return str(m) if m else ""
+
+
+def hardware(run: Run) -> str:
+    if run.summary.get("hardware"):
+        return str(run.summary["hardware"])
+    for prov in run.provenance.values():
+        h = _find(prov, ("hardware",))
+        if isinstance(h, dict):  # engine/provenance.py: {"kind", "gpus" | "cpu", "summary"}
+            h = h.get("summary") or h.get("cpu") or ", ".join(map(str, h.get("gpus") or []))
+        if h:
+            return str(h)
+    return "unknown hardware"
+
+
+def vllm_version(run: Run) -> str:
+    versions = []
+    for prov in run.provenance.values():
+        v = _find(prov, ("vllm_version",))
+        if v is None and isinstance(prov, dict) and isinstance(prov.get("vllm"), dict):
+            v = prov["vllm"].get("version")
+        if v and str(v) not in versions:
+            versions.append(str(v))
+    return ", ".join(versions)
+
+
+@dataclass
+class SpeedupRow:
+    concurrency: int
+    base_tps: float
+    spec_tps: float
+    speedup: float
+    ci_low: float
+    ci_high: float
+    pairs: int
+    al: float
+    al_source: str
+    reference: float
+    status: str
+    failure: str = ""
+
+
+@dataclass
+class SpeedupTable:
+    arm: str
+    variant: str
+    eagle_version: str
+    draft: str
+    rows: list[SpeedupRow] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        t = self.arm + (f" (EAGLE {self.eagle_version})" if self.eagle_version else "")
+        return t + (f" — variant {self.variant}" if self.variant else "")
+
+
+def speedup_tables(run: Run) -> list[SpeedupTable]:
+    """One table per speculative arm and variant, in the shape of the published result."""
+    tables = []
+    for arm in spec_arms(run):
+        for v in variants(run):
+            rows = [r for r in run.rows if r.get("arm") == arm and (r.get("variant") or "") == v]
+            if not rows:
+                continue
+            t = SpeedupTable(arm, v, str(rows[0].get("eagle_version") or ""), draft_model(run, arm))
+            for r in sorted(rows, key=lambda r: int(r["concurrency"])):
+                c = int(r["concurrency"])
+                base = run.row(run.baseline, c, v) if run.baseline else None
+                al, src = al_of(r)
+                t.rows.append(SpeedupRow(
+                    c, num((base or {}).get("per_user_tps_mean")), num(r.get("per_user_tps_mean")),
+                    num(r.get("speedup_mean")), num(r.get("speedup_ci_low")), num(r.get("speedup_ci_high")),
+                    int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al, src,
+                    reference_speedup(run, arm, c), str(r.get("status") or ""), str(r.get("failure") or "")))
+            tables.append(t)
+    return tables
+
+
+def measured_lines(run: Run) -> list[str]:
+    """Plain-language statement of what the numbers are and where they come from."""
+    sc = run.scenario
+    w = sc.get("workload") or {}
+    lines = [
+        ("Per-user TPS: decode tokens/s of each request, (output tokens - 1) / (last token time - first token "
+         "time), mean over requests. Speedup: mean speculative / mean baseline per-user TPS at the same "
+         "concurrency (same prompts), with a 95% paired bootstrap CI. AL: tokens per drafting step, "
+         "1 + accepted/steps."),
+    ]
+    facts = [f"target {target_model(run) or 'unknown model'}", f"hardware {hardware(run)}"]
+    if vllm_version(run):
+        facts.append(f"vLLM {vllm_version(run)}")
+    if w:
+        src = str(w.get("source", ""))
+        if src == "speed_bench":
+            src += f"/{w.get('config', '')}"
+        if w.get("categories"):
+            src += " " + ",".join(map(str, w["categories"]))
+        facts.append(f"workload {src}, T={w.get('temperature')}, max_tokens={w.get('max_tokens')}")
+    if run.baseline:
+        facts.append(f"baseline arm {run.baseline}")
+    lines.append("Measured: " + "; ".join(facts) + ".")
+    ref = run.reference or {}
+    if ref.get("source"):
+        lines.append(f"Reference figures: {ref['source']}.")
+    return lines
+
+
+def run_warnings(run: Run) -> list[str]:
+    out: list[str] = []
+    failed: dict[str, list[str]] = {}
+    for r in run.rows:
+        where = f"{r.get('arm')} c={r.get('concurrency')}" + (f" [{r['variant']}]" if r.get("variant") else "")
+        status = r.get("status")
+        if status == "failed":
+            failed.setdefault(str(r.get("arm")), []).append(str(r.get("failure") or "no message"))
+            continue
+        if num(r.get("n_errors")) > 0:
+            out.append(f"{where}: {int(num(r['n_errors']))} of {int(num(r.get('n_requests')))} requests failed "
+                       f"(error rate {num(r.get('error_rate')):.1%})")
+        if r.get("al_agree") is False:
+            out.append(f"{where}: AL sources disagree by more than 1%: tokens {fmt(r.get('al_tokens'), 3)}, "
+                       f"requests {fmt(r.get('al_requests'), 3)}, Prometheus {fmt(r.get('al_prometheus'), 3)}")
+        lag = num(r.get("loop_lag_ms_max"))
+        if lag > LOOP_LAG_WARN_MS:
+            out.append(f"{where}: client event-loop lag reached {lag:.0f} ms (> {LOOP_LAG_WARN_MS:.0f} ms); "
+                       "token timestamps may be late, so TPS may be understated")
+    for arm, msgs in failed.items():
+        out.insert(0, f"arm {arm} FAILED: {msgs[0]}")
+    for (arm, c, v), p in run.points.items():
+        if p.get("status") == "interrupted":
+            out.append(f"{arm} c={c}{' [' + v + ']' if v else ''}: interrupted; resume the run to complete it")
+    if not run.baseline and spec_arms(run):
+        out.append("no baseline arm: speedups are not available")
+    return out
+
+
+def category_al(run: Run) -> tuple[list[str], dict[tuple[str, str], dict[str, float]]]:
+    """AL per (arm, variant) and category, pooled over concurrency levels (weighted by
+    successful requests: acceptance does not depend on the batch)."""
+    cats: list[str] = []
+    acc: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for c in run.categories:
+        cat, n, al = str(c.get("category") or ""), num(c.get("n_ok")), num(c.get("al_tokens"))
+        if not math.isfinite(al) or not n > 0:
+            continue
+        if cat not in cats:
+            cats.append(cat)
+        cell = acc.setdefault((str(c.get("arm")), str(c.get("variant") or "")), {}).setdefault(cat, [0.0, 0.0])
+        cell[0] += al * n
+        cell[1] += n
+    return cats, {k: {cat: s / n for cat, (s, n) in v.items()} for k, v in acc.items()}
+
+
+def position_curves(run: Run) -> dict[tuple[str, str], tuple[list[float], list[float]]]:
+    """Per-position acceptance (joint, conditional) per (arm, variant), pooled over
+    concurrency levels weighted by successful requests."""
+    out = {}
+    for arm in spec_arms(run):
+        for v in variants(run):
+            rows = [r for r in run.rows if r.get("arm") == arm and (r.get("variant") or "") == v
+                    and r.get("per_position_joint")]
+            if not rows:
+                continue
+            curves = []
+            for key in ("per_position_joint", "per_position_conditional"):
+                n = min(len(r.get(key) or []) for r in rows)
+                w = [max(num(r.get("n_ok")), 1.0) if ok(r.get("n_ok")) else 1.0 for r in rows]
+                curves.append([sum(num((r.get(key) or [0] * n)[i]) * wi for r, wi in zip(rows, w)) / sum(w)
+                               for i in range(n)])
+            out[(arm, v)] = (curves[0], curves[1])
+    return out
+
+
+def label(arm: str, variant: str) -> str:
+    return arm + (f" [{variant}]" if variant else "")

@@ -1,0 +1,87 @@
+"""The final table in the terminal, in the shape of the published result:
+concurrency | baseline per-user TPS | speculative per-user TPS | speedup [95% CI] | AL | reference.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from speedbench.report import tables as T
+from speedbench.results import Run, RunDir, load_run
+
+
+def speedup_table(t: T.SpeedupTable, baseline: str | None) -> Table:
+    title = escape(t.title) + (f"\n[dim]draft {escape(t.draft)}[/dim]" if t.draft else "")
+    table = Table(title=title, title_justify="left", header_style="bold")
+    table.add_column("concurrency", justify="right", no_wrap=True)
+    table.add_column(f"{escape(baseline or 'baseline')}\nper-user TPS", justify="right")
+    table.add_column(f"{escape(t.arm)}\nper-user TPS", justify="right")
+    table.add_column("speedup [95% CI]", justify="right", no_wrap=True)
+    table.add_column("AL", justify="right")
+    has_ref = any(math.isfinite(r.reference) for r in t.rows)
+    if has_ref:
+        table.add_column("reference\nspeedup", justify="right")
+    for r in t.rows:
+        if r.status == "failed":
+            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), "[red]failed[/red]", "–", "–"]
+        else:
+            sp = escape(T.fmt_speedup(r.speedup, r.ci_low, r.ci_high))
+            if math.isfinite(r.reference) and math.isfinite(r.speedup):
+                # green when the reference lies inside (or below) our interval
+                style = "green" if (math.isfinite(r.ci_high) and r.ci_high >= r.reference) else "yellow"
+                sp = f"[{style}]{sp}[/{style}]"
+            al = T.fmt(r.al, 2) + (" [dim](prom)[/dim]" if r.al_source == "prometheus" else "")
+            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1), sp, al]
+        if has_ref:
+            cells.append(T.fmt(r.reference, 2, "×"))
+        table.add_row(*cells)
+    return table
+
+
+def print_report(run: Run, console: Console | None = None) -> None:
+    """Speedup tables, what was measured, and warnings."""
+    console = console or Console(highlight=False)
+    head = f"[bold]{escape(run.scenario_name)}[/bold]  run {escape(run.run_id)}"
+    if run.created_utc:
+        head += f"  ({escape(run.created_utc)})"
+    console.print(head)
+    tables = T.speedup_tables(run)
+    for t in tables:
+        console.print(speedup_table(t, run.baseline))
+    if not tables:
+        console.print(_plain_table(run))
+    for line in T.measured_lines(run):
+        console.print(f"[dim]{escape(line)}[/dim]")
+    for w in T.run_warnings(run):
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def _plain_table(run: Run) -> Table:
+    """No speculative arm (or no baseline): per-arm throughput only."""
+    table = Table(title="per-arm results", title_justify="left", header_style="bold")
+    for col in ("arm", "concurrency", "per-user TPS", "output TPS", "TTFT ms", "errors", "status"):
+        table.add_column(col, justify="right" if col not in ("arm", "status") else "left")
+    for r in run.rows:
+        table.add_row(escape(T.label(str(r.get("arm")), str(r.get("variant") or ""))), str(r.get("concurrency")),
+                      T.fmt(r.get("per_user_tps_mean"), 1), T.fmt(r.get("output_tps"), 1),
+                      T.fmt(r.get("ttft_ms_median"), 0), str(r.get("n_errors", "–")), escape(str(r.get("status"))))
+    return table
+
+
+def print_summary(summary: dict[str, Any] | Run | RunDir | str | Path, console: Console | None = None,
+                  run_dir: RunDir | None = None) -> None:
+    """Print a run's final table from a Run, a run folder, or a summary dict (pass the
+    folder as ``run_dir`` too so provenance and the scenario can be shown)."""
+    if isinstance(summary, Run):
+        run = summary
+    elif isinstance(summary, dict):
+        run = Run(run_dir, summary)
+    else:
+        run = load_run(summary.path if isinstance(summary, RunDir) else summary)
+    print_report(run, console)
