@@ -77,7 +77,11 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     sc = validate_data(data, str(scen_file), scen_file.read_text())
     if not skip_doctor and not _doctor_ok(sc, console):
         return 1
-    console.print(f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept")
+    dropped = run_dir.prune_unfinished_records()
+    console.print(
+        f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept"
+        + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
+    )
     return _execute(sc, run_dir, console, resume=True)
 
 
@@ -272,7 +276,7 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
         request_timeout_s=sc.workload.request_timeout_s,
         idle_timeout_s=sc.workload.idle_timeout_s,
     )
-    total = len(wl.measured) * sc.repeats
+    total = sum(len(p.turns) for p in wl.measured) * sc.repeats  # one request per turn
     ctx.live.point_started(arm, conc, vname, total)
 
     def alive() -> str | None:
@@ -313,6 +317,8 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
         wall_s=sum(r.wall_s for r in results),
         loop_lag_ms_max=max((r.loop_lag_ms.get("max", 0.0) for r in results), default=0.0),
         n_errors=n_err,
+        rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
+        padding_unit=builder.padding_unit,
     )
     ctx.live.point_done(arm, conc, vname)
     return failure
@@ -337,13 +343,13 @@ def _spec_part(text: str) -> list[str]:
 
 
 def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
-    from speedbench.report.summarize_run import summarize_run_dir
     from speedbench.report.terminal import print_summary
+    from speedbench.summary import summarize_run_dir
 
     run_dir = ctx.run_dir
     try:
         summary = summarize_run_dir(run_dir)
-        print_summary(summary, console)
+        print_summary(summary, console, run_dir=run_dir)
     except SpeedbenchError:
         raise
     except Exception as e:  # the records are safe on disk; say how to re-render

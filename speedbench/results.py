@@ -296,12 +296,23 @@ class RunDir:
     def load_records(self) -> list[RequestRecord]:
         return list(self.iter_records())
 
+    @property
+    def superseded_path(self) -> Path:
+        return self.path / "records.superseded.jsonl"
+
     def prune_unfinished_records(self) -> int:
-        """Drop records of points not marked done (for resume); returns how many went."""
+        """Move records of points not marked done to ``records.superseded.jsonl`` (for
+        resume, which re-runs those points whole); returns how many moved. Nothing is
+        deleted, and records.jsonl never holds two measurements of one point."""
         done = set(self.finished_points())
         with self._lock:
             recs = self.load_records()
             keep = [r for r in recs if (r.arm, r.concurrency, r.variant) in done]
+            gone = [r for r in recs if (r.arm, r.concurrency, r.variant) not in done]
+            if gone:
+                with open(self.superseded_path, "a", encoding="utf-8") as f:
+                    for r in gone:
+                        f.write(json.dumps(_finite(r.to_dict()), separators=(",", ":")) + "\n")
             if len(keep) != len(recs):
                 text = "".join(json.dumps(_finite(r.to_dict()), separators=(",", ":")) + "\n" for r in keep)
                 atomic_write(self.records_path, text, self.fsync)

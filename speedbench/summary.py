@@ -1,0 +1,101 @@
+"""Turn a run folder's raw files into ``summary.json``/``.csv``, Parquet and reports.
+
+Everything is recomputed from what is on disk (records, point states, Prometheus
+snapshots, provenance), so ``speedbench report`` and a resumed run produce the same
+summary as the run that wrote the files.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from speedbench import metrics
+from speedbench.results import SCHEMA_VERSION, RunDir
+from speedbench.scenario import Scenario, validate_data
+from speedbench.scrape import delta, parse_prometheus, spec_counters
+
+
+def _hardware(provenance: dict[str, Any]) -> str:
+    for prov in provenance.values():
+        hw = prov.get("hardware") if isinstance(prov, dict) else None
+        if isinstance(hw, dict):
+            return str(hw.get("summary") or hw.get("description") or hw)
+        if hw:
+            return str(hw)
+    return ""
+
+
+def _created(run_dir: RunDir) -> str:
+    """The run's start time, from its folder name (``YYYYmmddTHHMMSSZ-xxxxxx``)."""
+    try:
+        t = _dt.datetime.strptime(run_dir.path.name.split("-")[0], "%Y%m%dT%H%M%SZ")
+        return t.replace(tzinfo=_dt.timezone.utc).isoformat(timespec="seconds")
+    except ValueError:
+        return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _prom_deltas(run_dir: RunDir, points: dict) -> dict:
+    out = {}
+    for key in points:
+        before, after = run_dir.load_prometheus(*key)
+        if before and after:
+            out[key] = delta(spec_counters(parse_prometheus(before)), spec_counters(parse_prometheus(after)))
+    return out
+
+
+def _point_infos(points: dict) -> dict:
+    infos = {}
+    for key, p in points.items():
+        lag = p.get("loop_lag_ms_max")
+        if lag is None and isinstance(p.get("loop_lag_ms"), dict):
+            lag = p["loop_lag_ms"].get("max")
+        status = p.get("status")
+        # An interrupted point has partial data; it is reported as failed so nobody
+        # mistakes it for a complete measurement.
+        infos[key] = metrics.PointInfo(
+            wall_s=p.get("wall_s"),
+            loop_lag_ms_max=lag,
+            status="failed" if status in ("failed", "interrupted") else None,
+            failure=p.get("failure") or (status if status == "interrupted" else None),
+        )
+    return infos
+
+
+def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
+    """Compute the summary of a run folder and (by default) write every derived file."""
+    raw = run_dir.load_scenario()
+    sc: Scenario = validate_data(raw, str(run_dir.scenario_path))
+    records = run_dir.load_records()
+    points = run_dir.all_points()
+    provenance = run_dir.load_provenance()
+    arm_info = {}
+    for arm in sc.arms:
+        prov = provenance.get(arm.name) or {}
+        failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
+        arm_info[arm.name] = metrics.ArmInfo.from_arm(
+            arm,
+            eagle_version=str(prov.get("eagle_version") or ""),
+            status="failed" if failed else "ok",
+            failure=(failed[0].get("failure") if failed else None),
+        )
+    rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points))
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "scenario": sc.name,
+        "run_id": run_dir.path.name,
+        "created_utc": _created(run_dir),
+        "hardware": _hardware(provenance),
+        "baseline": sc.baseline_arm,
+        "reference": sc.reference.model_dump(mode="json"),
+        "rows": rows,
+        "categories": metrics.category_rows(records),
+    }
+    if write:
+        from speedbench.report import write_report
+
+        run_dir.write_summary(summary)
+        if records:
+            run_dir.write_parquet(records)
+        write_report(run_dir)
+    return summary
