@@ -45,7 +45,7 @@ def scenario():
 
 
 @pytest.fixture(scope="module")
-def started(scenario, tmp_path_factory):
+def started(vllm_slot, scenario, tmp_path_factory):
     """The one server start of this module, with how long it took."""
     arm = scenario.arm(ARM)
     spec = launch_spec(scenario, arm)
