@@ -1,0 +1,182 @@
+"""The README's main job, for real: scenarios/cpu_tiny.yaml on vLLM's CPU build.
+
+One full run (5 server launches) is shared by every test in the module; a second,
+smaller run adds a system-prompt sweep and gives `compare` two runs to put side by side.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed"),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC_ARMS = ("eagle3", "eagle3.1", "self-draft", "ngram")
+
+
+def speedbench(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "speedbench.cli", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "COLUMNS": "160"},
+    )
+
+
+def only_run(root: Path) -> Path:
+    runs = sorted(p for p in (root / "cpu_tiny").iterdir() if p.is_dir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+@pytest.fixture(scope="module")
+def run(vllm_slot, tmp_path_factory):
+    out = tmp_path_factory.mktemp("results")
+    proc = speedbench("run", "scenarios/cpu_tiny.yaml", "-o", str(out))
+    print(proc.stdout[-6000:], proc.stderr[-3000:])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path = only_run(out)
+    return {"dir": path, "stdout": proc.stdout, "summary": json.loads((path / "summary.json").read_text())}
+
+
+@pytest.fixture(scope="module")
+def variant_run(vllm_slot, run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("results-variants")
+    proc = speedbench(
+        "run", "scenarios/cpu_tiny.yaml", "-o", str(out), "--skip-doctor",
+        "--arms", "baseline,eagle3,eagle3.1",
+        "--set", "concurrency=[1]",
+        "--set", "workload.num_prompts=8",
+        "--set", "workload.variants=[{name: plain}, {name: pirate, system_prompt: 'You are a pirate. Answer in pirate speech.'}]",
+    )
+    print(proc.stdout[-4000:], proc.stderr[-3000:])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path = only_run(out)
+    return {"dir": path, "stdout": proc.stdout, "summary": json.loads((path / "summary.json").read_text())}
+
+
+def rows(summary, arm):
+    return [r for r in summary["rows"] if r["arm"] == arm]
+
+
+def test_run_folder_holds_everything(run):
+    d = run["dir"]
+    for name in ("scenario.resolved.yaml", "provenance.json", "records.jsonl", "points.json", "summary.json",
+                 "summary.csv", "records.parquet", "report.md", "report.html"):
+        assert (d / name).is_file() and (d / name).stat().st_size > 0, name
+    arms = ("baseline", *SPEC_ARMS)
+    for arm in arms:
+        assert (d / "logs" / f"{arm}.log").stat().st_size > 0
+        for c in (1, 4, 16):
+            for when in ("before", "after"):
+                assert list((d / "prometheus").glob(f"{arm}__c{c}__*__{when}.txt")), (arm, c, when)
+    assert {(r["arm"], r["concurrency"]) for r in run["summary"]["rows"]} == {(a, c) for a in arms for c in (1, 4, 16)}
+    assert all(r["status"] == "ok" and r["n_errors"] == 0 for r in run["summary"]["rows"])
+
+
+def test_self_draft_accepts_everything(run):
+    for r in rows(run["summary"], "self-draft"):
+        assert r["al_tokens"] == pytest.approx(4.0, abs=1e-9)
+        assert r["al_prometheus"] == pytest.approx(4.0, abs=1e-9)
+        assert r["per_position_joint"] == pytest.approx([1.0, 1.0, 1.0])
+        assert r["per_position_conditional"] == pytest.approx([1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("arm", ["eagle3", "eagle3.1"])
+def test_random_eagle_drafts_accept_nothing(run, arm):
+    for r in rows(run["summary"], arm):
+        assert r["al_tokens"] == pytest.approx(1.0, abs=1e-9)
+        assert r["al_prometheus"] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_per_request_al_equals_prometheus_al(run):
+    for arm in SPEC_ARMS:
+        for r in rows(run["summary"], arm):
+            assert r["al_agree"] is True, r
+            assert r["al_tokens"] == pytest.approx(r["al_prometheus"], rel=1e-9), (arm, r["concurrency"])
+    ngram = rows(run["summary"], "ngram")
+    assert all(r["al_tokens"] > 1.0 for r in ngram)  # data-dependent, but the random model repeats itself
+
+
+def test_speedups_have_confidence_intervals_and_proxy(run):
+    for arm in SPEC_ARMS:
+        for r in rows(run["summary"], arm):
+            assert r["speedup_ci_low"] <= r["speedup_mean"] <= r["speedup_ci_high"], r
+            assert r["speedup_pairs"] >= 10
+            assert r["proxy_speedup"] is not None and r["proxy_speedup"] > 0
+
+
+def test_provenance_tells_eagle_versions_apart(run):
+    prov = json.loads((run["dir"] / "provenance.json").read_text())
+    assert prov["eagle3.1"]["eagle_version"] == "3.1"
+    assert prov["eagle3"]["eagle_version"] == "3"
+    assert prov["eagle3.1"]["draft"]["config_sha256"] != prov["eagle3"]["draft"]["config_sha256"]
+    assert prov["baseline"]["vllm_version"].startswith("0.32")
+    assert "--speculative-config" not in prov["baseline"]["argv"]
+
+
+def test_no_server_process_left(run):
+    prov = json.loads((run["dir"] / "provenance.json").read_text())
+    for arm, p in prov.items():
+        pgid = p["server_process"]["pgid"]
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pgid, 0)
+
+
+def test_identical_prompts_across_arms(run):
+    points = json.loads((run["dir"] / "points.json").read_text())
+    for c in (1, 4, 16):
+        hashes = {p["rendered_hash"] for p in points if p["concurrency"] == c}
+        assert len(hashes) == 1, (c, hashes)
+
+
+def _table(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("│")]
+
+
+def test_report_reproduces_the_table(run):
+    proc = speedbench("report", str(run["dir"]))
+    assert proc.returncode == 0, proc.stderr
+    assert _table(proc.stdout) and _table(proc.stdout) == _table(run["stdout"])
+
+
+def test_gate_passes_on_the_cpu_scenario(run, tmp_path):
+    junit = tmp_path / "junit.xml"
+    proc = speedbench("gate", str(run["dir"]), "--junit", str(junit))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "<testsuite" in junit.read_text()
+
+
+def test_system_prompt_sweep_gives_a_per_variant_table(variant_run):
+    s = variant_run["summary"]
+    assert {r["variant"] for r in s["rows"]} == {"plain", "pirate"}
+    for arm in ("eagle3", "eagle3.1"):
+        for r in rows(s, arm):
+            assert r["speedup_mean"] is not None and r["al_tokens"] == pytest.approx(1.0)
+    md = (variant_run["dir"] / "report.md").read_text()
+    assert "pirate" in md and "plain" in md
+    points = json.loads((variant_run["dir"] / "points.json").read_text())
+    by_variant = {}
+    for p in points:
+        by_variant.setdefault(p["variant"], set()).add(p["rendered_hash"])
+    assert all(len(h) == 1 for h in by_variant.values())  # same prompts across arms
+    assert by_variant["plain"] != by_variant["pirate"]  # the system prompt really changed them
+
+
+def test_compare_two_runs_shows_eagle3_and_eagle31(run, variant_run):
+    proc = speedbench("compare", str(run["dir"]), str(variant_run["dir"]))
+    assert proc.returncode == 0, proc.stderr
+    for arm in ("eagle3", "eagle3.1"):
+        assert any(arm in ln.split() or f" {arm} " in ln for ln in proc.stdout.splitlines()), arm
+    proc = speedbench("compare", str(run["dir"]), "--arms", "eagle3", "eagle3.1")
+    assert proc.returncode == 0, proc.stderr
+    assert "eagle3.1" in proc.stdout and "eagle3" in proc.stdout
