@@ -1,0 +1,322 @@
+"""The streaming HTTP client: one request in, one :class:`RequestRecord` out.
+
+The hot path stores raw ``perf_counter_ns`` stamps and token counts and nothing else;
+every derived number is computed later by :mod:`speedbench.metrics`. Errors are
+recorded on the record (``rec.error``, one of ``records.ERROR_KINDS``), never raised,
+except ``asyncio.CancelledError``, which is recorded as "cancelled" and re-raised so
+that cancellation keeps its asyncio meaning.
+
+Tokens per chunk: a chunk's ``token_ids`` list (vLLM's ``return_token_ids``
+extension) when the server sends one; otherwise 1 for every chunk whose delta has
+non-empty text (content, reasoning or tool-call arguments). The fallback undercounts
+when a server packs several tokens into one text delta (speculative decoding does);
+``RequestRecord.n_output`` then still comes from the usage chunk.
+
+SSE handling: each ``data:`` line is one event (vLLM never splits an event over
+several ``data:`` lines); blank lines, ``:`` comments and the ``event:``/``id:``/
+``retry:`` fields are ignored; any other line is malformed. A chunk's time is the
+arrival of the network read that completed it (see :func:`_consume`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Any
+
+import aiohttp
+
+from speedbench.records import RequestRecord, SpecStats
+
+try:
+    from asyncio import timeout as _deadline  # Python 3.11+
+except ImportError:  # Python 3.10: aiohttp itself depends on async-timeout there
+    from async_timeout import timeout as _deadline
+
+_RAW_LIMIT = 2048  # bytes of an offending fragment kept on the record
+_BODY_LIMIT = 500  # bytes of a non-200 body kept in error_detail
+_IGNORED_FIELDS = (b"event:", b"id:", b"retry:")
+_DRAIN_S = 1.0  # how long to wait for the end of the HTTP body after [DONE]
+_MAX_LINE = 16 << 20  # a "line" this long without a newline is not SSE
+
+
+@dataclass
+class ClientConfig:
+    base_url: str
+    api_key: str | None = None
+    request_timeout_s: float = 600  # whole-request deadline, send -> end of stream
+    idle_timeout_s: float = 60  # no bytes at all for this long = a stalled stream
+    # Ask vLLM for per-chunk token ids (exact tokens per chunk without a tokenizer).
+    return_token_ids: bool = True
+
+
+def make_session(cfg: ClientConfig, concurrency: int) -> aiohttp.ClientSession:
+    """One session per point; the pool is sized to the concurrency so no request
+    ever waits for a connection inside aiohttp (that wait would look like TTFT)."""
+    connector = aiohttp.TCPConnector(limit=max(1, concurrency), limit_per_host=0, ttl_dns_cache=300)
+    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else None
+    # total=None: aiohttp's default 300 s total would cut long generations; our own
+    # deadline and idle timeout apply per request in stream_request.
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers=headers,
+        timeout=aiohttp.ClientTimeout(total=None),
+        read_bufsize=1 << 18,
+    )
+
+
+def _fragment(raw: bytes) -> str:
+    return raw[:_RAW_LIMIT].decode("utf-8", errors="replace")
+
+
+async def stream_request(
+    session: aiohttp.ClientSession, cfg: ClientConfig, path: str, body: dict, rec: RequestRecord
+) -> RequestRecord:
+    """Send one streaming request and fill ``rec`` in place (also returned)."""
+    url = cfg.base_url.rstrip("/") + path
+    payload = dict(body)
+    payload["stream"] = True
+    payload["stream_options"] = {"include_usage": True, "continuous_usage_stats": False}
+    want_ids = cfg.return_token_ids
+    # sock_read is aiohttp's per-read timer, re-armed on every received packet: one
+    # timer re-arm per read, and it fires only when the stream really stalls.
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s), sock_read=cfg.idle_timeout_s)
+    started = False  # True once a 200 response began streaming
+    complete = False  # True once [DONE] was seen (only the body's tail remained)
+    try:
+        async with _deadline(cfg.request_timeout_s):
+            while True:
+                if want_ids:
+                    payload["return_token_ids"] = True
+                else:
+                    payload.pop("return_token_ids", None)
+                rec.t_sent_ns = perf_counter_ns()
+                async with session.post(url, json=payload, timeout=timeout) as resp:
+                    if resp.status != 200:
+                        head = await resp.content.read(_BODY_LIMIT)
+                        # Servers without the vLLM extension may reject the field; the
+                        # count then falls back to text deltas (see module docstring).
+                        if want_ids and resp.status == 400 and b"return_token_ids" in head:
+                            want_ids = False
+                            continue
+                        rec.t_end_ns = perf_counter_ns()
+                        rec.error = "http_status"
+                        rec.error_detail = f"HTTP {resp.status}: {head.decode('utf-8', errors='replace')}"
+                        return rec
+                    started = True
+                    await _consume(resp.content, rec)
+                    if rec.error is None:
+                        complete = True
+                        await _drain(resp.content)
+                    return rec
+    except asyncio.CancelledError:
+        _fail(rec, "cancelled", "the request was cancelled")
+        raise
+    except aiohttp.ConnectionTimeoutError as e:
+        _fail(rec, "connection", f"connect timeout: {e}")
+    except aiohttp.ServerTimeoutError as e:
+        # SocketTimeoutError (sock_read): no bytes for idle_timeout_s.
+        _fail(rec, "idle_timeout", f"no data for {cfg.idle_timeout_s} s ({e})")
+    except asyncio.TimeoutError:  # the builtin TimeoutError on 3.11+
+        if not complete:  # a deadline hit while draining after [DONE] is no error
+            _fail(rec, "timeout", f"request exceeded {cfg.request_timeout_s} s")
+    except aiohttp.ClientPayloadError as e:
+        # The connection dropped inside the HTTP body (e.g. mid chunked-encoding).
+        _fail(rec, "truncated", f"stream broken: {e}")
+    except (aiohttp.ClientError, OSError) as e:
+        _fail(rec, "truncated" if started else "connection", f"{type(e).__name__}: {e}")
+    except ValueError as e:
+        # a protocol-level parse failure inside aiohttp (bad chunked encoding, ...)
+        _fail(rec, "malformed_sse", f"{type(e).__name__}: {e}")
+    except Exception as e:  # noqa: BLE001 -- the contract: a request never raises into the runner
+        _fail(rec, "connection", f"unexpected {type(e).__name__}: {e}")
+    return rec
+
+
+async def _drain(content: aiohttp.StreamReader) -> None:
+    """Read to the end of the HTTP body after ``[DONE]``. aiohttp only puts a
+    connection back in the pool when its body was read to the end; without this every
+    request would open a new TCP connection, which at high concurrency costs more
+    than everything else the client does. Bounded: a server that keeps the body open
+    after ``[DONE]`` costs one short wait, not an idle timeout."""
+    if content.at_eof():
+        return
+    try:
+        async with _deadline(_DRAIN_S):
+            while await content.readany():
+                pass
+    except (asyncio.TimeoutError, aiohttp.ClientError):
+        pass  # the record is complete; the connection is simply not reused
+
+
+def _fail(rec: RequestRecord, kind: str, detail: str) -> None:
+    rec.t_end_ns = perf_counter_ns()
+    if rec.error is None:  # keep the first (most specific) cause
+        rec.error = kind
+        rec.error_detail = detail
+
+
+async def _consume(content: aiohttp.StreamReader, rec: RequestRecord) -> None:
+    """Read SSE events until ``[DONE]``.
+
+    Reads whatever bytes have arrived (``iter_any``) and splits lines here: aiohttp's
+    per-line ``readline`` costs more than the JSON parse. Every event in one read gets
+    that read's clock stamp: they arrived together, and stamping each after parsing
+    its predecessors would add our own parse time to the arrival times.
+    """
+    chunk_ns = rec.chunk_ns
+    chunk_tokens = rec.chunk_tokens
+    text: list[str] = []
+    last = b""
+    pending = b""  # an incomplete line carried over to the next read
+    # json's own parser without json.loads' wrappers (encoding sniffing, whitespace
+    # regexes): the data is stripped, so "parsed to the end" is the same check.
+    raw_decode = json.JSONDecoder().raw_decode
+    try:
+        async for piece_bytes in content.iter_any():
+            now = perf_counter_ns()
+            lines = (pending + piece_bytes if pending else piece_bytes).split(b"\n")
+            pending = lines.pop()
+            if len(pending) > _MAX_LINE:
+                rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "an SSE line over 16 MiB", _fragment(pending)
+                return
+            for line in lines:
+                if not line.startswith(b"data:"):
+                    if not line.strip() or line.startswith(b":") or line.startswith(_IGNORED_FIELDS):
+                        continue
+                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "not an SSE data line", _fragment(line)
+                    return
+                last = line
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    rec.t_end_ns = perf_counter_ns()
+                    return
+                try:
+                    s = data.decode()
+                    obj, end = raw_decode(s)
+                    if end != len(s):
+                        raise ValueError("trailing data")
+                    choices = obj.get("choices")
+                except (ValueError, AttributeError):
+                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event is not a JSON object", _fragment(line)
+                    return
+                if choices:
+                    c = choices[0]
+                    ids = c.get("token_ids")
+                    delta = c.get("delta")
+                    piece = delta.get("content") if delta is not None else c.get("text")
+                    if piece:
+                        text.append(piece)
+                    if ids is not None:
+                        n = len(ids)
+                    elif piece or (delta is not None and _has_other_text(delta)):
+                        n = 1
+                    else:
+                        n = 0
+                    if n:
+                        chunk_ns.append(now)
+                        chunk_tokens.append(n)
+                    legacy = c.get("speculative_decoding_stats")
+                    if legacy is not None:
+                        rec.spec = parse_spec(legacy) or rec.spec
+                usage = obj.get("usage")
+                if usage:
+                    _read_usage(obj, usage, rec)
+                if "error" in obj:
+                    # vLLM reports a failure after the 200 header as an error event.
+                    rec.error = "http_status"
+                    rec.error_detail = f"in-stream error: {json.dumps(obj['error'])[:_BODY_LIMIT]}"
+                    rec.raw_fragment = _fragment(line)
+                    return
+        # EOF without [DONE]
+        rec.error, rec.error_detail = "truncated", "the stream ended before [DONE]"
+        tail = pending if pending.strip() else last
+        rec.raw_fragment = _fragment(tail) if tail else None
+    except aiohttp.ClientPayloadError:
+        # The connection broke inside the body: keep the last bytes that did arrive,
+        # as for a clean EOF (the caller records the error kind).
+        tail = pending if pending.strip() else last
+        rec.raw_fragment = _fragment(tail) if tail else None
+        raise
+    finally:
+        if not rec.t_end_ns:
+            rec.t_end_ns = perf_counter_ns()
+        rec.output_text = "".join(text)
+
+
+def _has_other_text(delta: dict) -> bool:
+    if delta.get("reasoning_content") or delta.get("reasoning"):
+        return True
+    calls = delta.get("tool_calls")
+    return bool(calls)
+
+
+def _read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
+    if usage.get("prompt_tokens") is not None:
+        rec.prompt_tokens = int(usage["prompt_tokens"])
+    if usage.get("completion_tokens") is not None:
+        rec.output_tokens = int(usage["completion_tokens"])
+    # vLLM 0.32 puts metrics next to usage; accept it inside usage too.
+    for holder in (obj.get("metrics"), usage.get("metrics"), usage):
+        if isinstance(holder, dict) and isinstance(holder.get("speculative_decoding"), dict):
+            spec = parse_spec(holder["speculative_decoding"])
+            if spec is not None:
+                rec.spec = spec
+                return
+
+
+def _first_int(d: dict, *keys: str) -> int | None:
+    for k in keys:
+        v = d.get(k)
+        if v is not None:
+            return int(v)
+    return None
+
+
+def parse_spec(d: Any) -> SpecStats | None:
+    """Normalise either server shape to :class:`SpecStats`.
+
+    Current (vLLM 0.32 ``metrics.speculative_decoding``): a dense histogram list,
+    ``num_spec_steps``, ``num_accepted_draft_tokens``, ``num_draft_tokens``. Older
+    per-choice ``speculative_decoding_stats``: a sparse histogram ``{"j": count}`` and
+    ``num_drafts`` / ``num_accepted_tokens``. Missing totals are derived from the
+    histogram (steps = sum(h), accepted = sum(j * h[j])).
+    """
+    if not isinstance(d, dict):
+        return None
+    raw = d.get("acceptance_histogram", d.get("histogram"))
+    hist: list[int] = []
+    if isinstance(raw, dict):
+        try:
+            pairs = {int(k): int(v) for k, v in raw.items()}
+        except (TypeError, ValueError):
+            pairs = {}
+        if pairs:
+            hist = [0] * (max(pairs) + 1)
+            for j, v in pairs.items():
+                if j >= 0:
+                    hist[j] = v
+    elif isinstance(raw, list):
+        hist = [int(v) for v in raw]
+    try:
+        steps = _first_int(d, "num_spec_steps", "num_drafts", "num_steps")
+        accepted = _first_int(d, "num_accepted_draft_tokens", "num_accepted_tokens", "accepted_tokens")
+        drafts = _first_int(d, "num_draft_tokens", "draft_tokens")
+    except (TypeError, ValueError):
+        return None
+    if steps is None and hist:
+        steps = sum(hist)
+    if accepted is None and hist:
+        accepted = sum(j * v for j, v in enumerate(hist))
+    if steps is None and accepted is None:
+        return None
+    mal = d.get("mean_acceptance_length")
+    return SpecStats(
+        num_spec_steps=steps or 0,
+        num_draft_tokens=drafts or 0,
+        num_accepted_tokens=accepted or 0,
+        acceptance_histogram=hist,
+        mean_acceptance_length=float(mal) if isinstance(mal, (int, float)) else None,
+    )

@@ -1,0 +1,175 @@
+"""Prometheus text-format parsing and vLLM spec-decode counter deltas.
+
+The runner scrapes ``/metrics`` around each point; the difference of the counters
+gives the server's own acceptance figures, which :mod:`speedbench.metrics` compares
+with the per-request ones (``al_agree``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import asdict, dataclass, field
+
+import aiohttp
+
+from speedbench.errors import ServerError
+
+Parsed = dict[str, list[tuple[dict[str, str], float]]]
+
+DRAFTS = "vllm:spec_decode_num_drafts"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+def _parse_labels(s: str, i: int) -> tuple[dict[str, str], int]:
+    """Parse ``{a="x",b="y\\"z"}`` starting at ``s[i] == "{"``; returns labels and the
+    index after ``}``. A hand-rolled scanner because label values may hold ``,``, ``}``
+    and escaped quotes, which defeat a split or a simple regex."""
+    labels: dict[str, str] = {}
+    i += 1
+    n = len(s)
+    while i < n:
+        while i < n and s[i] in " ,":
+            i += 1
+        if i < n and s[i] == "}":
+            return labels, i + 1
+        eq = s.index("=", i)
+        name = s[i:eq].strip()
+        i = s.index('"', eq) + 1
+        buf: list[str] = []
+        while s[i] != '"':
+            if s[i] == "\\" and i + 1 < n:
+                buf.append(_ESCAPES.get(s[i + 1], "\\" + s[i + 1]))
+                i += 2
+            else:
+                buf.append(s[i])
+                i += 1
+        labels[name] = "".join(buf)
+        i += 1
+    raise ValueError("unterminated label set")
+
+
+def _parse_value(tok: str) -> float:
+    t = tok.strip()
+    if t in ("+Inf", "Inf"):
+        return math.inf
+    if t == "-Inf":
+        return -math.inf
+    return float(t)  # handles NaN and exponents
+
+
+def parse_prometheus(text: str) -> Parsed:
+    """Sample name -> [(labels, value)]. ``# HELP``/``# TYPE`` lines, blank lines and
+    ``*_created`` samples (counter creation timestamps, not counts) are dropped; lines
+    that do not parse are skipped rather than failing a whole scrape."""
+    out: Parsed = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            brace = line.find("{")
+            space = line.find(" ")
+            if brace != -1 and (space == -1 or brace < space):
+                name = line[:brace]
+                labels, end = _parse_labels(line, brace)
+                rest = line[end:].split()
+            else:
+                name, *rest = line.split()
+                labels = {}
+            if name.endswith("_created") or not rest:
+                continue
+            value = _parse_value(rest[0])  # rest[1], if any, is a timestamp
+        except (ValueError, IndexError):
+            continue
+        out.setdefault(name, []).append((labels, value))
+    return out
+
+
+@dataclass
+class SpecCounters:
+    """vLLM spec-decode counters summed over engines and label sets."""
+
+    drafts: float = 0.0  # drafting steps
+    draft_tokens: float = 0.0
+    accepted: float = 0.0
+    # per_position[i]: steps that accepted at least i+1 drafts (vLLM's per-position count)
+    per_position: list[float] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return self.drafts == 0 and self.draft_tokens == 0 and self.accepted == 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> SpecCounters | None:
+        if d is None:
+            return None
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def _sum(parsed: Parsed, base: str) -> float:
+    # prometheus_client exposes counters as <name>_total; accept a bare name too.
+    samples = parsed.get(base + "_total") or parsed.get(base) or []
+    return float(sum(v for _, v in samples))
+
+
+def spec_counters(parsed: Parsed) -> SpecCounters:
+    per: dict[int, float] = {}
+    for labels, v in parsed.get(PER_POS + "_total") or parsed.get(PER_POS) or []:
+        try:
+            pos = int(labels.get("position", ""))
+        except ValueError:
+            continue
+        per[pos] = per.get(pos, 0.0) + v
+    per_position = [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
+    return SpecCounters(
+        drafts=_sum(parsed, DRAFTS),
+        draft_tokens=_sum(parsed, DRAFT_TOKENS),
+        accepted=_sum(parsed, ACCEPTED),
+        per_position=per_position,
+    )
+
+
+def delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
+    """Counts accumulated between two scrapes. A counter that went down means the
+    server restarted in between; the ``after`` values are then the counts since that
+    restart, which is the best available answer."""
+    if after.drafts < before.drafts or after.accepted < before.accepted or after.draft_tokens < before.draft_tokens:
+        return SpecCounters(after.drafts, after.draft_tokens, after.accepted, list(after.per_position))
+    n = max(len(before.per_position), len(after.per_position))
+    b = before.per_position + [0.0] * (n - len(before.per_position))
+    a = after.per_position + [0.0] * (n - len(after.per_position))
+    return SpecCounters(
+        drafts=after.drafts - before.drafts,
+        draft_tokens=after.draft_tokens - before.draft_tokens,
+        accepted=after.accepted - before.accepted,
+        per_position=[x - y for x, y in zip(a, b)],
+    )
+
+
+async def scrape(target: str | aiohttp.ClientSession, base_url: str | None = None, timeout_s: float = 10.0) -> str:
+    """GET ``/metrics`` text. ``target`` is a base URL, or a session used with
+    ``base_url``. Raises :class:`ServerError` when the endpoint does not answer 200."""
+    if isinstance(target, str):
+        async with aiohttp.ClientSession() as session:
+            return await scrape(session, target, timeout_s)
+    if base_url is None:
+        raise ValueError("scrape(session, base_url): base_url is required with a session")
+    url = base_url.rstrip("/")
+    if not url.endswith("/metrics"):
+        url += "/metrics"
+    try:
+        async with target.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as resp:
+            text = await resp.text()
+            if resp.status != 200:
+                raise ServerError(f"GET {url} answered HTTP {resp.status}: {text[:200]}")
+            return text
+    except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+        raise ServerError(f"GET {url} failed: {type(e).__name__}: {e}") from None

@@ -1,0 +1,330 @@
+"""An OpenAI-style streaming server with scripted timings, scripted acceptance and faults.
+
+A test tool, never a measurement: it knows the truth (when each token left, how many
+drafts each step accepted) so tests can check what the client and metrics report.
+It speaks the vLLM 0.32 streaming shapes (chat + completions, ``return_token_ids``,
+the final usage chunk with ``metrics.speculative_decoding``) and serves ``/health``,
+``/v1/models``, ``/version`` and Prometheus ``/metrics`` whose spec-decode counters
+match the per-request numbers. Test-only endpoints: ``GET /fake/log``,
+``GET /fake/stats``, ``POST /fake/reset``.
+
+In tests use :class:`speedbench.testing.FakeServer` (a background thread) or
+:class:`speedbench.testing.FakeProcess` (a child process); see ``hosting.py``. As a
+process by hand: ``python -m speedbench.testing.fake_server --port 0 --t-step 0.01 --k 3
+--acceptance 3,1 --fault 2:stall:3:5`` prints ``listening on URL``.
+
+Per-request overrides: a ``"fake": {...}`` body field or a ``[[fake:...]]`` marker in
+the prompt (see :func:`script.marker_overrides`), e.g. ``{"fault": "truncate", "at": 2}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from time import perf_counter_ns
+
+from aiohttp import web
+
+from speedbench.testing.script import (
+    FakeConfig,
+    Fault,
+    Plan,
+    fault_from,
+    marker_overrides,
+    plan,
+)
+
+
+@dataclass
+class Emission:
+    """What the server really did for one request (``perf_counter_ns`` clock, which on
+    Linux is CLOCK_MONOTONIC and so comparable across processes on one machine)."""
+
+    seq: int
+    path: str
+    body: dict
+    t_arrival_ns: int
+    emit_ns: list[int] = field(default_factory=list)  # just before each token chunk's write
+    tokens: list[int] = field(default_factory=list)
+    spec: dict | None = None
+    fault: str | None = None
+    t_done_ns: int = 0
+
+
+class _State:
+    """Everything the handlers share; owned by one FakeServer (no module globals)."""
+
+    def __init__(self, config: FakeConfig, allow_exit: bool = False) -> None:
+        self.config = config
+        self.allow_exit = allow_exit  # only the script may honour die_after (never pytest)
+        self.log: list[Emission] = []
+        self.active = 0
+        self.max_concurrent = 0
+        self.seq = 0
+        self.created = time.time()
+        # per engine: drafts, draft tokens, accepted, accepted per position
+        self.counters: dict[int, list] = {}
+
+    def reset(self) -> None:
+        self.log.clear()
+        self.max_concurrent = self.active
+        self.seq = 0
+        self.counters.clear()
+
+    def count_step(self, engine: int, k: int, accepted: int) -> None:
+        c = self.counters.setdefault(engine, [0, 0, 0, [0] * k])
+        if len(c[3]) < k:
+            c[3].extend([0] * (k - len(c[3])))
+        c[0] += 1
+        c[1] += k
+        c[2] += accepted
+        for i in range(accepted):
+            c[3][i] += 1
+
+    def metrics_text(self) -> str:
+        model = self.config.model
+        lines = [
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
+            "# TYPE vllm:num_requests_running gauge",
+        ]
+        for e in range(max(1, self.config.engines)):
+            lines.append(f'vllm:num_requests_running{{engine="{e}",model_name="{model}"}} {float(self.active)}')
+        names = [("num_drafts", 0), ("num_draft_tokens", 1), ("num_accepted_tokens", 2)]
+        if self.config.k > 0:
+            for name, idx in names:
+                full = f"vllm:spec_decode_{name}"
+                lines += [f"# HELP {full} Speculative decoding counter.", f"# TYPE {full} counter"]
+                for e in range(max(1, self.config.engines)):
+                    c = self.counters.get(e, [0, 0, 0, []])
+                    lab = f'engine="{e}",model_name="{model}"'
+                    lines.append(f"{full}_total{{{lab}}} {float(c[idx])}")
+                    lines.append(f"{full}_created{{{lab}}} {self.created}")
+            full = "vllm:spec_decode_num_accepted_tokens_per_pos"
+            lines += [f"# HELP {full} Accepted tokens per draft position.", f"# TYPE {full} counter"]
+            for e in range(max(1, self.config.engines)):
+                per = self.counters.get(e, [0, 0, 0, []])[3]
+                for pos in range(self.config.k):
+                    v = per[pos] if pos < len(per) else 0
+                    lab = f'engine="{e}",model_name="{model}",position="{pos}"'
+                    lines.append(f"{full}_total{{{lab}}} {float(v)}")
+                    lines.append(f"{full}_created{{{lab}}} {self.created}")
+        return "\n".join(lines) + "\n"
+
+
+def _last_text(body: dict) -> str:
+    if body.get("messages"):
+        content = body["messages"][-1].get("content", "")
+        return content if isinstance(content, str) else json.dumps(content)
+    prompt = body.get("prompt", "")
+    return prompt if isinstance(prompt, str) else json.dumps(prompt)
+
+
+def _prompt_tokens(body: dict) -> int:
+    if "messages" in body:
+        return sum(len(str(m.get("content", "")).split()) + 4 for m in body["messages"])
+    return len(str(body.get("prompt", "")).split())
+
+
+class _Handlers:
+    def __init__(self, state: _State) -> None:
+        self.s = state
+
+    async def health(self, request: web.Request) -> web.Response:
+        return web.Response()
+
+    async def models(self, request: web.Request) -> web.Response:
+        m = self.s.config.model
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake", "max_model_len": 65536}]})
+
+    async def version(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": "0.32.0+fake"})
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        return web.Response(text=self.s.metrics_text(), content_type="text/plain")
+
+    async def fake_log(self, request: web.Request) -> web.Response:
+        return web.json_response([asdict(e) for e in self.s.log])
+
+    async def fake_stats(self, request: web.Request) -> web.Response:
+        return web.json_response({"active": self.s.active, "max_concurrent": self.s.max_concurrent, "requests": self.s.seq})
+
+    async def fake_reset(self, request: web.Request) -> web.Response:
+        self.s.reset()
+        return web.Response()
+
+    async def generate(self, request: web.Request) -> web.StreamResponse:
+        t_arrival = perf_counter_ns()
+        body = await request.json()
+        s = self.s
+        seq = s.seq
+        s.seq += 1
+        chat = request.path.endswith("/chat/completions")
+        over = dict(marker_overrides(_last_text(body)))
+        if isinstance(body.get("fake"), dict):
+            over.update(body["fake"])
+        cfg = s.config.with_overrides(over)
+        fault = fault_from(over) or s.config.faults.get(seq)
+        em = Emission(seq, request.path, body, t_arrival, fault=fault.kind if fault else None)
+        s.log.append(em)
+        if s.allow_exit and s.config.die_after is not None and seq >= s.config.die_after:
+            os._exit(3)  # script mode only (see main): a server crash, for crash tests
+        if not cfg.accept_token_ids and body.get("return_token_ids"):
+            em.fault = "reject_token_ids"
+            return web.json_response({"error": {"message": "return_token_ids: extra inputs are not permitted", "code": 400}}, status=400)
+        if fault and fault.kind == "http_500":
+            return web.json_response({"error": {"message": "injected failure", "code": fault.status}}, status=fault.status)
+        s.active += 1
+        s.max_concurrent = max(s.max_concurrent, s.active)
+        try:
+            return await self._stream(request, body, cfg, fault, em, chat, seq)
+        except (ConnectionResetError, ConnectionError):
+            em.fault = em.fault or "client_gone"
+            return web.Response()
+        finally:
+            s.active -= 1
+            em.t_done_ns = perf_counter_ns()
+
+    async def _stream(self, request, body, cfg: FakeConfig, fault: Fault | None, em: Emission, chat: bool, seq: int):
+        max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+        p: Plan = plan(cfg, max_tokens)
+        ids_on = bool(body.get("return_token_ids"))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}", "object": "chat.completion.chunk" if chat else "text_completion",
+                "created": int(time.time()), "model": cfg.model}
+        if chat:  # vLLM's role chunk: no output token
+            await resp.write(_event({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]}))
+        t0 = em.t_arrival_ns
+        shift_ns = 0  # a stall delays everything after it
+        engine = seq % max(1, self.s.config.engines)
+        tok = 0
+        for i, st in enumerate(p.steps):
+            if fault and i == fault.at and fault.kind != "http_500":
+                if fault.kind == "stall":
+                    await asyncio.sleep(fault.stall_s)
+                    shift_ns += int(fault.stall_s * 1e9)
+                elif fault.kind == "malformed":
+                    await resp.write(b'data: {"choices": [{"index": 0, "delta": {"content": "oops"\n\n')
+                    return resp
+                elif fault.kind == "truncate":
+                    return resp  # a clean end of the HTTP body without [DONE]
+                elif fault.kind == "disconnect":
+                    request.transport.abort()
+                    return resp
+                elif fault.kind == "error_event":
+                    await resp.write(_event({"error": {"object": "error", "message": "injected generation error", "type": "InternalServerError", "code": 500}}))
+                    await resp.write(b"data: [DONE]\n\n")
+                    return resp
+            delay = (t0 + shift_ns + int(st.t_s * 1e9) - perf_counter_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            ids = list(range(100 + tok, 100 + tok + st.tokens))
+            text = "".join(f" w{t}" for t in ids)
+            last = i == len(p.steps) - 1
+            choice: dict = {"index": 0}
+            if chat:
+                choice["delta"] = {"content": text}
+            else:
+                choice["text"] = text
+            choice.update({"logprobs": None, "finish_reason": "length" if last else None})
+            if ids_on:
+                choice["token_ids"] = ids
+            if last and cfg.spec_shape == "legacy" and p.legacy_payload():
+                choice["speculative_decoding_stats"] = p.legacy_payload()
+            data = _event({**head, "choices": [choice]})
+            em.emit_ns.append(perf_counter_ns())
+            em.tokens.append(st.tokens)
+            await resp.write(data)
+            tok += st.tokens
+            if i > 0 and p.k > 0:
+                self.s.count_step(engine, p.k, st.accepted)
+        em.spec = p.spec_payload()
+        if include_usage:
+            pt = _prompt_tokens(body)
+            usage = {**head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok, "completion_tokens": tok}}
+            if em.spec and cfg.spec_shape == "current":
+                usage["metrics"] = {"speculative_decoding": em.spec}
+            await resp.write(_event(usage))
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+
+def _event(obj: dict) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def build_app(state: _State) -> web.Application:
+    h = _Handlers(state)
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_get("/health", h.health)
+    app.router.add_get("/v1/models", h.models)
+    app.router.add_get("/version", h.version)
+    app.router.add_get("/metrics", h.metrics)
+    app.router.add_get("/fake/log", h.fake_log)
+    app.router.add_get("/fake/stats", h.fake_stats)
+    app.router.add_post("/fake/reset", h.fake_reset)
+    app.router.add_post("/v1/chat/completions", h.generate)
+    app.router.add_post("/v1/completions", h.generate)
+    return app
+
+
+def _config_from_json(text: str) -> FakeConfig:
+    d = json.loads(text)
+    d["faults"] = {int(k): Fault(**v) for k, v in (d.get("faults") or {}).items()}
+    d["acceptance"] = tuple(d.get("acceptance") or ())
+    return FakeConfig(**d)
+
+
+def _parse_fault(spec: str) -> tuple[int, Fault]:
+    """``SEQ:KIND[:AT[:STALL_S]]``"""
+    parts = spec.split(":")
+    seq, kind = int(parts[0]), parts[1]
+    at = int(parts[2]) if len(parts) > 2 else 0
+    stall = float(parts[3]) if len(parts) > 3 else 0.0
+    return seq, Fault(kind, at=at, stall_s=stall)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m speedbench.testing.fake_server", description=__doc__.split("\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--model", default="fake-model")
+    ap.add_argument("--ttft", type=float, default=0.0, help="seconds from arrival to the first token")
+    ap.add_argument("--t-step", type=float, default=0.001, help="seconds per decode step")
+    ap.add_argument("--output-tokens", type=int, default=16)
+    ap.add_argument("--k", type=int, default=0, help="num_speculative_tokens (0 = no speculation)")
+    ap.add_argument("--acceptance", default="", help="accepted drafts per step, cycled, e.g. 3,1,0")
+    ap.add_argument("--spec-shape", choices=["current", "legacy", "none"], default="current")
+    ap.add_argument("--engines", type=int, default=1)
+    ap.add_argument("--reject-token-ids", action="store_true")
+    ap.add_argument("--fault", action="append", default=[], help="SEQ:KIND[:AT[:STALL_S]], repeatable")
+    ap.add_argument("--die-after", type=int, default=None, help="exit(3) when request number N arrives")
+    ap.add_argument("--config-json", default=None, help="a whole FakeConfig as JSON (overrides the flags)")
+    a = ap.parse_args(argv)
+    cfg = _config_from_json(a.config_json) if a.config_json else FakeConfig(
+        model=a.model, ttft_s=a.ttft, t_step_s=a.t_step, output_tokens=a.output_tokens, k=a.k,
+        acceptance=tuple(int(x) for x in a.acceptance.split(",") if x), spec_shape=a.spec_shape,
+        engines=a.engines, accept_token_ids=not a.reject_token_ids,
+        faults=dict(_parse_fault(f) for f in a.fault), die_after=a.die_after,
+    )
+
+    async def serve() -> None:
+        runner = web.AppRunner(build_app(_State(cfg, allow_exit=True)), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, a.host, a.port).start()
+        print(f"listening on http://{a.host}:{runner.addresses[0][1]}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

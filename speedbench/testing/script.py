@@ -1,0 +1,170 @@
+"""Scripted ground truth for the fake server: what each request emits, when, and which fault.
+
+Pure data and arithmetic, no I/O, so tests can compute the expected answers from
+the same script the server plays. Times are seconds from the request's arrival.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+FAULT_KINDS = ("http_500", "stall", "malformed", "truncate", "disconnect", "error_event")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An injected failure. ``at`` counts token chunks sent before the fault fires."""
+
+    kind: str
+    at: int = 0
+    stall_s: float = 0.0  # for "stall": silence before the stream resumes
+    status: int = 500  # for "http_500"
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {FAULT_KINDS}")
+
+
+@dataclass(frozen=True)
+class FakeConfig:
+    model: str = "fake-model"
+    ttft_s: float = 0.0  # arrival -> first token
+    t_step_s: float = 0.001  # one decode step (with speculation: one verify step)
+    output_tokens: int = 16  # capped by the request's max_tokens
+    k: int = 0  # num_speculative_tokens; 0 = no speculation (no spec metrics at all)
+    # Accepted drafts per decode step, cycled; empty = all k accepted every step.
+    acceptance: tuple[int, ...] = ()
+    spec_shape: str = "current"  # "current" (vLLM 0.32), "legacy" (per-choice, sparse) or "none"
+    engines: int = 1  # Prometheus series per engine (data parallel); requests round-robin
+    accept_token_ids: bool = True  # False: answer 400 to bodies with return_token_ids
+    faults: dict[int, Fault] = field(default_factory=dict)  # by arrival sequence number
+    die_after: int | None = None  # script mode only: the process exits after N requests began
+
+    def with_overrides(self, over: dict[str, Any]) -> FakeConfig:
+        known = {f.name for f in fields(self)} - {"faults", "die_after", "engines"}
+        clean = {k: v for k, v in over.items() if k in known}
+        if "acceptance" in clean:
+            clean["acceptance"] = tuple(int(a) for a in clean["acceptance"])
+        return replace(self, **clean)
+
+
+@dataclass(frozen=True)
+class Step:
+    t_s: float  # emission time from arrival, before any stall
+    tokens: int
+    accepted: int  # drafts accepted in this step (0 for the prefill token / no spec)
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]  # steps[0] is the prefill token; the rest are decode steps
+    k: int
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(s.tokens for s in self.steps)
+
+    def spec_payload(self) -> dict[str, Any] | None:
+        """The per-request metrics vLLM 0.32 reports (``metrics.speculative_decoding``)."""
+        if self.k <= 0:
+            return None
+        decode = self.steps[1:]
+        hist = [0] * (self.k + 1)
+        for s in decode:
+            hist[s.accepted] += 1
+        n_steps = len(decode)
+        accepted = sum(s.accepted for s in decode)
+        drafts = n_steps * self.k
+        return {
+            "mean_acceptance_length": 1.0 + accepted / n_steps if n_steps else 1.0,
+            "draft_acceptance_rate": accepted / drafts if drafts else 0.0,
+            "acceptance_histogram": hist,
+            "num_spec_steps": n_steps,
+            "num_accepted_draft_tokens": accepted,
+            "num_draft_tokens": drafts,
+            "num_spec_tokens": self.k,
+        }
+
+    def legacy_payload(self) -> dict[str, Any] | None:
+        """An older per-choice shape with a sparse histogram, for parser tests."""
+        cur = self.spec_payload()
+        if cur is None:
+            return None
+        sparse = {str(j): c for j, c in enumerate(cur["acceptance_histogram"]) if c}
+        return {
+            "num_drafts": cur["num_spec_steps"],
+            "num_draft_tokens": cur["num_draft_tokens"],
+            "num_accepted_tokens": cur["num_accepted_draft_tokens"],
+            "acceptance_histogram": sparse,
+        }
+
+
+def plan(cfg: FakeConfig, max_tokens: int | None = None) -> Plan:
+    """The schedule one request follows: a prefill token at ``ttft_s``, then one chunk
+    per decode step of ``accepted + 1`` tokens every ``t_step_s``. The last step is cut
+    to the output cap, and its accepted count is cut with it (so AL stays exact)."""
+    n = cfg.output_tokens if max_tokens is None else max(1, min(cfg.output_tokens, max_tokens))
+    pattern = cfg.acceptance or ((cfg.k,) if cfg.k > 0 else (0,))
+    if cfg.k <= 0:
+        pattern = (0,)
+    steps = [Step(cfg.ttft_s, 1, 0)]
+    left = n - 1
+    i = 0
+    while left > 0:
+        acc = min(max(0, pattern[i % len(pattern)]), cfg.k, left - 1)
+        steps.append(Step(cfg.ttft_s + (i + 1) * cfg.t_step_s, acc + 1, acc))
+        left -= acc + 1
+        i += 1
+    return Plan(tuple(steps), max(0, cfg.k))
+
+
+_MARKER = re.compile(r"\[\[fake:([^\]]*)\]\]")
+
+
+def marker_overrides(text: str) -> dict[str, Any]:
+    """``[[fake:fault=stall,at=3,stall_s=2,output_tokens=8]]`` inside a prompt text, so
+    fault tests can drive the fake through the real request builder."""
+    m = _MARKER.search(text or "")
+    if not m:
+        return {}
+    out: dict[str, Any] = {}
+    for part in m.group(1).split(","):
+        if "=" not in part:
+            continue
+        k, v = (s.strip() for s in part.split("=", 1))
+        if k == "acceptance":
+            out[k] = [int(x) for x in v.split("/") if x]
+        else:
+            out[k] = _num(v)
+    return out
+
+
+def _num(v: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def fault_from(over: dict[str, Any]) -> Fault | None:
+    """A fault described by per-request overrides: ``{"fault": "stall", "at": 2, ...}``
+    or ``{"fault": {"kind": "stall", ...}}``."""
+    f = over.get("fault")
+    if f is None:
+        return None
+    if isinstance(f, dict):
+        return Fault(**f)
+    return Fault(kind=str(f), at=int(over.get("at", 0)), stall_s=float(over.get("stall_s", 0.0)),
+                 status=int(over.get("status", 500)))
+
+
+def true_per_user_tps(emit_ns: list[int], tokens: list[int]) -> float:
+    """SPEED-Bench per-user TPS from the server's own emission times (the truth)."""
+    n = sum(tokens)
+    if n < 2 or len(emit_ns) < 2 or emit_ns[-1] == emit_ns[0]:
+        return float("nan")
+    return (n - 1) / ((emit_ns[-1] - emit_ns[0]) / 1e9)
