@@ -1,0 +1,74 @@
+"""The drift study on real vLLM: a k-sweep of the self-draft arm at two context lengths.
+
+Trimmed from scenarios/cpu_drift.yaml with --arms/--set to three launches, which is
+enough to produce per-k, per-concurrency, per-context rows and the optimal-k table.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed"),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def drift_run(vllm_slot, tmp_path_factory):
+    out = tmp_path_factory.mktemp("drift")
+    proc = subprocess.run(
+        [sys.executable, "-m", "speedbench.cli", "run", "scenarios/cpu_drift.yaml", "-o", str(out), "--skip-doctor",
+         "--arms", "baseline,self-draft",
+         "--set", "arms.self-draft.sweep.num_speculative_tokens=[1,3]",
+         "--set", "workload.num_prompts=6"],
+        cwd=REPO, capture_output=True, text=True, timeout=1500, env={**os.environ, "COLUMNS": "160"},
+    )
+    print(proc.stdout[-5000:], proc.stderr[-3000:])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (path,) = [p for p in (out / "cpu_drift").iterdir() if p.is_dir()]
+    return path
+
+
+def test_rows_per_k_concurrency_and_context(drift_run):
+    summary = json.loads((drift_run / "summary.json").read_text())
+    keys = {(r["arm"], r["concurrency"], r["variant"]) for r in summary["rows"]}
+    expected = {(a, c, v) for a in ("baseline", "self-draft-k1", "self-draft-k3") for c in (1, 4)
+                for v in ("ctx128", "ctx512")}
+    assert keys == expected
+    for r in summary["rows"]:
+        if r["arm"] == "self-draft-k1":
+            assert r["al_tokens"] == pytest.approx(2.0) and r["al_prometheus"] == pytest.approx(2.0)
+        if r["arm"] == "self-draft-k3":
+            assert r["al_tokens"] == pytest.approx(4.0) and len(r["per_position_conditional"]) == 3
+        assert r["template"] in ("baseline", "self-draft")
+
+
+def test_padding_reached_the_context_buckets(drift_run):
+    points = json.loads((drift_run / "points.json").read_text())
+    assert {p["padding_unit"] for p in points} == {"tokens"}
+    records = [json.loads(ln) for ln in (drift_run / "records.jsonl").read_text().splitlines()]
+    by_variant = {}
+    for r in records:
+        if r["turn"] == 0 and r["prompt_tokens"]:
+            by_variant.setdefault(r["variant"], []).append(r["prompt_tokens"])
+    # the chat template adds a few tokens around the padded user turn
+    assert min(by_variant["ctx512"]) >= 512 > max(by_variant["ctx128"]) >= 128
+
+
+def test_report_has_drift_plots_and_optimal_k(drift_run):
+    md = (drift_run / "report.md").read_text()
+    html = (drift_run / "report.html").read_text()
+    assert "--speculative-config" in md
+    assert "num_speculative_tokens" in md
+    assert html.count("<svg") >= 6
+    assert "drift" in html.lower()
