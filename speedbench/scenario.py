@@ -21,6 +21,12 @@ from speedbench.errors import ScenarioError
 ArgValue = bool | int | float | str | list[Any] | dict[str, Any] | None
 
 
+def _safe_name(v: str, why: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", v):
+        raise ValueError(f"{why}: use letters, digits, '.', '_' and '-', starting with a letter or digit")
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -103,9 +109,7 @@ class ArmSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _name_chars(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", v):
-            raise ValueError("arm names may use letters, digits, '.', '_' and '-' and must start with a letter or digit")
-        return v
+        return _safe_name(v, "arm names are used in file names")
 
     @model_validator(mode="after")
     def _spec_needs_method(self) -> "ArmSpec":
@@ -231,9 +235,7 @@ class Scenario(_Strict):
     @field_validator("name")
     @classmethod
     def _name_chars(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", v):
-            raise ValueError("the scenario name is used as a folder name: letters, digits, '.', '_' and '-' only")
-        return v
+        return _safe_name(v, "the scenario name is used as a folder name")
 
     @model_validator(mode="after")
     def _arms(self) -> "Scenario":
