@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import os
 import signal
 import threading
 import time
@@ -50,6 +51,7 @@ class RunContext:
     lock: threading.Lock = field(default_factory=threading.Lock)
     failures: dict[str, str] = field(default_factory=dict)
     tokenizer: Any = None
+    interrupted: bool = False  # Ctrl-C / SIGTERM seen; servers are being stopped
 
 
 # ---- entry points ------------------------------------------------------------------
@@ -58,12 +60,16 @@ class RunContext:
 def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
     from speedbench.results import RunDir
 
+    # Data problems (missing dataset, placeholder rows) are invalid input (exit 2), found
+    # before the doctor (which would report them as a failed check, exit 1) and before
+    # a run folder or any server exists.
+    prepared = _prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console):
         return 1
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
     console.print(f"run folder: {run_dir.path}")
-    return _execute(sc, run_dir, console, resume=False)
+    return _execute(sc, run_dir, console, resume=False, prepared=prepared)
 
 
 def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
@@ -74,7 +80,9 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     data = yaml.safe_load(scen_file.read_text())
     if overrides:
         data = apply_overrides(data, overrides)
+    restore_secrets(data)
     sc = validate_data(data, str(scen_file), scen_file.read_text())
+    prepared = _prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console):
         return 1
     dropped = run_dir.prune_unfinished_records()
@@ -82,7 +90,29 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
         f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept"
         + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
     )
-    return _execute(sc, run_dir, console, resume=True)
+    return _execute(sc, run_dir, console, resume=True, prepared=prepared)
+
+
+def restore_secrets(data: dict[str, Any]) -> None:
+    """Put back what results.redact_scenario hid: a redacted environment value comes
+    from this process's environment; anything else redacted must be given again."""
+    from speedbench.engine.command import REDACTED
+
+    holders = [("server", data.get("server"))]
+    holders += [(f"arms.{a.get('name')}", a) for a in data.get("arms") or [] if isinstance(a, dict)]
+    for where, h in holders:
+        if not isinstance(h, dict):
+            continue
+        for name, value in (h.get("env") or {}).items():
+            if value == REDACTED:
+                if name not in os.environ:
+                    raise UsageError(f"{where}.env.{name} was redacted in the saved scenario -- fix: "
+                                     f"export {name} before resuming")
+                h["env"][name] = os.environ[name]
+        for key, value in (h.get("args") or {}).items():
+            if value == REDACTED:
+                raise UsageError(f"{where}.args.{key} was redacted in the saved scenario -- fix: "
+                                 f"pass it again with --set {where}.args.{key}=VALUE")
 
 
 def _doctor_ok(sc: Scenario, console: Console) -> bool:
@@ -138,10 +168,11 @@ def _inventory(sc: Scenario) -> list[int] | None:
     return [g.index for g in detect_gpus()] or None
 
 
-def _execute(sc: Scenario, run_dir: Any, console: Console, *, resume: bool) -> int:
+def _execute(sc: Scenario, run_dir: Any, console: Console, *, resume: bool,
+             prepared: tuple[dict[str, Any], Any] | None = None) -> int:
     from speedbench.report.live import LiveProgress
 
-    workloads, tokenizer = _prepare(sc, console)
+    workloads, tokenizer = prepared or _prepare(sc, console)
     n_prompts = len(next(iter(workloads.values())).measured)
     plan = build_plan(sc, inventory=_inventory(sc), n_prompts=n_prompts)
     done = run_dir.finished_points() if resume else set()
@@ -175,13 +206,22 @@ def _run_wave(ctx: RunContext, arms: list[ArmPlan]) -> None:
         futures = [pool.submit(_run_arm, ctx, ap) for ap in arms]
         pending = set(futures)
         # Short waits keep the main thread responsive to signals.
-        while pending:
-            _, pending = cf.wait(pending, timeout=0.2)
+        try:
+            while pending:
+                _, pending = cf.wait(pending, timeout=0.2)
+        except KeyboardInterrupt:
+            # Stop servers and flag the arms *before* the executor's exit joins their
+            # threads: otherwise the join waits for every arm to finish all its points.
+            _interrupt(ctx)
+            raise
         for f in futures:
             f.result()
 
 
 def _interrupt(ctx: RunContext) -> None:
+    if ctx.interrupted:
+        return
+    ctx.interrupted = True
     ctx.stop.set()
     ctx.live.message("interrupted: stopping servers and saving what was measured")
     with ctx.lock:
@@ -215,6 +255,7 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
     with ctx.lock:
         ctx.servers.append(server)
     t0 = time.monotonic()
+    current: tuple[VariantSpec | None, int] | None = None  # the point in progress
     try:
         with server:
             server.wait_ready()
@@ -225,13 +266,14 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
             # The process ids let tests (and users) prove that nothing was left running.
             prov["server_process"] = {"pid": getattr(server, "pid", None), "pgid": getattr(server, "pgid", None)}
             ctx.run_dir.save_provenance(arm.name, prov)
-            for variant, conc in todo:
+            for i, (variant, conc) in enumerate(todo):
                 if ctx.stop.is_set():
                     return
+                current = (variant, conc)
                 failure = _run_point(ctx, server, arm.name, conc, variant)
                 if failure:
                     ctx.failures[arm.name] = failure
-                    _mark_rest_failed(ctx, arm.name, todo, (variant, conc), failure)
+                    _mark_failed(ctx, arm.name, todo[i + 1:], failure)
                     return
     except ServerError as e:
         if ctx.stop.is_set():
@@ -239,7 +281,8 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
         msg = str(e)
         ctx.failures[arm.name] = msg
         ctx.live.message(f"arm {arm.name} failed: {msg}")
-        _mark_rest_failed(ctx, arm.name, todo, None, msg.splitlines()[0])
+        # Points this arm finished before the failure keep their results and status.
+        _mark_failed(ctx, arm.name, todo[todo.index(current):] if current else todo, msg.splitlines()[0])
         if not sc.continue_on_arm_failure:
             ctx.stop.set()
     finally:
@@ -248,19 +291,15 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
                 ctx.servers.remove(server)
 
 
-def _mark_rest_failed(ctx: RunContext, arm: str, todo, after, failure: str) -> None:
-    started = after is None
-    for v, c in todo:
-        if not started:
-            started = (v, c) == after
-            continue
+def _mark_failed(ctx: RunContext, arm: str, points, failure: str) -> None:
+    for v, c in points:
         ctx.run_dir.mark_point(arm, c, v.name if v else "", status="failed", failure=failure)
 
 
 def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: VariantSpec | None) -> str | None:
     """Run one (arm, concurrency, variant) point; returns a failure message or None."""
     from speedbench.client import ClientConfig
-    from speedbench.runner import run_point
+    from speedbench.runner import PointResult, run_point
     from speedbench.scrape import scrape
     from speedbench.workload.chat import RequestBuilder
 
@@ -285,22 +324,47 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
         return server.dead()
 
     def on_record(rec: RequestRecord) -> None:
+        # Requests cut short because *we* are stopping the server (Ctrl-C / SIGTERM; vLLM
+        # aborts in-flight requests with an error event) are cancellations, not failures.
+        if rec.error == "server_died" and (rec.error_detail or "").startswith("interrupted"):
+            rec.error = "cancelled"
+        elif rec.error not in (None, "cancelled") and ctx.stop.is_set() and ctx.interrupted:
+            rec.error, rec.error_detail = "cancelled", f"interrupted ({rec.error}: {rec.error_detail})"
         ctx.run_dir.append_record(rec)
         ctx.live.record_done(rec)
 
+    async def scrape_or_dead() -> tuple[str, str | None]:
+        # A dead server fails the scrape: report the death, not the failed GET.
+        try:
+            return await _settled_scrape(scrape, server.base_url), None
+        except ServerError:
+            died = alive()
+            if not died:
+                raise
+            return "", died
+
     async def point() -> tuple[list[Any], str, str]:
         if wl.warmup:
-            await run_point(cfg, builder, wl.warmup, arm=arm, concurrency=conc, variant=vname,
-                            server_alive=alive)
-        before = await _settled_scrape(scrape, server.base_url)
+            warm = await run_point(cfg, builder, wl.warmup, arm=arm, concurrency=conc, variant=vname,
+                                   server_alive=alive)
+            if warm.aborted:
+                return [warm], "", ""
+        before, died = await scrape_or_dead()
+        if died:
+            return [PointResult([], 0.0, {}, died)], "", ""
         results = []
         for r in range(sc.repeats):
             res = await run_point(cfg, builder, wl.measured, arm=arm, concurrency=conc, variant=vname,
                                   repeat=r, on_record=on_record, server_alive=alive)
+            # The watchdog polls every 0.5 s; once a server is gone the remaining
+            # requests fail in milliseconds, so a point can end before it looks.
+            res.aborted = res.aborted or alive()
             results.append(res)
             if res.aborted:
                 break
-        after = await _settled_scrape(scrape, server.base_url) if not results[-1].aborted else ""
+        after = ""
+        if not results[-1].aborted:
+            after, results[-1].aborted = await scrape_or_dead()
         return results, before, after
 
     results, before, after = asyncio.run(point())
