@@ -71,6 +71,20 @@ def test_chat_stream_with_token_ids_and_spec_metrics(srv):
     assert rec.output_text == "".join(f" w{i}" for i in range(100, 110))
 
 
+def test_arrival_stamps_come_from_the_connection_protocol(srv):
+    # make_session swaps in a protocol that stamps data_received; if an aiohttp upgrade
+    # removes the hook, stamps silently fall back to coroutine time: catch it here.
+    from speedbench.client import _StampingHandler
+
+    cfg = ClientConfig(srv.base_url)
+
+    async def go():
+        async with make_session(cfg, 1) as s, s.post(srv.base_url + CHAT, json=_body()) as r:
+            return r.connection.protocol  # still streaming: the connection is held
+
+    assert isinstance(asyncio.run(go()), _StampingHandler)
+
+
 def test_completions_stream(srv):
     body = {"model": "fake-model", "prompt": "hello", "max_tokens": 6}
     rec = _send(srv.base_url, body, path="/v1/completions")

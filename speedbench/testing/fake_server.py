@@ -213,7 +213,9 @@ class _Handlers:
                     return resp
                 elif fault.kind == "truncate":
                     return resp  # a clean end of the HTTP body without [DONE]
-                elif fault.kind == "disconnect":
+                elif fault.kind in ("disconnect", "die"):
+                    if fault.kind == "die" and self.s.allow_exit:
+                        os._exit(3)
                     request.transport.abort()
                     return resp
                 elif fault.kind == "error_event":

@@ -10,7 +10,9 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-FAULT_KINDS = ("http_500", "stall", "malformed", "truncate", "disconnect", "error_event")
+# "die": the server process exits mid-stream (script mode; in-process it only drops
+# the connection, since exiting would take the test runner down with it).
+FAULT_KINDS = ("http_500", "stall", "malformed", "truncate", "disconnect", "error_event", "die")
 
 
 @dataclass(frozen=True)
