@@ -27,6 +27,14 @@ def _safe_name(v: str, why: str) -> str:
     return v
 
 
+EnvValue = str | int | float | bool
+
+
+def _env_strings(v: dict[str, EnvValue]) -> dict[str, str]:
+    # YAML reads `VAR: 1` as a number; environment values are strings either way.
+    return {k: (str(x).lower() if isinstance(x, bool) else str(x)) for k, x in v.items()}
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -46,7 +54,7 @@ class ServerSpec(_Strict):
     command: list[str] = Field(default_factory=lambda: ["vllm", "serve"])
     model_arg: Literal["auto", "positional", "flag"] = "auto"
     args: dict[str, ArgValue] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
     host: str = "127.0.0.1"
     port: int | None = None  # None = pick a free port per server
     ready_timeout_s: float = Field(1800.0, gt=0)
@@ -57,6 +65,11 @@ class ServerSpec(_Strict):
     # GPUs available for placement on this host (None = detect / not applicable).
     gpus: list[int] | None = None
     docker: DockerSpec = Field(default_factory=DockerSpec)
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, EnvValue]) -> dict[str, str]:
+        return _env_strings(v)
 
     @field_validator("command")
     @classmethod
@@ -98,7 +111,7 @@ class ArmSpec(_Strict):
     description: str = ""
     speculative_config: dict[str, Any] | None = None
     args: dict[str, ArgValue] = Field(default_factory=dict)  # merged over server.args
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = Field(default_factory=dict)
     base_url: str | None = None  # an already-running endpoint: health-checked, never stopped
     gpus: list[int] | None = None
     sweep: SweepSpec | None = None
@@ -110,6 +123,11 @@ class ArmSpec(_Strict):
     @classmethod
     def _name_chars(cls, v: str) -> str:
         return _safe_name(v, "arm names are used in file names")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, EnvValue]) -> dict[str, str]:
+        return _env_strings(v)
 
     @model_validator(mode="after")
     def _spec_needs_method(self) -> "ArmSpec":
