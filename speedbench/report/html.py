@@ -158,11 +158,7 @@ def run_plots(run: Run) -> list[tuple[str, str]]:
 
 
 def speedup_card(t: T.SpeedupTable, baseline: str | None) -> Safe:
-    headers = ["concurrency", f"{baseline or 'baseline'} per-user TPS", f"{t.arm} per-user TPS",
-               "speedup [95% CI]", "AL"]
-    has_ref = any(math.isfinite(r.reference) for r in t.rows)
-    if has_ref:
-        headers.append("reference speedup")
+    headers, has_ref = T.speedup_headers(t, baseline)
     rows = []
     for r in t.rows:
         if r.status == "failed":

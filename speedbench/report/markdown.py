@@ -36,11 +36,7 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str |
 
 
 def speedup_table_md(t: T.SpeedupTable, baseline: str | None) -> str:
-    headers = ["concurrency", f"{baseline or 'baseline'} per-user TPS", f"{t.arm} per-user TPS",
-               "speedup [95% CI]", "AL"]
-    has_ref = any(math.isfinite(r.reference) for r in t.rows)
-    if has_ref:
-        headers.append("reference speedup")
+    headers, has_ref = T.speedup_headers(t, baseline)
     rows = []
     for r in t.rows:
         if r.status == "failed":

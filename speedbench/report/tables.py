@@ -313,3 +313,13 @@ def position_curves(run: Run) -> dict[tuple[str, str], tuple[list[float], list[f
 
 def label(arm: str, variant: str) -> str:
     return arm + (f" [{variant}]" if variant else "")
+
+
+def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str], bool]:
+    """Column headers of the published-shape table; the reference column only when known."""
+    headers = ["concurrency", f"{baseline or 'baseline'} per-user TPS", f"{t.arm} per-user TPS",
+               "speedup [95% CI]", "AL"]
+    has_ref = any(math.isfinite(r.reference) for r in t.rows)
+    if has_ref:
+        headers.append("reference speedup")
+    return headers, has_ref
