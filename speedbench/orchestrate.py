@@ -27,7 +27,7 @@ from rich.console import Console
 
 from speedbench.errors import ServerError, SpeedbenchError, UsageError
 from speedbench.plan import ArmPlan, Plan, build_plan
-from speedbench.records import Prompt, RequestRecord
+from speedbench.records import RequestRecord
 from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, validate_data
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
