@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from speedbench.engine.command import LaunchSpec, launch_spec, merged_args, redact_env
+from speedbench.engine.command import LaunchSpec, launch_spec, redact_env
 from speedbench.scenario import ArmSpec, Scenario
 
 # A vLLM start on this kind of CPU host takes about a minute; GPU hosts loading large
@@ -21,7 +21,6 @@ EST_START_S_CPU = 60.0
 class ArmPlan:
     arm: ArmSpec
     launch: LaunchSpec
-    gpus_per_server: int = 1
 
     @property
     def launched(self) -> bool:
@@ -52,13 +51,6 @@ class Plan:
         return per_point * self.n_points
 
 
-def gpus_per_server(sc: Scenario, arm: ArmSpec) -> int:
-    args = merged_args(sc.server, arm)
-    tp = int(args.get("tensor-parallel-size") or args.get("tensor_parallel_size") or 1)
-    pp = int(args.get("pipeline-parallel-size") or args.get("pipeline_parallel_size") or 1)
-    return tp * pp
-
-
 def _schedule(sc: Scenario, inventory: list[int] | None) -> tuple[dict[str, list[int] | None], list[list[str]]]:
     """Assign GPU sets and group arms into concurrent waves; sequential without GPUs."""
     from speedbench.engine.placement import schedule_scenario
@@ -72,7 +64,7 @@ def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: i
                overrides: list[str] | None = None) -> Plan:
     gpu_sets, waves = _schedule(sc, inventory)
     arms = [
-        ArmPlan(arm=a, launch=launch_spec(sc, a, gpu_sets.get(a.name)), gpus_per_server=gpus_per_server(sc, a))
+        ArmPlan(arm=a, launch=launch_spec(sc, a, gpu_sets.get(a.name)))
         for a in sc.arms
     ]
     return Plan(
