@@ -28,6 +28,10 @@ USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 
 
 def num(x: Any) -> float:
+    """Summary cell -> float; None, "", booleans and non-numbers are NaN (summary.json
+    stores NaN as null). The one cell reader: report/ uses it too."""
+    if isinstance(x, bool) or x is None:
+        return math.nan
     try:
         return float(x)
     except (TypeError, ValueError):

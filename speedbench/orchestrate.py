@@ -116,7 +116,7 @@ def restore_secrets(data: dict[str, Any]) -> None:
 
 
 def _doctor_ok(sc: Scenario, console: Console) -> bool:
-    from speedbench.commands.doctor import print_checks
+    from speedbench.doctor.table import print_checks
     from speedbench.doctor import exit_code, run_checks
 
     checks = run_checks(sc)
@@ -144,13 +144,11 @@ def _prepare(sc: Scenario, console: Console) -> tuple[dict[str, Any], Any]:
         from speedbench.fixtures import ensure_tiny
 
         ensure_tiny(Path(sc.fixtures))
-    tokenizer = None
-    w = sc.workload
-    if w.chat_template == "client" or any(v.input_tokens for v in w.variants):
-        from speedbench.workload.chat import load_tokenizer
+    from speedbench.workload.chat import workload_tokenizer
 
-        trust = bool(sc.server.args.get("trust-remote-code") or sc.server.args.get("trust_remote_code"))
-        tokenizer = load_tokenizer(w.tokenizer or sc.server.model, trust_remote_code=trust)
+    w = sc.workload
+    # Loaded once per run; every point's RequestBuilder gets this one (None included).
+    tokenizer = workload_tokenizer(w, sc.server.model, list(w.variants), trust_remote_code=_trust_remote_code(sc))
     workloads = {}
     for v in list(w.variants) or [None]:
         wl = load_workload(w, variant=v, tokenizer=tokenizer)
@@ -158,6 +156,10 @@ def _prepare(sc: Scenario, console: Console) -> tuple[dict[str, Any], Any]:
             console.print(f"[yellow]warning[/yellow]: {msg}")
         workloads[v.name if v else ""] = wl
     return workloads, tokenizer
+
+
+def _trust_remote_code(sc: Scenario) -> bool:
+    return bool(sc.server.args.get("trust-remote-code") or sc.server.args.get("trust_remote_code"))
 
 
 def _inventory(sc: Scenario) -> list[int] | None:
@@ -307,7 +309,7 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
     vname = variant.name if variant else ""
     wl = ctx.workloads[vname]
     builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.tokenizer,
-                             trust_remote_code=bool(sc.server.args.get("trust-remote-code")))
+                             trust_remote_code=_trust_remote_code(sc))
     builder.prepare([*wl.warmup, *wl.measured])  # padding / templating work stays off the timed path
     cfg = ClientConfig(
         base_url=server.base_url,

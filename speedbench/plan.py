@@ -12,10 +12,6 @@ from dataclasses import dataclass, field
 from speedbench.engine.command import LaunchSpec, launch_spec, redact_env
 from speedbench.scenario import ArmSpec, Scenario
 
-# A vLLM start on this kind of CPU host takes about a minute; GPU hosts loading large
-# weights take far longer. Used only for the dry-run's cost estimate.
-EST_START_S_CPU = 60.0
-
 
 @dataclass
 class ArmPlan:

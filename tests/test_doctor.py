@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from speedbench.cli import main
-from speedbench.commands.doctor import print_checks
+from speedbench.doctor.table import print_checks
 from speedbench.doctor import Check, exit_code, run_checks
 from speedbench.doctor.models import hf_cache_root
 from speedbench.doctor.support import SUPPORT_TABLE, image_version, parse_version, read_registry

@@ -18,7 +18,8 @@ from speedbench.engine import make_server
 from speedbench.engine.command import REDACTED, LaunchSpec, launch_spec
 from speedbench.engine.docker import DockerServer, container_name, docker_run_argv, vllm_args_for_image
 from speedbench.engine.external import ExternalServer
-from speedbench.engine.local import LocalServer, free_port, port_is_free
+from speedbench.engine.local import LocalServer
+from speedbench.engine.probe import free_port, port_is_free
 from speedbench.engine.placement import describe, estimate_saving, gpus_per_server, schedule, schedule_scenario
 from speedbench.engine.provenance import collect_provenance, draft_info, redact_argv
 from speedbench.errors import ScenarioError, ServerError, UsageError

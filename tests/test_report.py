@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import sys
-import types
 
 import pytest
 from rich.console import Console
@@ -135,14 +133,15 @@ def test_write_report_and_cli(tmp_path, capsys):
     assert main(["report", str(tmp_path / "missing")]) == 2
 
 
-def test_drift_sections_included_when_module_exists(run, monkeypatch):
-    mod = types.ModuleType("speedbench.report.drift")
-    mod.drift_section_md = lambda r: "## Drift\n\nAL drops with context."
-    mod.drift_section_html = lambda r: "<h2>Drift</h2><p>AL drops with context.</p>"
-    monkeypatch.setitem(sys.modules, "speedbench.report.drift", mod)
+def test_drift_sections_included(run, monkeypatch):
+    from speedbench.report import render
+
+    monkeypatch.setattr(render, "drift_section_md", lambda r: "## Drift\n\nAL drops with context.")
+    monkeypatch.setattr(render, "drift_section_html", lambda r: "<h2>Drift</h2><p>AL drops with context.</p>")
     md, html = render_report(run)
     assert "AL drops with context." in md and "<h2>Drift</h2>" in html
-    mod.drift_section_md = lambda r: 1 / 0  # a broken drift module costs a section, not the report
+    # a broken drift section costs a section, not the report
+    monkeypatch.setattr(render, "drift_section_md", lambda r: 1 / 0)
     md, html = render_report(run)
     assert "drift analysis failed: ZeroDivisionError" in md
 

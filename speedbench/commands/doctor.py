@@ -1,21 +1,17 @@
 """``speedbench doctor SCENARIO``: pre-flight checks, printed as a table.
 
 Exit 0 when nothing fails (warnings allowed), 1 when a check fails, and with
-``--strict`` warnings fail too. ``print_checks`` is shared with ``speedbench run``.
+``--strict`` warnings fail too. The table itself is doctor/table.py (``speedbench run``
+prints it too).
 """
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from speedbench.doctor import Check, exit_code, run_checks
+from speedbench.doctor import exit_code, run_checks
+from speedbench.doctor.table import print_checks
 from speedbench.scenario import load_scenario
-
-_STYLE = MappingProxyType({"ok": "green", "warn": "yellow", "fail": "bold red"})
 
 
 def register(sub) -> None:
@@ -46,27 +42,3 @@ def run(args) -> int:
     console.print(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail"
                   f"{' (--strict: warnings fail)' if args.strict else ''} -> {verdict}", markup=False, highlight=False)
     return code
-
-
-def print_checks(checks: list[Check], console: Console) -> None:
-    """One table: scenario-wide checks first, then one section per arm."""
-    table = Table(show_lines=False, expand=False)
-    table.add_column("check", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("detail", overflow="fold")
-    table.add_column("fix", overflow="fold")
-    groups: dict[str | None, list[Check]] = {}
-    for c in checks:
-        groups.setdefault(c.arm, []).append(c)
-    first = True
-    for arm, items in groups.items():
-        if not first:
-            table.add_section()
-        first = False
-        if arm is not None:
-            table.add_row(Text(f"arm {arm}", style="bold"), "", "", "")
-        for c in items:
-            # Text, not markup: details quote YAML lists such as [python, -m, ...].
-            table.add_row(("  " if arm is not None else "") + c.name, Text(c.status, style=_STYLE[c.status]),
-                          Text(c.detail), Text(c.fix))
-    console.print(table)

@@ -11,7 +11,6 @@ import importlib.metadata
 import importlib.util
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from speedbench.engine.command import launch_spec
 from speedbench.engine.gpus import GPU, GPUProbe, probe_gpus
+from speedbench.engine.probe import port_is_free
 from speedbench.scenario import ArmSpec, Scenario
 
 Status = Literal["ok", "warn", "fail"]
@@ -62,15 +62,6 @@ def free_bytes(path: Path) -> int:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent  # the cache folder may not exist yet; its disk does
     return shutil.disk_usage(probe).free
-
-
-def port_is_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def run_docker(args: list[str]) -> tuple[int, str]:

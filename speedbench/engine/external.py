@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from speedbench.engine.local import POLL_S, ProgressFn, probe_ready
+from speedbench.engine.local import POLL_S, ProgressFn
+from speedbench.engine.probe import probe_ready
 from speedbench.errors import ServerError
 
 

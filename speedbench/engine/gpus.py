@@ -161,10 +161,6 @@ def detect_gpus(runner: Runner = subprocess.run) -> list[GPU]:
 
 # ---- architecture helpers (compute capability major versions) -------------------------
 
-def is_ampere(gpu: GPU) -> bool:
-    return gpu.capability[0] == 8 and gpu.capability < (8, 9)
-
-
 def is_ada(gpu: GPU) -> bool:
     return gpu.capability == (8, 9)
 

@@ -1,25 +1,23 @@
 """A vLLM server we launch ourselves: its own process group, a free port, readiness
 that proves inference works, crash detection and a teardown that leaves nothing behind.
 
-Only the standard library is used (urllib for the readiness probes): the lifecycle is
+Only the standard library is used (probes in engine/probe.py): the lifecycle is
 synchronous and runs outside the client's event loop.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from speedbench.engine.command import LaunchSpec
+# free_port is looked up here at call time, so tests can make it racy.
+from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready
 from speedbench.errors import ServerError
 
 ProgressFn = Callable[[float, str], None]
@@ -30,35 +28,6 @@ POLL_S = 1.0
 # between our probe and vLLM's bind (the probe socket must be closed before vLLM binds).
 PORT_ATTEMPTS = 3
 _ADDR_IN_USE = ("address already in use", "errno 98", "errno 48", "port is already allocated")
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port the OS says is free right now (it may be taken again before use)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_is_free(host: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        # SO_REUSEADDR mirrors how uvicorn binds, so a port in TIME_WAIT counts as free.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def client_host(host: str) -> str:
-    """Where to connect to reach a server bound to ``host`` (wildcards mean loopback)."""
-    if host in ("0.0.0.0", ""):
-        return "127.0.0.1"
-    if host == "::":
-        return "[::1]"
-    return f"[{host}]" if ":" in host else host
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -77,54 +46,6 @@ def _last_line(path: Path) -> str:
         if line.strip():
             return line.strip()
     return ""
-
-
-def http_json(method: str, url: str, body: dict | None = None, *, api_key: str | None = None,
-              timeout: float = 5.0) -> tuple[int, object]:
-    """One small HTTP request; returns (status, parsed JSON or text). Status 0 = no answer."""
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    # No proxies, like aiohttp's default in the client: a proxy from the environment
-    # would otherwise swallow requests to 127.0.0.1.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(req, timeout=timeout) as resp:
-            status, raw = resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        status, raw = e.code, e.read()
-    except (OSError, ValueError):  # refused, reset, timed out, bad URL
-        return 0, None
-    text = raw.decode("utf-8", errors="replace")
-    try:
-        return status, json.loads(text)
-    except ValueError:
-        return status, text
-
-
-def probe_ready(base_url: str, model_name: str | None, api_key: str | None,
-                timeout: float) -> tuple[str | None, str]:
-    """One readiness probe: /health, /v1/models, then a 1-token completion.
-
-    Returns (served model name or None, what is still missing). ``/health`` answers 200
-    before the engine can generate, so only a completed request proves readiness.
-    """
-    status, _ = http_json("GET", base_url + "/health", timeout=min(timeout, 5))
-    if status != 200:
-        return None, f"/health answered {status or 'nothing'}"
-    status, models = http_json("GET", base_url + "/v1/models", api_key=api_key, timeout=min(timeout, 10))
-    ids = [m.get("id") for m in models.get("data", [])] if status == 200 and isinstance(models, dict) else []
-    if not ids:
-        return None, f"/v1/models answered {status or 'nothing'} with no model"
-    name = model_name if model_name in ids else ids[0]
-    body = {"model": name, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
-    status, answer = http_json("POST", base_url + "/v1/completions", body, api_key=api_key, timeout=timeout)
-    if status != 200:
-        return None, f"the 1-token completion answered {status or 'nothing'}: {str(answer)[:200]}"
-    return name, ""
 
 
 def _group_alive(pgid: int) -> bool:

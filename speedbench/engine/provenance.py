@@ -21,7 +21,7 @@ from typing import Any
 
 from speedbench import __version__
 from speedbench.engine.command import REDACTED, LaunchSpec, is_secret_name, redact_env
-from speedbench.engine.local import http_json
+from speedbench.engine.probe import http_json
 from speedbench.scenario import ArmSpec, Scenario
 
 EAGLE3_METHODS = ("eagle3",)

@@ -31,8 +31,6 @@ from speedbench.report import tables as T
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
 
-HIGHER_IS_BETTER = {"speedup": True, "acceptance_length": True, "per_user_tps": True, "output_tps": True,
-                    "error_rate": False}
 UNITS = {"speedup": "×", "acceptance_length": " tok/step", "per_user_tps": " tok/s", "output_tps": " tok/s",
          "error_rate": ""}
 

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
+from speedbench.report.drift import drift_section_html, drift_section_md
 from speedbench.report.html import esc, render_html
 from speedbench.report.markdown import md, render_markdown
 from speedbench.results import Run, RunDir, atomic_write, load_run
 
 
 def _drift(run: Run) -> tuple[str, str]:
-    """(markdown, html) drift sections from report/drift.py; empty when that module
-    is absent or the run has no sweep. A failure there must not cost us the report."""
+    """(markdown, html) drift sections; empty when the run has no sweep. A failure
+    there must not cost us the report."""
     try:
-        mod = importlib.import_module("speedbench.report.drift")
-    except ModuleNotFoundError as e:
-        if e.name == "speedbench.report.drift":
-            return "", ""
-        raise
-    try:
-        return mod.drift_section_md(run) or "", mod.drift_section_html(run) or ""
+        return drift_section_md(run) or "", drift_section_html(run) or ""
     except Exception as e:  # noqa: BLE001 - reported in the page instead
         note = f"drift analysis failed: {type(e).__name__}: {e}"
         return f"## Drift\n\n{md(note)}\n", f'<h2>Drift</h2><section class="card warn"><p>{esc(note)}</p></section>'

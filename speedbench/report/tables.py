@@ -11,20 +11,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedbench.analysis import num
 from speedbench.results import Run
 
 NAN = float("nan")
 LOOP_LAG_WARN_MS = 10.0  # above this the client's own timestamps may be late
-
-
-def num(v: Any) -> float:
-    """Summary cell -> float; None, "" and non-numbers are NaN (summary.json stores NaN as null)."""
-    if isinstance(v, bool) or v is None:
-        return NAN
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return NAN
 
 
 def ok(v: Any) -> bool:

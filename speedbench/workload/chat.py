@@ -54,12 +54,36 @@ def load_tokenizer(name_or_path: str, *, trust_remote_code: bool = False):
         ) from None
 
 
+def workload_tokenizer(workload: WorkloadSpec, model: str, variants: Iterable[VariantSpec | None], *,
+                       trust_remote_code: bool = False):
+    """The tokenizer a workload needs, loaded once, or None.
+
+    Client-side templating needs one (``workload.tokenizer``, else ``model``; an error
+    when neither loads). Padding (a variant with ``input_tokens``) uses ``workload.tokenizer``
+    when set, else the model's own tokenizer when it is on disk, else None: lengths are
+    then estimated by characters (the builder's ``padding_unit`` says which).
+    """
+    padding = any(v is not None and v.input_tokens for v in variants)
+    if workload.chat_template == "client" or (padding and workload.tokenizer):
+        return load_tokenizer(workload.tokenizer or model, trust_remote_code=trust_remote_code)
+    if padding:
+        try:
+            return load_tokenizer(model, trust_remote_code=trust_remote_code)
+        except ScenarioError:
+            return None
+    return None
+
+
+# RequestBuilder's default: load what the workload needs. An explicit None means "none".
+_LOAD: Any = object()
+
+
 class RequestBuilder:
     """Builds the requests of one (workload, variant); one instance per arm is fine.
 
-    ``tokenizer``: a Hugging Face tokenizer to use instead of loading one. It is loaded
-    from ``workload.tokenizer`` (else ``model``) when client-side templating needs it;
-    padding uses it when available and otherwise estimates by characters.
+    ``tokenizer``: a Hugging Face tokenizer (or None) to use instead of loading one with
+    :func:`workload_tokenizer`; a run loads it once and passes it to every builder.
+    Padding uses it when available and otherwise estimates by characters.
     """
 
     def __init__(
@@ -67,7 +91,7 @@ class RequestBuilder:
         workload: WorkloadSpec,
         model: str,
         variant: VariantSpec | None = None,
-        tokenizer=None,
+        tokenizer=_LOAD,
         *,
         trust_remote_code: bool = False,
     ):
@@ -85,15 +109,8 @@ class RequestBuilder:
             **workload.chat_template_kwargs, **((variant.chat_template_kwargs if variant else None) or {})
         }
         self.input_tokens = variant.input_tokens if variant is not None else None
-        if tokenizer is None and (self.client_side or (self.input_tokens and workload.tokenizer)):
-            tokenizer = load_tokenizer(workload.tokenizer or model, trust_remote_code=trust_remote_code)
-        elif tokenizer is None and self.input_tokens:
-            # Padding is better in tokens; the model's own tokenizer is used when it is on
-            # disk, else lengths are estimated by characters (recorded in padding_unit).
-            try:
-                tokenizer = load_tokenizer(model, trust_remote_code=trust_remote_code)
-            except ScenarioError:
-                tokenizer = None
+        if tokenizer is _LOAD:
+            tokenizer = workload_tokenizer(workload, model, [variant], trust_remote_code=trust_remote_code)
         self.tokenizer = tokenizer
         self.padding_unit = "" if not self.input_tokens else ("tokens" if tokenizer is not None else "chars/4")
         self._padder = Padder(self.input_tokens, seed=workload.seed, tokenizer=tokenizer) if self.input_tokens else None
