@@ -491,13 +491,52 @@ def _list_index(node: list[Any], keys: list[str], expr: str) -> tuple[int, int]:
     raise ScenarioError(f"--set {expr!r}: no list item '{keys[0]}' (use an index or an arm name)")
 
 
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: Any, first: int, second: int):
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.first, self.second = key, first, second
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping.
+
+    PyYAML keeps the last value silently, so a scenario with two ``args:`` under one arm
+    would lose the first block without a word.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are allowed to repeat keys on purpose
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # unhashable keys fail later with PyYAML's own message
+            line = key_node.start_mark.line + 1
+            if first is not None:
+                raise _DuplicateKey(key, first, line)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 -- a SafeLoader subclass
+
+
 def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
     p = Path(path)
     if not p.exists():
         raise ScenarioError(f"scenario file not found: {p} -- fix: check the path (scenarios live in scenarios/)")
     text = p.read_text()
     try:
-        data = yaml.safe_load(text)
+        data = _load_yaml(text)
+    except _DuplicateKey as e:
+        raise ScenarioError(
+            f"invalid scenario {p}:{e.second}: duplicate key '{e.key}' (first at line {e.first}, again at line "
+            f"{e.second}) -- fix: keep one of them; YAML would silently use only the last"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)

@@ -43,6 +43,13 @@ BAD = [
     ("spec arm without method", GOOD.replace("method: eagle3, ", ""), ["arms[1]", "method"]),
     ("top level not a mapping", "- a\n- b\n", ["top level must be a mapping"]),
     ("baseline not an arm", GOOD + "baseline: nope\n", ["baseline 'nope' is not an arm"]),
+    ("duplicate top-level key", GOOD + "concurrency: [8]\n", ["duplicate key 'concurrency'", "line 8", "line 9", ":9"]),
+    (
+        "duplicate nested key",
+        GOOD.replace("    speculative_config:", "    args: {a: 1}\n    args: {b: 2}\n    speculative_config:"),
+        ["duplicate key 'args'", "line 7", "line 8", ":8"],
+    ),
+    ("duplicate flow key", GOOD.replace("method: eagle3,", "method: eagle3, method: ngram,"), ["duplicate key 'method'", "line 7"]),
 ]
 
 
@@ -57,6 +64,18 @@ def test_bad_scenarios_exit_2_with_key_path(tmp_path, capsys, case, text, fragme
     assert str(f) in err
     for frag in fragments:
         assert frag in err, f"{case}: {frag!r} not in {err!r}"
+
+
+def test_yaml_merge_keys_are_not_duplicates(tmp_path):
+    f = tmp_path / "merge.yaml"
+    f.write_text(
+        "name: t\nserver: {model: m}\n"
+        "x-common: &common {method: eagle3, model: d, num_speculative_tokens: 3}\n"
+        "arms:\n  - name: baseline\n  - name: spec\n"
+        "    speculative_config:\n      <<: *common\n      num_speculative_tokens: 5\n"
+    )
+    with pytest.raises(ScenarioError, match="x-common"):  # unknown top-level key, not a duplicate
+        load_scenario(f)
 
 
 def test_missing_file_exit_2(capsys):
