@@ -212,10 +212,19 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
         "eagle_version": draft.get("eagle_version", ""),
         "draft": draft,
         "hardware": hardware(),
+        "data": _data_fingerprint(scenario),
         "speedbench_version": __version__,
         "git_commit": git["commit"],
         "git_dirty": git["dirty"],
     }
+
+
+def _data_fingerprint(scenario: Scenario) -> dict[str, Any]:
+    # Prepared SPEED-Bench copies differ by who prepared them and when (sources change);
+    # the hash says whether two runs read the same bytes.
+    from speedbench.workload import source_fingerprint
+
+    return source_fingerprint(scenario.workload)
 
 
 def _scrub(obj: Any, secrets: list[str]) -> Any:

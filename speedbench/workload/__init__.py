@@ -9,6 +9,7 @@ arm of a scenario gets the same prompts in the same order. See docs/workloads.md
 from __future__ import annotations
 
 import importlib.util
+from importlib import resources
 import random
 import warnings
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from speedbench.workload.speed_bench import PLACEHOLDER_PREFIX, is_placeholder
 __all__ = [
     "PLACEHOLDER_PREFIX", "RandomPromptsWarning", "SourceCheck", "Workload", "check_source",
     "config_for", "filter_prompts", "is_placeholder", "load_prompts", "load_workload",
-    "read_source", "seeded_order", "split_warmup", "tag",
+    "read_source", "seeded_order", "source_fingerprint", "split_warmup", "tag",
 ]
 
 DOCS = "docs/workloads.md"
@@ -254,6 +255,39 @@ def split_warmup(
         ))
         i += 1
     return warmup, measured
+
+
+def source_fingerprint(spec: WorkloadSpec, *, base_dir: Path | None = None) -> dict[str, object]:
+    """What data a run read, for provenance: the layout and a content hash of its files.
+
+    Covers every config the workload and its variants read. Never raises: a source that
+    cannot be located is recorded with its error (the run itself fails earlier, and louder).
+    """
+    out: dict[str, object] = {"source": spec.source, "path": spec.path or ""}
+    if spec.source == "random":
+        return {**out, "sha256": "", "note": "generated prompts; no data files"}
+    if spec.source == "speed_bench" and not spec.path:
+        return {**out, "sha256": "", "note": f"read from the hub ({speed_bench.HUB_NAME}); no local files to hash"}
+    try:
+        if spec.source == "sample":
+            f = Path(str(resources.files("speedbench").joinpath("data", sample.SAMPLE_FILE)))
+            return {**out, "layout": "file", **speed_bench.fingerprint([f], f.parent)}
+        if spec.source == "jsonl":
+            f = speed_bench.resolve_path(spec.path or "", base_dir)
+            return {**out, "layout": "file", **speed_bench.fingerprint([f], f.parent)}
+        root = speed_bench.resolve_path(spec.path or "", base_dir)
+        configs: dict[str, str] = {}
+        files: list[Path] = []
+        for variant in [None, *spec.variants]:
+            config = config_for(spec, variant)
+            if config not in configs:
+                found = speed_bench.locate(root, config)
+                configs[config] = found.layout
+                files.extend(found.files)
+        base = root if root.is_dir() else root.parent
+        return {**out, "configs": configs, **speed_bench.fingerprint(files, base)}
+    except (ScenarioError, OSError) as e:
+        return {**out, "sha256": "", "error": str(e)}
 
 
 def check_source(spec: WorkloadSpec, *, base_dir: Path | None = None) -> SourceCheck:

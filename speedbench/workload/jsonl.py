@@ -22,6 +22,7 @@ from typing import Any
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
 from speedbench.workload.speed_bench import read_jsonl, resolve_path
+from speedbench.workload.speed_bench import turns_from_messages as _from_messages
 
 DEFAULT_CATEGORY = "uncategorized"
 DEFAULT_RANDOM_PROMPTS = 64
@@ -78,28 +79,6 @@ def _row_to_prompt(row: dict[str, Any], path: Path) -> Prompt:
         source=str(row.get("source") or path.name),
         tags=tuple(tags),
     )
-
-
-def _from_messages(messages: Any, at: str) -> tuple[tuple[str, ...], str]:
-    if not isinstance(messages, list) or not messages:
-        raise ScenarioError(f"{at}: 'messages' must be a non-empty list of {{role, content}} objects")
-    turns: list[str] = []
-    system = ""
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or "role" not in m or not isinstance(m.get("content"), str):
-            raise ScenarioError(f"{at}: messages[{i}] needs a 'role' and a string 'content'")
-        role = m["role"]
-        if role == "system":
-            if turns:
-                raise ScenarioError(f"{at}: messages[{i}]: a system message is only accepted first")
-            system = m["content"]
-        elif role == "user":
-            turns.append(m["content"])
-        elif role != "assistant":  # assistant answers are replaced by the model's own
-            raise ScenarioError(f"{at}: messages[{i}]: unsupported role '{role}' (use system, user, assistant)")
-    if not turns:
-        raise ScenarioError(f"{at}: 'messages' has no user message")
-    return tuple(turns), system
 
 
 def random_prompts(

@@ -3,10 +3,9 @@
 Where the rows come from:
 
 * ``workload.path`` set: a local folder (or one file) holding parquet or JSONL files in
-  the dataset's schema. Accepted layouts, tried in this order for config ``C``:
-  ``DIR/C/**/*.parquet|*.jsonl`` (the hub repository's own layout),
-  ``DIR/C.parquet|.jsonl``, then data files directly inside ``DIR`` (a folder that holds
-  only this config). A path that is itself a file is read as is.
+  the dataset's schema, or prepared by one of the public prepare scripts. The accepted
+  layouts are :data:`LAYOUTS`, tried in that order. Rows may carry SPEED-Bench's
+  ``turns`` or, as NeMo-Skills writes them, ``messages`` of user turns.
 * ``workload.path`` unset: ``datasets.load_dataset("nvidia/SPEED-Bench", C, split="test")``,
   only when the ``datasets`` package is importable.
 
@@ -16,7 +15,9 @@ be redistributed); :mod:`speedbench.workload` refuses to benchmark those.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -30,13 +31,28 @@ CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reas
               "roleplay", "stem", "summarization", "writing")
 ENTROPY_TIERS = ("low_entropy", "mixed", "high_entropy")
 PLACEHOLDER_PREFIX = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE"
-REQUIRED_COLUMNS = ("question_id", "category", "turns")
+REQUIRED_COLUMNS = ("question_id", "category")  # plus "turns" or "messages"
 # The published schema (dataset card) has no entropy column; a prepared copy may add one
 # under any of these names. Without one, a throughput row whose `category` is itself a
 # tier name ("low_entropy", "mixed", ...) takes its tier from there.
 ENTROPY_COLUMNS = ("entropy_tier", "entropy", "entropy_level", "entropy_bucket", "tier")
 DATA_SUFFIXES = (".parquet", ".jsonl")
 DOCS = "docs/workloads.md"
+# Model-Optimizer's examples/specdec_bench/prepare_data.py writes OUT/speed/C/test.parquet
+# (OUT defaults to data/); users point workload.path at OUT or at OUT/speed.
+SPECDEC_BENCH_DIR = "speed"
+
+# (name, pattern for config C, where it comes from), in the order they are tried.
+LAYOUTS: tuple[tuple[str, str, str], ...] = (
+    ("file", "PATH is one .parquet or .jsonl file", "any export of one config"),
+    ("hub", "PATH/C/**/*.parquet (or *.jsonl)",
+     "the dataset repository itself (huggingface-cli download), or specdec_bench's OUT/speed"),
+    ("specdec_bench", "PATH/speed/C/*.parquet",
+     "Model-Optimizer examples/specdec_bench/prepare_data.py --output_dir PATH (default data/)"),
+    ("file_per_config", "PATH/C.parquet or PATH/C.jsonl",
+     "NeMo-Skills nemo_skills/dataset/speed-bench/prepare.py --output_dir PATH (C.jsonl, messages)"),
+    ("flat", "PATH/*.parquet or PATH/*.jsonl", "a folder that holds only this config"),
+)
 
 _TIER_ALIASES = {
     "low": "low_entropy", "low_entropy": "low_entropy", "lowentropy": "low_entropy",
@@ -68,7 +84,7 @@ def load(path: str | None, config: str, *, base_dir: Path | None = None) -> list
     check_config(config)
     if path:
         prompts: list[Prompt] = []
-        for f in locate_files(resolve_path(path, base_dir), config):
+        for f in locate(resolve_path(path, base_dir), config).files:
             prompts.extend(row_to_prompt(r, config, where=str(f)) for r in read_file(f))
         return prompts
     return [row_to_prompt(r, config, where=f"{HUB_NAME}/{config}") for r in _load_hub(config)]
@@ -82,24 +98,46 @@ def resolve_path(path: str, base_dir: Path | None) -> Path:
     return p
 
 
+@dataclass(frozen=True)
+class Located:
+    layout: str  # a name from LAYOUTS
+    root: Path
+    files: tuple[Path, ...]
+
+
+def layouts_text(config: str) -> str:
+    return "; ".join(f"{pat.replace('/C', '/' + config).replace('C.', config + '.')} ({src})"
+                     for _, pat, src in LAYOUTS)
+
+
 def locate_files(root: Path, config: str) -> list[Path]:
+    return list(locate(root, config).files)
+
+
+def locate(root: Path, config: str) -> Located:
+    """Which layout ``root`` uses for ``config`` and the data files it holds (see LAYOUTS)."""
     if not root.exists():
         raise ScenarioError(
             f"workload.path: {root} does not exist -- fix: set workload.path to a local SPEED-Bench "
-            f"folder (holding {config}/*.parquet or {config}.parquet), or remove it to read "
+            f"copy in one of these layouts: {layouts_text(config)}; or remove it to read "
             f"{HUB_NAME} from the hub; see {DOCS} for how to prepare the data"
         )
     if root.is_file():
-        return [root]
-    sub = root / config
-    if sub.is_dir():
-        files = _data_files(sorted(sub.rglob("*")))
-        if files:
-            return files
+        if root.suffix not in DATA_SUFFIXES:
+            raise ScenarioError(
+                f"workload.path: {root} is neither .parquet nor .jsonl -- fix: use one of these layouts: "
+                f"{layouts_text(config)}"
+            )
+        return Located("file", root.parent, (root,))
+    for layout, sub in (("hub", root / config), ("specdec_bench", root / SPECDEC_BENCH_DIR / config)):
+        if sub.is_dir():
+            files = _data_files(sorted(sub.rglob("*")))
+            if files:
+                return Located(layout, root, tuple(files))
     for suffix in DATA_SUFFIXES:
         single = root / f"{config}{suffix}"
         if single.is_file():
-            return [single]
+            return Located("file_per_config", root, (single,))
     # A folder named after another config is almost certainly the wrong one.
     if root.name in CONFIGS and root.name != config:
         raise ScenarioError(
@@ -110,15 +148,36 @@ def locate_files(root: Path, config: str) -> list[Path]:
     direct = [f for f in _data_files(sorted(root.iterdir()))
               if not any(f.name.startswith(o) for o in others)]
     if direct:
-        return direct
+        return Located("flat", root, tuple(direct))
     found = [c for c in CONFIGS
-             if (root / c).is_dir() or any((root / f"{c}{s}").is_file() for s in DATA_SUFFIXES)]
+             if (root / c).is_dir() or (root / SPECDEC_BENCH_DIR / c).is_dir()
+             or any((root / f"{c}{s}").is_file() for s in DATA_SUFFIXES)]
     raise ScenarioError(
-        f"workload.path: no data files for config '{config}' in {root} (looked for {config}/*.parquet, "
-        f"{config}.parquet, {config}.jsonl and *.parquet/*.jsonl)"
-        + (f"; configs found there: {', '.join(found)}" if found else "")
-        + f" -- fix: see {DOCS} for the expected layout"
+        f"workload.path: {root} is not a recognised layout for config '{config}'"
+        + (f" (configs found there: {', '.join(found)})" if found else "")
+        + f". Recognised layouts: {layouts_text(config)} -- fix: point workload.path at one of them; see {DOCS}"
     )
+
+
+def fingerprint(files: Iterable[Path], root: Path) -> dict[str, Any]:
+    """Content hashes of prepared data files, and one hash over all of them.
+
+    The combined hash covers each file's path relative to ``root`` and its bytes, so a
+    copy of the same data elsewhere hashes the same, and any edit or re-preparation
+    changes it.
+    """
+    entries = []
+    for f in sorted(set(files)):
+        h = hashlib.sha256()
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        rel = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
+        entries.append({"path": rel, "bytes": f.stat().st_size, "sha256": h.hexdigest()})
+    total = hashlib.sha256()
+    for e in entries:
+        total.update(f"{e['path']}\0{e['sha256']}\n".encode())
+    return {"sha256": total.hexdigest(), "files": entries}
 
 
 def _data_files(paths: Iterable[Path]) -> list[Path]:
@@ -159,18 +218,47 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def turns_from_messages(messages: Any, at: str) -> tuple[tuple[str, ...], str]:
+    """User turns and a leading system message of an OpenAI-style ``messages`` list."""
+    if not isinstance(messages, list) or not messages:
+        raise ScenarioError(f"{at}: 'messages' must be a non-empty list of {{role, content}} objects")
+    turns: list[str] = []
+    system = ""
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or "role" not in m or not isinstance(m.get("content"), str):
+            raise ScenarioError(f"{at}: messages[{i}] needs a 'role' and a string 'content'")
+        role = m["role"]
+        if role == "system":
+            if turns:
+                raise ScenarioError(f"{at}: messages[{i}]: a system message is only accepted first")
+            system = m["content"]
+        elif role == "user":
+            turns.append(m["content"])
+        elif role != "assistant":  # assistant answers are replaced by the model's own
+            raise ScenarioError(f"{at}: messages[{i}]: unsupported role '{role}' (use system, user, assistant)")
+    if not turns:
+        raise ScenarioError(f"{at}: 'messages' has no user message")
+    return tuple(turns), system
+
+
 def row_to_prompt(row: dict[str, Any], config: str, *, where: str) -> Prompt:
     at = f"{where}:{row['_line']}" if "_line" in row else where
     missing = [c for c in REQUIRED_COLUMNS if c not in row]
+    if "turns" not in row and "messages" not in row:
+        missing.append("turns")
     if missing:
         raise ScenarioError(
             f"{at}: missing column(s) {missing}; a SPEED-Bench row has question_id, category, "
-            "sub_category, turns, source, src_id, difficulty, multiturn"
+            "sub_category, turns (or NeMo-Skills' messages), source, src_id, difficulty, multiturn"
         )
-    turns = row["turns"]
-    if isinstance(turns, str):  # some exports flatten a single turn
-        turns = [turns]
-    turns = tuple(str(t) for t in (turns or ()))
+    if "turns" in row:
+        turns = row["turns"]
+        if isinstance(turns, str):  # some exports flatten a single turn
+            turns = [turns]
+        turns = tuple(str(t) for t in (turns or ()))
+    else:
+        # NeMo-Skills' prepare script replaces `turns` with one user message per turn.
+        turns, system = turns_from_messages(list(row["messages"] or ()), at)
     if not turns:
         raise ScenarioError(f"{at}: row {row['question_id']!r} has no turns")
     # config "" = not a SPEED-Bench config (the bundled sample, JSONL files in this schema)
@@ -180,6 +268,8 @@ def row_to_prompt(row: dict[str, Any], config: str, *, where: str) -> Prompt:
         tags.append(("entropy_tier", tier))
     if row.get("difficulty"):
         tags.append(("difficulty", str(row["difficulty"])))
+    if "turns" not in row and system:
+        tags.append(("system_prompt", system))
     return Prompt(
         id=str(row["question_id"]),
         turns=turns,
