@@ -77,9 +77,10 @@ def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None) -> list[str
     """The argv a user could paste: for docker the full `docker run`, else the vLLM command."""
     port = port if port is not None else (sc.server.port or 8000)
     if sc.server.launcher == "docker":
-        from speedbench.engine.docker import docker_run_argv
+        from speedbench.engine.docker import container_labels, container_name, docker_run_argv
 
-        return docker_run_argv(ap.launch, sc.server.docker, port, f"speedbench-{sc.name}-{ap.arm.name}")
+        return docker_run_argv(ap.launch, sc.server.docker, port, container_name(sc.name, ap.arm.name, port),
+                               labels=container_labels(sc.name, ap.arm.name, port))
     return ap.launch.argv_with_port(port)
 
 

@@ -4,6 +4,7 @@ described machines (recorded-format nvidia-smi text, fake packages, PATH, docker
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,11 +117,13 @@ def fake_vllm_source(root: Path) -> Path:
     return pkg
 
 
-def docker_fake(*, info_rc=0, runtimes=("runc", "nvidia"), image_present=True):
+def docker_fake(*, info_rc=0, runtimes=("runc", "nvidia"), image_present=True, ps=""):
     calls = []
 
     def run(args):
         calls.append(args)
+        if args[0] == "ps":
+            return (0, ps) if info_rc == 0 else (1, "Cannot connect to the Docker daemon")
         if args[0] == "info":
             return info_rc, json.dumps({"Runtimes": {r: {} for r in runtimes}}) if info_rc == 0 else "Cannot connect to the Docker daemon"
         if args[:2] == ["image", "inspect"]:
@@ -450,6 +453,42 @@ def test_docker(host):
     assert one(run_checks(sc, **{**host, "docker": lambda a: (127, "docker: command not found")}), "docker engine").status == "fail"
     assert one(run_checks(sc, **{**host, "docker": docker_fake(image_present=False)}), "docker image").status == "warn"
     assert one(run_checks(sc, **{**host, "docker": docker_fake(runtimes=("runc",))}), "docker gpu runtime").status == "fail"
+
+
+def ps_line(name, pid, host_name, scenario="kimi", arm="eagle3.1"):
+    labels = (f"speedbench=1,speedbench.scenario={scenario},speedbench.arm={arm},speedbench.port=31000,"
+              f"speedbench.owner_host={host_name},speedbench.owner_pid={pid}")
+    return json.dumps({"ID": "abc123", "Names": name, "Labels": labels, "Status": "Up 3 hours", "State": "running"})
+
+
+def test_leftover_labelled_containers(host):
+    import socket
+
+    from speedbench.doctor.containers import PS_ARGS
+
+    me = socket.gethostname()
+    ps = "\n".join([
+        "WARNING: daemon message on the same stream",
+        ps_line("speedbench-kimi-eagle3.1-31000", 999_999_999, me),  # owner gone
+        ps_line("speedbench-other-baseline-31001", os.getpid(), me, "other", "baseline"),  # a run in progress
+        ps_line("speedbench-x-y-1", os.getpid(), "another-host"),  # cannot tell: left over
+    ])
+    docker = docker_fake(ps=ps)
+    sc = make(server={"launcher": "docker"})
+    checks = by(run_checks(sc, **{**host, "docker": docker}), "leftover containers")
+    assert PS_ARGS in docker.calls and PS_ARGS == ["ps", "--filter", "label=speedbench", "--format", "{{json .}}"]
+    stale, live = checks
+    assert stale.status == "warn" and "2 container(s) left running by an earlier speedbench run" in stale.detail
+    assert "speedbench-kimi-eagle3.1-31000 (kimi/eagle3.1, Up 3 hours" in stale.detail
+    assert stale.fix == "docker stop speedbench-kimi-eagle3.1-31000 speedbench-x-y-1"
+    assert live.status == "warn" and f"speedbench-other-baseline-31001 (owner pid {os.getpid()})" in live.detail
+    # a local-launcher scenario on a docker host hears about leftovers too (they hold GPUs)
+    local = by(run_checks(make(), **{**host, "docker": docker}), "leftover containers")
+    assert [c.status for c in local] == ["warn", "warn"]
+    # nothing running: one ok line for docker scenarios, silence otherwise; no docker: silence
+    assert one(run_checks(sc, **host), "leftover containers").status == "ok"
+    assert by(run_checks(make(), **host), "leftover containers") == []
+    assert by(run_checks(sc, **{**host, "docker": lambda a: (127, "docker: command not found")}), "leftover containers") == []
 
 
 def test_docker_tag_decides_the_version(host):

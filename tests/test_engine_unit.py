@@ -299,7 +299,9 @@ def test_docker_run_argv():
     docker = DockerSpec(image="vllm/vllm-openai:v0.32.0", cache_dir="/data/hf", shm_size="16g",
                         extra_args=["--pull=never"])
     argv = docker_run_argv(spec, docker, 31000, "sb-x", pass_env=["HUGGING_FACE_HUB_TOKEN"])
-    assert argv[:6] == ["docker", "run", "--rm", "--name", "sb-x", "--ipc=host"]
+    assert argv[:5] == ["docker", "run", "--rm", "--name", "sb-x"] and "--ipc=host" in argv
+    labels = [argv[i + 1] for i, x in enumerate(argv) if x == "--label"]
+    assert labels[:4] == ["speedbench=1", "speedbench.scenario=", "speedbench.arm=eagle3.1", "speedbench.port=31000"]
     assert argv[argv.index("--gpus") + 1] == '"device=4,5,6,7"'
     assert argv[argv.index("-p") + 1] == "127.0.0.1:31000:8000"
     assert "/data/hf:/root/.cache/huggingface" in argv
@@ -328,6 +330,9 @@ def test_docker_server_uses_docker_argv(tmp_path):
     server = DockerServer(spec, DockerSpec(), tmp_path / "l.txt", scenario="s", ready_timeout_s=1, grace_s=1)
     argv = server.command(4321)
     assert argv[:2] == ["docker", "run"] and server.container == "speedbench-s-b-4321"
+    labels = dict(argv[i + 1].split("=", 1) for i, x in enumerate(argv) if x == "--label")
+    assert labels["speedbench"] == "1" and labels["speedbench.scenario"] == "s" and labels["speedbench.arm"] == "b"
+    assert labels["speedbench.owner_pid"] == str(os.getpid()) and labels["speedbench.owner_host"]
     server.stop()  # never started: a no-op
 
 
@@ -479,3 +484,10 @@ def test_make_server_picks_the_launcher(tmp_path, monkeypatch):
     assert isinstance(ext, ExternalServer) and ext.base_url == "http://127.0.0.1:9"
     sc = validate_data({**base, "server": {**base["server"], "launcher": "docker"}})
     assert isinstance(make_server(sc, launch_spec(sc, sc.arms[0]), tmp_path / "c.log"), DockerServer)
+
+
+def test_dockerfile_installs_within_the_image_constraints():
+    text = (Path(__file__).resolve().parents[1] / "docker" / "Dockerfile").read_text()
+    install = next(line for line in text.splitlines() if "pip install" in line and "/src" in line)
+    assert "-c /opt/image-constraints.txt" in install  # the image's own pins bound the install
+    assert "pip list --format=freeze" in text and "comm -23" in text  # and the build proves nothing moved

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,17 @@ CONTAINER_PORT = 8000
 CONTAINER_CACHE = "/root/.cache/huggingface"
 # Argv prefixes that start the OpenAI server; the image's entrypoint already is `vllm serve`.
 _SERVER_MODULES = ("vllm.entrypoints.openai.api_server",)
+# Every container speedbench starts carries these labels, so `speedbench doctor` can find
+# the ones an earlier run left behind (a killed harness cannot run its `docker stop`) and
+# tell them from the containers of a run still in progress (its owner pid is alive).
+LABEL = "speedbench"  # value "1"; the filter `docker ps --filter label=speedbench`
+LABEL_KEYS = ("speedbench.scenario", "speedbench.arm", "speedbench.port", "speedbench.owner_host", "speedbench.owner_pid")
+
+
+def container_labels(scenario: str, arm: str, port: int, *, owner_pid: int | None = None,
+                     owner_host: str | None = None) -> dict[str, str]:
+    values = (scenario, arm, str(port), owner_host or socket.gethostname(), str(owner_pid or os.getpid()))
+    return {LABEL: "1", **dict(zip(LABEL_KEYS, values))}
 
 
 def vllm_args_for_image(argv: list[str]) -> list[str]:
@@ -46,9 +58,13 @@ def gpus_flag(gpus: list[int] | None) -> list[str]:
 
 
 def docker_run_argv(spec: LaunchSpec, docker: DockerSpec, port: int, name: str,
-                    *, pass_env: Iterable[str] = ()) -> list[str]:
-    """``docker run`` argv for one arm. ``pass_env``: extra variable names to forward by name."""
-    argv = ["docker", "run", "--rm", "--name", name, "--ipc=host", *gpus_flag(spec.gpus)]
+                    *, pass_env: Iterable[str] = (), labels: dict[str, str] | None = None) -> list[str]:
+    """``docker run`` argv for one arm. ``pass_env``: extra variable names to forward by name.
+    ``labels``: container labels (default :func:`container_labels` of ``name``'s arm)."""
+    argv = ["docker", "run", "--rm", "--name", name]
+    for key, value in (labels or container_labels("", spec.arm, port)).items():
+        argv += ["--label", f"{key}={value}"]
+    argv += ["--ipc=host", *gpus_flag(spec.gpus)]
     if docker.shm_size:
         argv += ["--shm-size", docker.shm_size]
     host = f"[{spec.host}]" if ":" in spec.host else spec.host
@@ -96,7 +112,8 @@ class DockerServer(LocalServer):
         self._name = container_name(self.scenario, self.spec.arm, port)
         # Forward the usual hub tokens when the user has them set; by name only.
         present = [k for k in SECRET_ENV_NAMES if k in os.environ and k not in self.spec.env]
-        return docker_run_argv(self.spec, self.docker, port, self._name, pass_env=present)
+        labels = container_labels(self.scenario, self.spec.arm, port)
+        return docker_run_argv(self.spec, self.docker, port, self._name, pass_env=present, labels=labels)
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
