@@ -28,12 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from speedbench.records import RequestRecord
+from speedbench.records import PointKey, RequestRecord
 from speedbench.scrape import SpecCounters
 from speedbench.stats import paired_ratio_ci, unpaired_ratio_ci
 
 NAN = math.nan
-PointKey = tuple[str, int, str]  # (arm, concurrency, variant)
 PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 AL_AGREE_TOLERANCE = 0.01  # relative
 _STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2}

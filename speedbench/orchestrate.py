@@ -27,8 +27,8 @@ from rich.console import Console
 
 from speedbench.errors import ServerError, SpeedbenchError, UsageError
 from speedbench.plan import ArmPlan, Plan, build_plan
-from speedbench.records import RequestRecord
-from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, validate_data
+from speedbench.records import PointKey, RequestRecord
+from speedbench.scenario import Scenario, apply_overrides, resolved_dict, validate_data
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
 # two scrapes agree so the "after" snapshot includes the last requests' steps.
@@ -45,7 +45,7 @@ class RunContext:
     run_dir: Any  # speedbench.results.RunDir
     live: Any  # speedbench.report.live.LiveProgress
     workloads: dict[str, Any]  # variant name ("" without variants) -> workload.Workload
-    done_points: set[tuple[str, int, str]]
+    done_points: set[PointKey]
     stop: threading.Event = field(default_factory=threading.Event)
     servers: list[Any] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -177,7 +177,7 @@ def _execute(sc: Scenario, run_dir: Any, console: Console, *, resume: bool,
     workloads, tokenizer = prepared or _prepare(sc, console)
     n_prompts = len(next(iter(workloads.values())).measured)
     plan = build_plan(sc, inventory=_inventory(sc), n_prompts=n_prompts)
-    done = run_dir.finished_points() if resume else set()
+    done = set(run_dir.finished_points()) if resume else set()
     interrupted = False
     previous = signal.getsignal(signal.SIGTERM)
 
@@ -240,13 +240,7 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
     from speedbench.engine.provenance import collect_provenance
 
     sc, arm = ctx.scenario, ap.arm
-    variants: list[VariantSpec | None] = list(sc.workload.variants) or [None]
-    todo = [
-        (v, c)
-        for v in variants
-        for c in sc.concurrency
-        if (arm.name, c, v.name if v else "") not in ctx.done_points
-    ]
+    todo = [k for k in ctx.plan.points(arm.name) if k not in ctx.done_points]
     if not todo or ctx.stop.is_set():
         return
     ctx.live.server_starting(arm.name)
@@ -257,7 +251,7 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
     with ctx.lock:
         ctx.servers.append(server)
     t0 = time.monotonic()
-    current: tuple[VariantSpec | None, int] | None = None  # the point in progress
+    current: PointKey | None = None  # the point in progress
     try:
         with server:
             server.wait_ready()
@@ -268,11 +262,11 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
             # The process ids let tests (and users) prove that nothing was left running.
             prov["server_process"] = {"pid": getattr(server, "pid", None), "pgid": getattr(server, "pgid", None)}
             ctx.run_dir.save_provenance(arm.name, prov)
-            for i, (variant, conc) in enumerate(todo):
+            for i, key in enumerate(todo):
                 if ctx.stop.is_set():
                     return
-                current = (variant, conc)
-                failure = _run_point(ctx, server, arm.name, conc, variant)
+                current = key
+                failure = _run_point(ctx, server, key)
                 if failure:
                     ctx.failures[arm.name] = failure
                     _mark_failed(ctx, arm.name, todo[i + 1:], failure)
@@ -293,20 +287,21 @@ def _run_arm(ctx: RunContext, ap: ArmPlan) -> None:
                 ctx.servers.remove(server)
 
 
-def _mark_failed(ctx: RunContext, arm: str, points, failure: str) -> None:
-    for v, c in points:
-        ctx.run_dir.mark_point(arm, c, v.name if v else "", status="failed", failure=failure)
+def _mark_failed(ctx: RunContext, arm: str, points: list[PointKey], failure: str) -> None:
+    for key in points:
+        ctx.run_dir.mark_point(*key, status="failed", failure=failure)
 
 
-def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: VariantSpec | None) -> str | None:
-    """Run one (arm, concurrency, variant) point; returns a failure message or None."""
+def _run_point(ctx: RunContext, server: Any, key: PointKey) -> str | None:
+    """Run one point; returns a failure message or None."""
     from speedbench.client import ClientConfig
     from speedbench.runner import PointResult, run_point
     from speedbench.scrape import scrape
     from speedbench.workload.chat import RequestBuilder
 
     sc = ctx.scenario
-    vname = variant.name if variant else ""
+    arm, conc, vname = key
+    variant = next((v for v in sc.workload.variants if v.name == vname), None)
     wl = ctx.workloads[vname]
     builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.tokenizer,
                              trust_remote_code=_trust_remote_code(sc))
@@ -318,7 +313,7 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
         idle_timeout_s=sc.workload.idle_timeout_s,
     )
     total = sum(len(p.turns) for p in wl.measured) * sc.repeats  # one request per turn
-    ctx.live.point_started(arm, conc, vname, total)
+    ctx.live.point_started(key, total)
 
     def alive() -> str | None:
         if ctx.stop.is_set():
@@ -371,14 +366,14 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
 
     results, before, after = asyncio.run(point())
     aborted = next((r.aborted for r in results if r.aborted), None)
-    ctx.run_dir.save_prometheus(arm, conc, vname, before, after)
+    ctx.run_dir.save_prometheus(*key, before, after)
     n_err = sum(1 for r in results for rec in r.records if rec.error)
     status = "failed" if aborted else ("partial" if n_err else "ok")
     failure = None
     if aborted and aborted != "interrupted":
         failure = f"server died during concurrency {conc}: {aborted}"
     ctx.run_dir.mark_point(
-        arm, conc, vname, status=status if aborted != "interrupted" else "interrupted",
+        *key, status=status if aborted != "interrupted" else "interrupted",
         failure=failure or (aborted or ""),
         wall_s=sum(r.wall_s for r in results),
         loop_lag_ms_max=max((r.loop_lag_ms.get("max", 0.0) for r in results), default=0.0),
@@ -386,7 +381,7 @@ def _run_point(ctx: RunContext, server: Any, arm: str, conc: int, variant: Varia
         rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
         padding_unit=builder.padding_unit,
     )
-    ctx.live.point_done(arm, conc, vname)
+    ctx.live.point_done(key)
     return failure
 
 

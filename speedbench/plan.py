@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from speedbench.engine.command import LaunchSpec, launch_spec, redact_env
+from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
 
 
@@ -36,10 +37,18 @@ class Plan:
     def n_launches(self) -> int:
         return sum(1 for a in self.arms if a.launched)
 
+    def points(self, arm: str | None = None) -> list[PointKey]:
+        """Every point the run measures (of one arm, if given), in the order it runs them:
+        arm by arm, each variant, each concurrency level. The only enumeration of points."""
+        sc = self.scenario
+        return [PointKey(ap.arm.name, c, v)
+                for ap in self.arms if arm is None or ap.arm.name == arm
+                for v in sc.variant_names
+                for c in sc.concurrency]
+
     @property
     def n_points(self) -> int:
-        sc = self.scenario
-        return len(self.arms) * len(sc.concurrency) * len(sc.variant_names)
+        return len(self.points())
 
     def n_requests(self, turns_per_prompt: float = 1.0) -> int:
         sc = self.scenario

@@ -9,7 +9,20 @@ in ``time.perf_counter_ns()`` nanoseconds and integer counts. Derived numbers
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class PointKey(NamedTuple):
+    """One measured point: an arm at one concurrency level on one workload variant
+    ("" when the workload has no variants). A tuple, so ``(arm, c, v)`` compares equal."""
+
+    arm: str
+    concurrency: int
+    variant: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.arm} c={self.concurrency}" + (f" [{self.variant}]" if self.variant else "")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from speedbench.errors import UsageError
-from speedbench.records import RequestRecord
+from speedbench.records import PointKey, RequestRecord
 
 # Bump when a summary key changes meaning or disappears; adding keys does not bump it.
 SCHEMA_VERSION = 1
@@ -40,8 +40,6 @@ POINT_STATUSES = ("ok", "partial", "failed", "interrupted")
 # Points with these statuses are kept and skipped by `speedbench run --resume`; failed and
 # interrupted points are run again (a failed arm may start this time).
 RESUMABLE_DONE = ("ok", "partial")
-
-PointKey = tuple[str, int, str]  # (arm, concurrency, variant)
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -359,7 +357,7 @@ class RunDir:
         """Every marked point (any status) by (arm, concurrency, variant)."""
         out: dict[PointKey, dict[str, Any]] = {}
         for p in self.read_json("points.json", []) or []:
-            out[(p["arm"], int(p["concurrency"]), p.get("variant") or "")] = p
+            out[PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or "")] = p
         return out
 
     def finished_points(self) -> dict[PointKey, dict[str, Any]]:

@@ -11,7 +11,7 @@ from rich.console import Console
 from runfactory import make_run
 
 from speedbench.cli import main
-from speedbench.records import RequestRecord
+from speedbench.records import PointKey, RequestRecord
 from speedbench.report import render_report, write_report
 from speedbench.report.live import LiveProgress
 from speedbench.report.terminal import print_report, print_summary
@@ -160,11 +160,11 @@ def test_live_progress_plain():
             t[0] += 20
             live.server_progress("eagle3", t[0], "loading [weights] <b>")
         live.server_ready("eagle3", t[0])
-        live.point_started("eagle3", 4, "", 8)
+        live.point_started(PointKey("eagle3", 4), 8)
         for i in range(8):
             t[0] += 0.5
             live.record_done(_rec(i, "timeout" if i == 3 else None))
-        live.point_done("eagle3", 4, "")
+        live.point_done(PointKey("eagle3", 4))
         live.message("done [red]x[/red]")
     out = buf.getvalue().splitlines()
     assert out[0] == "eagle3: starting server"
@@ -185,8 +185,8 @@ def test_live_progress_terminal():
         live.server_starting("eagle[3]")
         live.server_progress("eagle[3]", 5.0, "x" * 300)
         live.server_ready("eagle[3]", 6.0)
-        live.point_started("eagle[3]", 1, "v", 2)
+        live.point_started(PointKey("eagle[3]", 1, "v"), 2)
         live.record_done(_rec(0))
         live.record_done(RequestRecord(arm="other", concurrency=1, prompt_index=0, prompt_id="0"))  # unknown: ignored
-        live.point_done("eagle[3]", 1, "v")
+        live.point_done(PointKey("eagle[3]", 1, "v"))
     assert "server ready after 6.0 s" in buf.getvalue()

@@ -177,6 +177,11 @@ def test_cpu_scenario_uses_module_entry_point():
     assert spec.argv[:4] == ["python", "-m", "vllm.entrypoints.openai.api_server", "--model"]
     plan = build_plan(sc)
     assert plan.n_launches == 5 and plan.n_points == 15
+    # one enumeration, in run order: arm by arm, variant, then concurrency
+    first = plan.arms[0].arm.name
+    assert plan.points(first) == [(first, c, v) for v in sc.variant_names for c in sc.concurrency]
+    assert plan.points()[:len(plan.points(first))] == plan.points(first)
+    assert plan.points()[0].label.startswith(f"{first} c=")
 
 
 def test_sweep_expansion_names_and_values(tmp_path):

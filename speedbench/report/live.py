@@ -28,9 +28,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from speedbench.records import RequestRecord
-
-PointKey = tuple[str, int, str]
+from speedbench.records import PointKey, RequestRecord
 
 
 @dataclass
@@ -49,10 +47,6 @@ class _Point:
 def _short(text: str, n: int = 90) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _label(arm: str, concurrency: int, variant: str) -> str:
-    return f"{arm} c={concurrency}" + (f" [{variant}]" if variant else "")
 
 
 class LiveProgress:
@@ -133,14 +127,13 @@ class LiveProgress:
 
     # ---- points ------------------------------------------------------------------------------
 
-    def point_started(self, arm: str, concurrency: int, variant: str, total: int) -> None:
+    def point_started(self, key: PointKey, total: int) -> None:
         with self._lock:
             p = _Point(total=total, started=self._clock())
             if self._progress is not None:
-                p.task = self._progress.add_task(escape(_label(arm, concurrency, variant)), total=total or None,
-                                                 info="")
-            self._points[(arm, concurrency, variant)] = p
-            self._line(f"{_label(arm, concurrency, variant)}: {total} requests")
+                p.task = self._progress.add_task(escape(key.label), total=total or None, info="")
+            self._points[key] = p
+            self._line(f"{key.label}: {total} requests")
 
     def _rate(self, p: _Point, now: float) -> float:
         while p.recent and now - p.recent[0][0] > self._window_s:
@@ -150,7 +143,8 @@ class LiveProgress:
 
     def record_done(self, rec: RequestRecord) -> None:
         with self._lock:
-            p = self._points.get((rec.arm, rec.concurrency, rec.variant))
+            key = PointKey(rec.arm, rec.concurrency, rec.variant)
+            p = self._points.get(key)
             if p is None or rec.warmup:
                 return
             now = self._clock()
@@ -168,17 +162,17 @@ class LiveProgress:
             pct = 100 * p.done // p.total if p.total else 100
             if pct >= p.next_plain_pct and p.done < p.total:
                 p.next_plain_pct = (pct // 25 + 1) * 25
-                self._line(f"{_label(rec.arm, rec.concurrency, rec.variant)}: {p.done}/{p.total} done, "
+                self._line(f"{key.label}: {p.done}/{p.total} done, "
                            f"{rate:,.0f} output tok/s, {p.errors} errors")
 
-    def point_done(self, arm: str, concurrency: int, variant: str) -> None:
+    def point_done(self, key: PointKey) -> None:
         with self._lock:
-            p = self._points.pop((arm, concurrency, variant), None)
+            p = self._points.pop(key, None)
             if p is None:
                 return
             if self._progress is not None and p.task is not None:
                 self._progress.remove_task(p.task)
             elapsed = self._clock() - p.started
             rate = p.tokens / elapsed if elapsed > 0 else 0.0
-            self._line(f"{_label(arm, concurrency, variant)}: {p.done}/{p.total} requests in {elapsed:.1f} s, "
+            self._line(f"{key.label}: {p.done}/{p.total} requests in {elapsed:.1f} s, "
                        f"{rate:,.0f} output tok/s, {p.errors} errors", "red" if p.errors else "")
