@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
-import os
 import signal
 import threading
 import time
@@ -29,6 +28,7 @@ from speedbench.errors import ServerError, SpeedbenchError, UsageError
 from speedbench.plan import ArmPlan, Plan, build_plan
 from speedbench.records import PointKey, RequestRecord
 from speedbench.scenario import Scenario, apply_overrides, resolved_dict, validate_data
+from speedbench.secrets import restore_secrets
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
 # two scrapes agree so the "after" snapshot includes the last requests' steps.
@@ -91,28 +91,6 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
         + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
     )
     return _execute(sc, run_dir, console, resume=True, prepared=prepared)
-
-
-def restore_secrets(data: dict[str, Any]) -> None:
-    """Put back what results.redact_scenario hid: a redacted environment value comes
-    from this process's environment; anything else redacted must be given again."""
-    from speedbench.engine.command import REDACTED
-
-    holders = [("server", data.get("server"))]
-    holders += [(f"arms.{a.get('name')}", a) for a in data.get("arms") or [] if isinstance(a, dict)]
-    for where, h in holders:
-        if not isinstance(h, dict):
-            continue
-        for name, value in (h.get("env") or {}).items():
-            if value == REDACTED:
-                if name not in os.environ:
-                    raise UsageError(f"{where}.env.{name} was redacted in the saved scenario -- fix: "
-                                     f"export {name} before resuming")
-                h["env"][name] = os.environ[name]
-        for key, value in (h.get("args") or {}).items():
-            if value == REDACTED:
-                raise UsageError(f"{where}.args.{key} was redacted in the saved scenario -- fix: "
-                                 f"pass it again with --set {where}.args.{key}=VALUE")
 
 
 def _doctor_ok(sc: Scenario, console: Console) -> bool:

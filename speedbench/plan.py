@@ -9,9 +9,10 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from speedbench.engine.command import LaunchSpec, launch_spec, redact_env
+from speedbench.engine.command import LaunchSpec, launch_spec
 from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
+from speedbench.secrets import redact_env
 
 
 @dataclass

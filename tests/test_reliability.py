@@ -33,7 +33,8 @@ import pytest
 import yaml
 from aiohttp import web
 
-from speedbench.engine.command import REDACTED, LaunchSpec
+from speedbench.engine.command import LaunchSpec
+from speedbench.secrets import REDACTED
 from speedbench.engine.local import LocalServer, _group_alive
 from speedbench.testing import FakeConfig, FakeServer
 
@@ -607,30 +608,3 @@ def test_secrets_never_written(tmp_path, tag):
     assert saved["server"]["env"]["HUGGING_FACE_HUB_TOKEN"] == REDACTED
     assert saved["server"]["api_key_env"] == "MY_ENDPOINT_KEY"  # the name is kept, never the value
     assert_no_orphans(tag, run)
-
-
-def test_resume_restores_redacted_env_from_environment(tmp_path, monkeypatch):
-    """The saved scenario hides secret values; --resume takes them from the environment
-    again, or says which variable to export."""
-    from speedbench.errors import UsageError
-    from speedbench.orchestrate import restore_secrets
-    from speedbench.results import redact_scenario
-
-    data = {"server": {"env": {"HF_TOKEN": "hf_x1234567890", "OTHER": "1"}, "args": {"api-key": "k" * 12, "port": 1}},
-            "arms": [{"name": "a", "env": {"WANDB_API_KEY": "w" * 12}}]}
-    saved = redact_scenario(data)
-    assert saved["server"]["env"] == {"HF_TOKEN": REDACTED, "OTHER": "1"}
-    assert saved["server"]["args"] == {"api-key": REDACTED, "port": 1}
-    assert saved["arms"][0]["env"]["WANDB_API_KEY"] == REDACTED
-    monkeypatch.setenv("HF_TOKEN", "hf_from_env_0000")
-    monkeypatch.delenv("WANDB_API_KEY", raising=False)
-    restored = json.loads(json.dumps(saved))
-    restored["server"]["args"]["api-key"] = "given-again"  # as --set would
-    with pytest.raises(UsageError, match="arms.a.env.WANDB_API_KEY was redacted .* export WANDB_API_KEY"):
-        restore_secrets(restored)
-    monkeypatch.setenv("WANDB_API_KEY", "w" * 12)
-    restore_secrets(restored)
-    assert restored["server"]["env"]["HF_TOKEN"] == "hf_from_env_0000"
-    saved["server"]["env"]["HF_TOKEN"] = "x"
-    with pytest.raises(UsageError, match=r"--set server.args.api-key=VALUE"):
-        restore_secrets(saved)

@@ -13,34 +13,6 @@ from typing import Any
 
 from speedbench.scenario import ArmSpec, Scenario, ServerSpec
 
-# Environment variables whose values are never saved or printed.
-SECRET_ENV_NAMES = (
-    "HF_TOKEN",
-    "HUGGING_FACE_HUB_TOKEN",
-    "HUGGINGFACE_TOKEN",
-    "OPENAI_API_KEY",
-    "VLLM_API_KEY",
-    "NGC_API_KEY",
-    "WANDB_API_KEY",
-    "AWS_SECRET_ACCESS_KEY",
-    "GITHUB_TOKEN",
-)
-# Suffixes and words that mark a secret; suffixes rather than substrings so that
-# e.g. TOKENIZERS_PARALLELISM is not redacted.
-_SECRET_SUFFIXES = ("TOKEN", "_KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIALS")
-_SECRET_WORDS = ("SECRET", "PASSWORD")
-REDACTED = "***redacted***"
-
-
-def is_secret_name(name: str) -> bool:
-    up = name.upper()
-    return up in SECRET_ENV_NAMES or up.endswith(_SECRET_SUFFIXES) or any(w in up for w in _SECRET_WORDS)
-
-
-def redact_env(env: dict[str, str], extra_names: tuple[str, ...] = ()) -> dict[str, str]:
-    return {k: (REDACTED if is_secret_name(k) or k in extra_names else v) for k, v in env.items()}
-
-
 def args_to_argv(args: dict[str, Any]) -> list[str]:
     """``{"trust-remote-code": True, "tensor-parallel-size": 4}`` -> ``--trust-remote-code --tensor-parallel-size 4``.
 

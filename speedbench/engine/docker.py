@@ -14,7 +14,8 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from speedbench.engine.command import SECRET_ENV_NAMES, LaunchSpec, is_secret_name
+from speedbench.engine.command import LaunchSpec
+from speedbench.secrets import SECRET_ENV_NAMES, is_secret_name
 from speedbench.engine.local import LocalServer, ProgressFn
 from speedbench.errors import UsageError
 from speedbench.scenario import DockerSpec

@@ -20,43 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import __version__
-from speedbench.engine.command import REDACTED, LaunchSpec, is_secret_name, redact_env
+from speedbench.engine.command import LaunchSpec
 from speedbench.engine.probe import http_json
 from speedbench.scenario import ArmSpec, Scenario
+from speedbench.secrets import redact_argv, redact_env, scrub, secret_values
 
 EAGLE3_METHODS = ("eagle3",)
 V31_FLAGS = ("fc_norm", "norm_output", "norm_before_fc")
-# Flags whose next argv item is a secret, whatever the environment says.
-SECRET_FLAGS = ("--api-key", "--hf-token", "--ssl-keyfile-password")
-# Values shorter than this are not scrubbed from argv: names such as
-# TOKENIZERS_PARALLELISM count as secret-looking, and replacing "false" everywhere
-# would corrupt the recorded command. Real tokens and keys are far longer.
-MIN_SECRET_LEN = 8
-
-
-def redact_argv(argv: list[str], secret_values: list[str] = ()) -> list[str]:
-    out: list[str] = []
-    hide_next = False
-    values = [v for v in secret_values if len(v) >= MIN_SECRET_LEN]
-    for item in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        flag, eq, _ = item.partition("=")
-        if flag in SECRET_FLAGS:
-            if eq:
-                out.append(f"{flag}={REDACTED}")
-            else:
-                out.append(item)
-                hide_next = True
-            continue
-        for v in values:
-            item = item.replace(v, REDACTED)
-        out.append(item)
-    return out
-
-
 # ---- the draft ---------------------------------------------------------------------
 
 
@@ -186,7 +156,7 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
     """The provenance block saved with each arm's results. Contains no secret values."""
     extra = (scenario.server.api_key_env,) if scenario.server.api_key_env else ()
     api_key = os.environ.get(extra[0]) if extra else None
-    secrets = [v for k, v in {**os.environ, **env}.items() if is_secret_name(k) or k in extra]
+    secrets = secret_values({**os.environ, **env}, extra)
     clean_argv = redact_argv(list(argv), secrets)
     spec_cfg = arm.speculative_config or {}
     method = spec_cfg.get("method")
@@ -206,7 +176,7 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
         "gpus": launch_spec.gpus,
         "base_url": base_url or launch_spec.base_url or "",
         "speculative": arm.is_speculative,
-        "speculative_config": _scrub(spec_cfg, secrets) if spec_cfg else None,
+        "speculative_config": scrub(spec_cfg, secrets) if spec_cfg else None,
         "method": method or "",
         "num_speculative_tokens": spec_cfg.get("num_speculative_tokens"),
         "eagle_version": draft.get("eagle_version", ""),
@@ -225,11 +195,3 @@ def _data_fingerprint(scenario: Scenario) -> dict[str, Any]:
     from speedbench.workload import source_fingerprint
 
     return source_fingerprint(scenario.workload)
-
-
-def _scrub(obj: Any, secrets: list[str]) -> Any:
-    text = json.dumps(obj)
-    for v in secrets:
-        if len(v) >= MIN_SECRET_LEN:
-            text = text.replace(json.dumps(v)[1:-1], REDACTED)
-    return json.loads(text)
