@@ -57,6 +57,28 @@ ROW_KEYS = (
 )
 CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "al_tokens", "n_ok")
 
+# Latency distributions: for each of these, `<name>_mean`, `<name>_std` and
+# `<name>_p<P>` for every chosen percentile P (90 -> p90, 99.9 -> p99_9). Rows keep the
+# fixed ROW_KEYS first; `row_keys(percentiles)` appends these (skipping ones already there).
+LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_token_ms", "itl_chunk_ms", "e2e_ms")
+DEFAULT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+
+
+def percentile_tag(p: float) -> str:
+    """90 -> 'p90', 99.9 -> 'p99_9' (a dot would not survive as a column or gate name)."""
+    text = f"{float(p):g}"
+    return "p" + text.replace(".", "_")
+
+
+def latency_keys(percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> tuple[str, ...]:
+    tags = [percentile_tag(p) for p in percentiles]
+    return tuple(f"{m}_{s}" for m in LATENCY_METRICS for s in ("mean", "std", *tags))
+
+
+def row_keys(percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> tuple[str, ...]:
+    """Every key of a summary row for these percentiles: ROW_KEYS, then the latency block."""
+    return ROW_KEYS + tuple(k for k in latency_keys(percentiles) if k not in ROW_KEYS)
+
 
 @dataclass
 class ArmInfo:
@@ -181,6 +203,37 @@ def _pct(s: Any, q: float) -> float:
     return float(np.percentile(a, q)) if len(a) else NAN
 
 
+def _std(s: Any) -> float:
+    # Population std (ddof=0), as `vllm bench serve` reports std_*_ms.
+    a = _arr(s)
+    return float(a.std()) if len(a) else NAN
+
+
+def latency_stats(ok: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray],
+                  percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> dict[str, float]:
+    """Mean, std and percentiles of each LATENCY_METRICS over ok requests (ms).
+
+    TTFT, TPOT and E2E are per request; ITL values are pooled over all requests' gaps
+    (per token: token-weighted, see :func:`itl_values`; per chunk: one per gap).
+    """
+    has = len(ok) > 0
+    values = {
+        "ttft_ms": ok["ttft_ms"] if has else [],
+        "tpot_ms": ok["tpot_ms"] if has else [],
+        "itl_token_ms": itl[1],
+        "itl_chunk_ms": itl[0],
+        "e2e_ms": ok["e2e_s"] * 1000.0 if has else [],
+    }
+    out: dict[str, float] = {}
+    for name, v in values.items():
+        a = _arr(v)
+        out[f"{name}_mean"] = _mean(a)
+        out[f"{name}_std"] = _std(a)
+        for p in percentiles:
+            out[f"{name}_{percentile_tag(p)}"] = _pct(a, p)
+    return out
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b and math.isfinite(a) and math.isfinite(b) else NAN
 
@@ -303,7 +356,8 @@ def _status(g: pd.DataFrame, arm: ArmInfo, point: PointInfo) -> tuple[str, str |
 
 
 def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray], arm: ArmInfo,
-               point: PointInfo, prom: SpecCounters | None) -> dict[str, Any]:
+               point: PointInfo, prom: SpecCounters | None,
+               percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> dict[str, Any]:
     name, conc, variant = key
     ok = g[g["ok"]] if len(g) else g
     n, n_ok = len(g), len(ok)
@@ -319,7 +373,8 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     if math.isfinite(acc["al_tokens"]) and math.isfinite(al_prom):
         agree = bool(abs(acc["al_tokens"] - al_prom) <= AL_AGREE_TOLERANCE * al_prom)
     col = lambda c: ok[c] if n_ok else []
-    return {
+    # the latency block first, so the fixed keys below keep their own definitions
+    return {**latency_stats(ok, itl, percentiles),
         "arm": name, "template": arm.template or name, "concurrency": int(conc), "variant": variant,
         "speculative": bool(arm.speculative), "method": arm.method,
         "num_speculative_tokens": arm.num_speculative_tokens, "eagle_version": arm.eagle_version,
@@ -349,8 +404,10 @@ def summarize(
     baseline_arm: str | None,
     arm_info: dict[str, Any],
     points: dict[PointKey, Any] | None = None,
+    percentiles: Iterable[float] = DEFAULT_PERCENTILES,
 ) -> list[dict[str, Any]]:
-    """One row per (arm, concurrency, variant) with exactly :data:`ROW_KEYS`."""
+    """One row per (arm, concurrency, variant) with exactly ``row_keys(percentiles)``."""
+    percentiles = tuple(percentiles)
     measured = [r for r in records if not r.warmup]
     df = request_table(measured)
     by_key = {(a, int(c), v): g for (a, c, v), g in df.groupby(["arm", "concurrency", "variant"], sort=False)}
@@ -368,7 +425,7 @@ def summarize(
     for k in keys:
         arm = _coerce(ArmInfo, arm_info.get(k[0]))
         rows[k] = _point_row(k, groups[k], itl_values(recs_by_key.get(k, [])), arm,
-                             _coerce(PointInfo, points.get(k)), prom_deltas.get(k))
+                             _coerce(PointInfo, points.get(k)), prom_deltas.get(k), percentiles)
     if baseline_arm is not None:
         for k, row in rows.items():
             bk = (baseline_arm, k[1], k[2])
@@ -378,7 +435,8 @@ def summarize(
             row.update(speedup(s_ok, b_ok))
             if math.isfinite(row["al_tokens"]):
                 row["proxy_speedup"] = proxy_speedup(s_ok, b_ok, row["al_tokens"])
-    return [{key: _plain(rows[k][key]) for key in ROW_KEYS} for k in keys]
+    keys_out = row_keys(percentiles)
+    return [{key: _plain(rows[k][key]) for key in keys_out} for k in keys]
 
 
 def category_rows(records: Iterable[RequestRecord]) -> list[dict[str, Any]]:

@@ -235,6 +235,9 @@ class Scenario(_Strict):
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
     repeats: int = Field(1, ge=1)
+    # Latency percentiles reported for TTFT, TPOT, ITL (per token and per chunk) and E2E,
+    # beside their mean and std (docs/metrics.md, "Latency distributions").
+    percentiles: list[float] = Field(default_factory=lambda: [50.0, 90.0, 95.0, 99.0], min_length=1)
     # Keep running the remaining arms when one arm fails to start or dies.
     continue_on_arm_failure: bool = True
     reference: Reference = Field(default_factory=Reference)
@@ -249,6 +252,16 @@ class Scenario(_Strict):
         if len(set(v)) != len(v):
             raise ValueError(f"concurrency levels must be distinct, got {v}")
         return v
+
+    @field_validator("percentiles")
+    @classmethod
+    def _percentiles(cls, v: list[float]) -> list[float]:
+        bad = [p for p in v if not 0 < p < 100]
+        if bad:
+            raise ValueError(f"percentiles must lie strictly between 0 and 100 (use the mean/max otherwise), got {bad}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"percentiles must be distinct, got {v}")
+        return sorted(float(p) for p in v)
 
     @field_validator("name")
     @classmethod

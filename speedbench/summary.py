@@ -79,7 +79,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
             status="failed" if failed else "ok",
             failure=(failed[0].get("failure") if failed else None),
         )
-    rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points))
+    rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
+                             percentiles=sc.percentiles)
     summary = {
         "schema_version": SCHEMA_VERSION,
         "scenario": sc.name,
@@ -88,6 +89,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "hardware": _hardware(provenance),
         "baseline": sc.baseline_arm,
         "reference": sc.reference.model_dump(mode="json"),
+        "percentiles": list(sc.percentiles),
         "rows": rows,
         "categories": metrics.category_rows(records),
     }

@@ -198,6 +198,10 @@ def render_html(run: Run, drift_html: str = "") -> str:
         b.append(card(table(["arm", "concurrency", "failure"], [[a, c, Cell(f, cls="l")] for a, c, f in failures],
                             left=1),
                       "Failures"))
+    headers, rows = T.latency_table(run)
+    if rows:
+        b += ["<h2>Latency distributions</h2>",
+              card(Safe(f"<p class=\"muted\">{esc(M.LATENCY_NOTE)}</p>" + table(headers, rows, left=3)))]
     headers, rows = M.category_rows(run)
     if rows:
         b += ["<h2>Acceptance length per category</h2>", card(table(headers, rows))]

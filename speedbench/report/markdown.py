@@ -71,6 +71,11 @@ def detail_rows(run: Run) -> list[list[str]]:
     return out
 
 
+LATENCY_NOTE = ("Over ok measured requests, in ms. TTFT, TPOT and E2E: one value per request. "
+                "ITL per token: each inter-chunk gap divided by the chunk's tokens, counted once per token; "
+                "ITL per chunk: one value per gap. std is the population standard deviation.")
+
+
 def category_rows(run: Run) -> tuple[list[str], list[list[str]]]:
     cats, al = T.category_al(run)
     headers = ["arm"] + cats
@@ -110,6 +115,10 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
     if not tables:
         parts += ["No speculative arm with a baseline in this run.", ""]
     parts += ["## All points", "", md_table(DETAIL_HEADERS, detail_rows(run), "lllrrrrrrrr"), ""]
+    headers, rows = T.latency_table(run)
+    if rows:
+        parts += ["## Latency distributions", "", LATENCY_NOTE, "",
+                  md_table(headers, rows, "lll" + "r" * (len(headers) - 3)), ""]
     headers, rows = category_rows(run)
     if rows:
         parts += ["## Acceptance length per category", "", md_table(headers, rows), ""]

@@ -314,3 +314,42 @@ def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str],
     if has_ref:
         headers.append("reference speedup")
     return headers, has_ref
+
+
+# Latency distributions (metrics.LATENCY_METRICS): one row per point and metric.
+LATENCY_LABELS = {
+    "ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_token_ms": "ITL per token",
+    "itl_chunk_ms": "ITL per chunk", "e2e_ms": "E2E",
+}
+
+
+def run_percentiles(run: Run) -> list[float]:
+    """The percentiles a run's rows carry: summary.json's list, else the scenario's, else the default."""
+    from speedbench.metrics import DEFAULT_PERCENTILES
+
+    for source in (run.summary.get("percentiles"), (run.scenario or {}).get("percentiles")):
+        if isinstance(source, list) and source:
+            return [float(p) for p in source]
+    return list(DEFAULT_PERCENTILES)
+
+
+def latency_table(run: Run) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: arm, c, metric, mean, std, then each percentile (ms).
+
+    A run summarised before the latency block existed has none of these keys; it then
+    yields no rows rather than a table of dashes."""
+    from speedbench.metrics import LATENCY_METRICS, percentile_tag
+
+    pcts = run_percentiles(run)
+    tags = [percentile_tag(p) for p in pcts]
+    headers = ["arm", "c", "metric (ms)", "mean", "std"] + [t.replace("_", ".") for t in tags]
+    rows = []
+    for r in run.rows:
+        if r.get("status") == "failed" or f"{LATENCY_METRICS[0]}_std" not in r:
+            continue
+        for m in LATENCY_METRICS:
+            digits = 2 if m in ("tpot_ms", "itl_token_ms", "itl_chunk_ms") else 1
+            rows.append([label(str(r.get("arm")), str(r.get("variant") or "")), str(r.get("concurrency")),
+                         LATENCY_LABELS[m]] + [fmt(r.get(f"{m}_{s}"), digits) for s in ("mean", "std", *tags)])
+    return headers, rows
+
