@@ -50,7 +50,7 @@ LAYOUTS: tuple[tuple[str, str, str], ...] = (
     ("specdec_bench", "PATH/speed/C/*.parquet",
      "Model-Optimizer examples/specdec_bench/prepare_data.py --output_dir PATH (default data/)"),
     ("file_per_config", "PATH/C.parquet or PATH/C.jsonl",
-     "NeMo-Skills nemo_skills/dataset/speed-bench/prepare.py --output_dir PATH (C.jsonl, messages)"),
+     "NeMo-Skills nemo_skills/dataset/speed-bench/prepare.py --output_dir PATH (one .jsonl per config, with messages)"),
     ("flat", "PATH/*.parquet or PATH/*.jsonl", "a folder that holds only this config"),
 )
 
