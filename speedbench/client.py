@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from collections import deque
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
@@ -55,21 +56,70 @@ class ClientConfig:
 
 
 class _StampingHandler(ResponseHandler):
-    """aiohttp's connection protocol, plus the arrival time of unread bytes.
+    """aiohttp's connection protocol, plus the arrival time of every body byte.
 
     ``data_received`` runs as soon as the event loop sees the socket readable, before
     any coroutine resumes. Stamping here keeps our own work on other streams (parsing,
     starting the next request) out of the arrival times: with 16 streams in lockstep,
-    stamping in the reading coroutine instead made per-user TPS read ~0.7% low. The
-    stamp is of the oldest bytes not yet taken by the reader, so a token chunk that
-    shares a read with the usage chunk sent right after it keeps its own arrival time."""
+    stamping in the reading coroutine instead made per-user TPS read ~0.7% low.
 
-    rx_ns = 0  # arrival of the oldest bytes the reader has not taken yet (0: none)
+    Only bytes that reach the response body are stamped. vLLM's HTTP stack (uvicorn)
+    sends the response headers when it accepts the request, before prefill, and the
+    chunked terminator after ``data: [DONE]``; neither carries an event, so neither
+    may stand for a token's arrival. Each read that fed the body leaves a mark
+    ``(body bytes so far, arrival ns)``; the reader looks up the mark that covers the
+    last byte of each event (:class:`_Arrivals`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.marks_reader: Any = None  # the body reader the marks belong to
+        self.marks: deque[tuple[int, int]] = deque()
 
     def data_received(self, data: bytes) -> None:
-        if data and not self.rx_ns:
-            self.rx_ns = perf_counter_ns()
+        if not data:
+            super().data_received(data)
+            return
+        now = perf_counter_ns()
+        # aiohttp keeps the current response's body reader in ``_payload`` (a private
+        # attribute; if a future aiohttp drops it, no marks are left and stamps fall
+        # back to the time the reading coroutine resumes).
+        old = getattr(self, "_payload", None)
+        before = getattr(old, "total_bytes", 0) if old is not None else 0
         super().data_received(data)
+        if old is not None and getattr(old, "total_bytes", 0) > before:
+            self._mark(old, now)
+        new = getattr(self, "_payload", None)
+        if new is not None and new is not old and getattr(new, "total_bytes", 0) > 0:
+            self._mark(new, now)
+
+    def _mark(self, reader: Any, now: int) -> None:
+        if reader is not self.marks_reader:
+            # a new response on this (keep-alive) connection: earlier marks are stale
+            self.marks_reader = reader
+            self.marks = deque()
+        self.marks.append((reader.total_bytes, now))
+
+
+class _Arrivals:
+    """Arrival time of a body byte offset, from the marks one response's reads left."""
+
+    __slots__ = ("_marks",)
+
+    def __init__(self, proto: Any, content: aiohttp.StreamReader) -> None:
+        ok = isinstance(proto, _StampingHandler)
+        if ok and proto.marks_reader is not content:
+            # no body byte has arrived yet: adopt the reader so the first read marks it
+            proto.marks_reader, proto.marks = content, deque()
+        self._marks = proto.marks if ok else None
+
+    def at(self, end: int, fallback: int) -> int:
+        """When the body had at least ``end`` bytes (``fallback`` if unknown)."""
+        marks = self._marks
+        if not marks:
+            return fallback
+        while marks and marks[0][0] < end:
+            marks.popleft()
+        return marks[0][1] if marks else fallback
 
 
 def make_session(cfg: ClientConfig, concurrency: int) -> aiohttp.ClientSession:
@@ -187,33 +237,35 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
     """Read SSE events until ``[DONE]``.
 
     Reads whatever bytes have arrived (``iter_any``) and splits lines here: aiohttp's
-    per-line ``readline`` costs more than the JSON parse. Every event in one read gets
-    one stamp: the arrival of the read's oldest bytes (``_StampingHandler``), else the
-    time this coroutine resumed. Never the time after parsing earlier events, which
-    would add our own parse time to the arrival times.
+    per-line ``readline`` costs more than the JSON parse. An event's time is the
+    arrival of the read that delivered its last byte (``_StampingHandler`` marks),
+    else the time this coroutine resumed; never the time after parsing earlier events,
+    which would add our own parse time to the arrival times. Several reads buffered
+    before this coroutine runs keep their own times.
     """
-    stamped = isinstance(proto, _StampingHandler)
+    arrivals = _Arrivals(proto, content)
     chunk_ns = rec.chunk_ns
     chunk_tokens = rec.chunk_tokens
     text: list[str] = []
     last = b""
     pending = b""  # an incomplete line carried over to the next read
+    taken = 0  # body bytes taken so far, on the same scale as the marks
     # json's own parser without json.loads' wrappers (encoding sniffing, whitespace
     # regexes): the data is stripped, so "parsed to the end" is the same check.
     raw_decode = json.JSONDecoder().raw_decode
     try:
         async for piece_bytes in content.iter_any():
-            if stamped:
-                now = proto.rx_ns or perf_counter_ns()
-                proto.rx_ns = 0
-            else:
-                now = perf_counter_ns()
+            resumed = perf_counter_ns()
+            # body offset just past the newline of the line being looked at
+            pos = taken - len(pending)
+            taken += len(piece_bytes)
             lines = (pending + piece_bytes if pending else piece_bytes).split(b"\n")
             pending = lines.pop()
             if len(pending) > _MAX_LINE:
                 rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "an SSE line over 16 MiB", _fragment(pending)
                 return
             for line in lines:
+                pos += len(line) + 1
                 if not line.startswith(b"data:"):
                     if not line.strip() or line.startswith(b":") or line.startswith(_IGNORED_FIELDS):
                         continue
@@ -244,14 +296,19 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
                         n = len(ids)
                     elif piece or (delta is not None and _has_other_text(delta)):
                         n = 1
+                    elif c.get("finish_reason") is not None:
+                        # Without token ids, the last step often comes as an empty delta
+                        # with finish_reason (EOS detokenises to ""): it still carries
+                        # the last token, and its arrival ends the decode window.
+                        n = 1
                     else:
                         n = 0
                     if n:
-                        chunk_ns.append(now)
+                        chunk_ns.append(arrivals.at(pos, resumed))
                         chunk_tokens.append(n)
                     legacy = c.get("speculative_decoding_stats")
                     if legacy is not None:
-                        rec.spec = parse_spec(legacy) or rec.spec
+                        _set_spec(rec, legacy)
                 usage = obj.get("usage")
                 if usage:
                     _read_usage(obj, usage, rec)
@@ -292,10 +349,23 @@ def _read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
     # vLLM 0.32 puts metrics next to usage; accept it inside usage too.
     for holder in (obj.get("metrics"), usage.get("metrics"), usage):
         if isinstance(holder, dict) and isinstance(holder.get("speculative_decoding"), dict):
-            spec = parse_spec(holder["speculative_decoding"])
-            if spec is not None:
-                rec.spec = spec
+            if _set_spec(rec, holder["speculative_decoding"]):
                 return
+
+
+def _set_spec(rec: RequestRecord, payload: Any) -> bool:
+    """Store the request's spec stats; a malformed payload is noted on the record and
+    never fails the request (its tokens and timings are still good)."""
+    try:
+        spec = parse_spec(payload)
+    except (TypeError, ValueError) as e:
+        rec.spec = None
+        rec.spec_error = f"{type(e).__name__}: {e}; payload {json.dumps(payload, default=str)[:300]}"
+        return True
+    if spec is not None:
+        rec.spec = spec
+        return True
+    return False
 
 
 def _first_int(d: dict, *keys: str) -> int | None:
@@ -313,30 +383,30 @@ def parse_spec(d: Any) -> SpecStats | None:
     ``num_spec_steps``, ``num_accepted_draft_tokens``, ``num_draft_tokens``. Older
     per-choice ``speculative_decoding_stats``: a sparse histogram ``{"j": count}`` and
     ``num_drafts`` / ``num_accepted_tokens``. Missing totals are derived from the
-    histogram (steps = sum(h), accepted = sum(j * h[j])).
+    histogram (steps = sum(h), accepted = sum(j * h[j])). Raises ``TypeError`` /
+    ``ValueError`` for a payload that is present but unusable.
     """
     if not isinstance(d, dict):
         return None
     raw = d.get("acceptance_histogram", d.get("histogram"))
     hist: list[int] = []
     if isinstance(raw, dict):
-        try:
-            pairs = {int(k): int(v) for k, v in raw.items()}
-        except (TypeError, ValueError):
-            pairs = {}
+        pairs = {int(k): int(v) for k, v in raw.items()}  # TypeError/ValueError: malformed
         if pairs:
             hist = [0] * (max(pairs) + 1)
             for j, v in pairs.items():
-                if j >= 0:
-                    hist[j] = v
+                if j < 0 or v < 0:
+                    raise ValueError(f"negative histogram entry {j}: {v}")
+                hist[j] = v
     elif isinstance(raw, list):
-        hist = [int(v) for v in raw]
-    try:
-        steps = _first_int(d, "num_spec_steps", "num_drafts", "num_steps")
-        accepted = _first_int(d, "num_accepted_draft_tokens", "num_accepted_tokens", "accepted_tokens")
-        drafts = _first_int(d, "num_draft_tokens", "draft_tokens")
-    except (TypeError, ValueError):
-        return None
+        hist = [int(v) for v in raw]  # int(None) -> TypeError: malformed
+        if any(v < 0 for v in hist):
+            raise ValueError("negative histogram count")
+    elif raw is not None:
+        raise TypeError(f"acceptance_histogram is a {type(raw).__name__}")
+    steps = _first_int(d, "num_spec_steps", "num_drafts", "num_steps")
+    accepted = _first_int(d, "num_accepted_draft_tokens", "num_accepted_tokens", "accepted_tokens")
+    drafts = _first_int(d, "num_draft_tokens", "draft_tokens")
     if steps is None and hist:
         steps = sum(hist)
     if accepted is None and hist:

@@ -49,13 +49,23 @@ ROW_KEYS = (
     "itl_chunk_ms_median", "itl_token_ms_median",
     "e2e_s_mean",
     "speedup_mean", "speedup_median", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
+    "speedup_mean_all",
     "proxy_speedup",
     "al_tokens", "al_requests", "al_prometheus", "al_agree",
     "draft_acceptance_rate",
     "acceptance_histogram", "per_position_joint", "per_position_conditional",
+    "n_spec_malformed", "spec_overcount_share", "spec_overcount_gt_k_share",
     "loop_lag_ms_max",
+    "warnings",
 )
-CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "al_tokens", "n_ok")
+CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "al_tokens", "al_requests", "n_ok")
+
+# What each acceptance length means; reports, gates and docs use these labels.
+AL_LABELS = {
+    "al_tokens": "AL pooled over steps (1 + Σaccepted / Σsteps, per-request counters)",
+    "al_requests": "AL mean over requests (SPEED-Bench's per-category definition)",
+    "al_prometheus": "AL pooled over steps (Prometheus counter deltas; vLLM bench serve's definition)",
+}
 
 # Latency distributions: for each of these, `<name>_mean`, `<name>_std` and
 # `<name>_p<P>` for every chosen percentile P (90 -> p90, 99.9 -> p99_9). Rows keep the
@@ -129,7 +139,7 @@ _COLUMNS = [
     "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
     "error", "ok", "n_out", "n_chunks", "ttft_ms", "e2e_s", "decode_s", "tpot_ms", "per_user_tps",
     "per_user_e2e_tps", "queue_wait_ms", "t_sent_ns", "t_end_ns", "spec_steps", "spec_accepted",
-    "spec_draft_tokens", "spec_hist", "has_spec",
+    "spec_draft_tokens", "spec_hist", "has_spec", "spec_malformed", "spec_overcount",
 ]
 
 
@@ -163,6 +173,12 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
             "spec_draft_tokens": sp.num_draft_tokens if sp else 0,
             "spec_hist": list(sp.acceptance_histogram) if sp else [],
             "has_spec": sp is not None and sp.num_spec_steps > 0,
+            "spec_malformed": r.spec_error is not None,
+            # Tokens the server's counters imply (the prefill token, then 1 + accepted
+            # per step) minus the tokens delivered: > 0 when EOS or max_tokens cut a
+            # step inside its accepted drafts, which vLLM still counts as accepted.
+            "spec_overcount": (1 + sp.num_spec_steps + sp.num_accepted_tokens - n)
+            if sp is not None and sp.num_spec_steps > 0 and r.output_tokens is not None else 0,
         })
     return pd.DataFrame(rows, columns=_COLUMNS)
 
@@ -291,20 +307,29 @@ def acceptance(df: pd.DataFrame) -> dict[str, Any]:
 
 
 def speedup(spec: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any]:
-    """Ratios of per-user TPS (spec / baseline) over ok requests: of the means and of
-    the medians. 95% bootstrap CI of the mean ratio, paired by (prompt_index, turn,
-    repeat) over requests both arms completed when there are at least 2 such pairs,
-    else unpaired over all requests (speedup_pairs = 0)."""
+    """Ratios of per-user TPS (spec / baseline) over ok requests, of the means and of
+    the medians, with a 95% bootstrap CI of the mean ratio. The point estimate and its
+    CI come from the same requests: the pairs (prompt_index, turn, repeat) both arms
+    completed, when there are at least 2. ``speedup_mean_all`` is the ratio over every
+    ok request of each arm, reported only when the two sets differ (a prompt lost to a
+    timeout in one arm); it is not what the CI describes. With fewer than 2 pairs the
+    estimate and an unpaired CI use all requests (speedup_pairs = 0)."""
     a, b = spec[np.isfinite(spec["per_user_tps"])], base[np.isfinite(base["per_user_tps"])]
-    out = {"speedup_mean": _ratio(_mean(a["per_user_tps"]), _mean(b["per_user_tps"])),
+    all_mean = _ratio(_mean(a["per_user_tps"]), _mean(b["per_user_tps"]))
+    out = {"speedup_mean": all_mean,
            "speedup_median": _ratio(_pct(a["per_user_tps"], 50), _pct(b["per_user_tps"], 50)),
-           "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0}
+           "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0, "speedup_mean_all": NAN}
     if len(a) == 0 or len(b) == 0:
         return out
     pairs = a[PAIR_KEYS + ["per_user_tps"]].merge(b[PAIR_KEYS + ["per_user_tps"]], on=PAIR_KEYS, suffixes=("_s", "_b"))
     if len(pairs) >= 2:
-        lo, hi = paired_ratio_ci(pairs["per_user_tps_s"].to_numpy(), pairs["per_user_tps_b"].to_numpy())
+        s_tps, b_tps = pairs["per_user_tps_s"].to_numpy(), pairs["per_user_tps_b"].to_numpy()
+        lo, hi = paired_ratio_ci(s_tps, b_tps)
         out["speedup_pairs"] = len(pairs)
+        out["speedup_mean"] = _ratio(_mean(s_tps), _mean(b_tps))
+        out["speedup_median"] = _ratio(_pct(s_tps, 50), _pct(b_tps, 50))
+        if len(pairs) != len(a) or len(pairs) != len(b):
+            out["speedup_mean_all"] = all_mean
     else:
         lo, hi = unpaired_ratio_ci(a["per_user_tps"].to_numpy(), b["per_user_tps"].to_numpy())
     out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
@@ -355,6 +380,21 @@ def _status(g: pd.DataFrame, arm: ArmInfo, point: PointInfo) -> tuple[str, str |
     return status, failure
 
 
+def _overcount(ok: pd.DataFrame, k: Any) -> dict[str, Any]:
+    """Share of spec requests whose counters imply more tokens than were delivered, and
+    share where the excess exceeds k (one step's drafts, the most a single cut step
+    can explain); ``al_delivered`` is the pooled AL from delivered tokens instead."""
+    s = ok[ok["has_spec"]] if len(ok) else ok
+    if len(s) == 0:
+        return {"spec_overcount_share": NAN, "spec_overcount_gt_k_share": NAN, "al_delivered": NAN}
+    excess = s["spec_overcount"].to_numpy()
+    kk = int(k) if isinstance(k, (int, float)) and k and k > 0 else 0
+    steps = float(s["spec_steps"].sum())
+    return {"spec_overcount_share": float((excess != 0).mean()),
+            "spec_overcount_gt_k_share": float((np.abs(excess) > kk).mean()) if kk else NAN,
+            "al_delivered": 1.0 + (float(s["spec_accepted"].sum()) - float(excess.sum())) / steps if steps else NAN}
+
+
 def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray], arm: ArmInfo,
                point: PointInfo, prom: SpecCounters | None,
                percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> dict[str, Any]:
@@ -373,6 +413,20 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     if math.isfinite(acc["al_tokens"]) and math.isfinite(al_prom):
         agree = bool(abs(acc["al_tokens"] - al_prom) <= AL_AGREE_TOLERANCE * al_prom)
     col = lambda c: ok[c] if n_ok else []
+    overcount = _overcount(ok, arm.num_speculative_tokens)
+    warnings = list(prom.warnings) if prom is not None else []
+    n_bad = int(ok["spec_malformed"].sum()) if n_ok else 0
+    if n_bad:
+        warnings.append(f"{n_bad} of {n_ok} requests had malformed per-request spec metrics; "
+                        "they count for timing but not for the per-request AL")
+    al_delivered = overcount.pop("al_delivered")
+    if overcount["spec_overcount_share"] > 0:
+        warnings.append(f"{overcount['spec_overcount_share']:.0%} of requests stopped inside a step's accepted "
+                        "drafts (EOS or max_tokens); vLLM still counts those drafts as accepted, so the AL from "
+                        f"counters reads {acc['al_tokens']:.3f} where the delivered tokens give {al_delivered:.3f}")
+    if overcount["spec_overcount_gt_k_share"] > 0:
+        warnings.append(f"{overcount['spec_overcount_gt_k_share']:.0%} of requests report more accepted tokens "
+                        "than EOS/max_tokens truncation of one step explains")
     # the latency block first, so the fixed keys below keep their own definitions
     return {**latency_stats(ok, itl, percentiles),
         "arm": name, "template": arm.template or name, "concurrency": int(conc), "variant": variant,
@@ -390,11 +444,13 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
         "itl_chunk_ms_median": _pct(itl[0], 50), "itl_token_ms_median": _pct(itl[1], 50),
         "e2e_s_mean": _mean(col("e2e_s")),
         "speedup_mean": NAN, "speedup_median": NAN, "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0,
-        "proxy_speedup": NAN,
+        "speedup_mean_all": NAN, "proxy_speedup": NAN,
         "al_tokens": acc["al_tokens"], "al_requests": acc["al_requests"], "al_prometheus": al_prom, "al_agree": agree,
-        "draft_acceptance_rate": rate,
+        "draft_acceptance_rate": rate, "n_spec_malformed": n_bad,
         "acceptance_histogram": acc["hist"], "per_position_joint": joint, "per_position_conditional": cond,
+        **overcount,
         "loop_lag_ms_max": point.loop_lag_ms_max if point.loop_lag_ms_max is not None else NAN,
+        "warnings": warnings,
     }
 
 
@@ -433,6 +489,11 @@ def summarize(
                 continue
             s_ok, b_ok = groups[k][groups[k]["ok"]], groups[bk][groups[bk]["ok"]]
             row.update(speedup(s_ok, b_ok))
+            if math.isfinite(row["speedup_mean_all"]):
+                row["warnings"] = row["warnings"] + [
+                    f"the arms completed different prompts: speedup {row['speedup_mean']:.3f}x over the "
+                    f"{row['speedup_pairs']} prompts both completed (the CI's set), {row['speedup_mean_all']:.3f}x "
+                    "over all completed requests"]
             if math.isfinite(row["al_tokens"]):
                 row["proxy_speedup"] = proxy_speedup(s_ok, b_ok, row["al_tokens"])
     keys_out = row_keys(percentiles)
@@ -440,12 +501,14 @@ def summarize(
 
 
 def category_rows(records: Iterable[RequestRecord]) -> list[dict[str, Any]]:
-    """Token-weighted AL per (arm, concurrency, variant, category) over ok measured requests."""
+    """AL per (arm, concurrency, variant, category) over ok measured requests, pooled
+    over steps (``al_tokens``) and as the mean over requests (``al_requests``)."""
     df = request_table([r for r in records if not r.warmup and r.error is None])
     out = []
     for (arm, conc, variant, cat), g in df.groupby(["arm", "concurrency", "variant", "category"], sort=False):
+        acc = acceptance(g)
         out.append({"arm": arm, "concurrency": int(conc), "variant": variant, "category": cat,
-                    "al_tokens": _plain(acceptance(g)["al_tokens"]), "n_ok": len(g)})
+                    "al_tokens": _plain(acc["al_tokens"]), "al_requests": _plain(acc["al_requests"]), "n_ok": len(g)})
     return out
 
 

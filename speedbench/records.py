@@ -89,6 +89,9 @@ class RequestRecord:
     prompt_tokens: int | None = None  # from the usage chunk
     output_tokens: int | None = None  # from the usage chunk; falls back to sum(chunk_tokens)
     spec: SpecStats | None = None
+    # The server's per-request spec metrics were present but unusable (e.g. a null
+    # inside acceptance_histogram): the request stays ok, without spec stats.
+    spec_error: str | None = None
     error: str | None = None  # None on success; else a short kind, see ERROR_KINDS
     error_detail: str | None = None
     raw_fragment: str | None = None  # offending bytes for malformed/truncated streams

@@ -62,9 +62,10 @@ def _parse_value(tok: str) -> float:
     return float(t)  # handles NaN and exponents
 
 
-def parse_prometheus(text: str) -> Parsed:
+def parse_prometheus(text: str, keep_created: bool = False) -> Parsed:
     """Sample name -> [(labels, value)]. ``# HELP``/``# TYPE`` lines, blank lines and
-    ``*_created`` samples (counter creation timestamps, not counts) are dropped; lines
+    (unless ``keep_created``) ``*_created`` samples (counter creation timestamps, not
+    counts; :func:`spec_counters` uses them to see a counter reset) are dropped; lines
     that do not parse are skipped rather than failing a whole scrape."""
     out: Parsed = {}
     for raw in text.splitlines():
@@ -81,7 +82,7 @@ def parse_prometheus(text: str) -> Parsed:
             else:
                 name, *rest = line.split()
                 labels = {}
-            if name.endswith("_created") or not rest:
+            if (name.endswith("_created") and not keep_created) or not rest:
                 continue
             value = _parse_value(rest[0])  # rest[1], if any, is a timestamp
         except (ValueError, IndexError):
@@ -92,13 +93,19 @@ def parse_prometheus(text: str) -> Parsed:
 
 @dataclass
 class SpecCounters:
-    """vLLM spec-decode counters summed over engines and label sets."""
+    """vLLM spec-decode counters summed over engines and label sets.
+
+    ``series`` keeps each counter series (one per engine with data parallelism, one per
+    position) as ``key -> [value, created]`` so :func:`delta` can see a reset of one
+    series; ``warnings`` says what :func:`delta` had to correct."""
 
     drafts: float = 0.0  # drafting steps
     draft_tokens: float = 0.0
     accepted: float = 0.0
     # per_position[i]: steps that accepted at least i+1 drafts (vLLM's per-position count)
     per_position: list[float] = field(default_factory=list)
+    series: dict[str, list] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -114,35 +121,84 @@ class SpecCounters:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-def _sum(parsed: Parsed, base: str) -> float:
+_BASES = {DRAFTS: "drafts", DRAFT_TOKENS: "draft_tokens", ACCEPTED: "accepted", PER_POS: "per_position"}
+
+
+def _series_key(base: str, labels: dict[str, str]) -> str:
+    return base + "{" + ",".join(f"{k}={labels[k]}" for k in sorted(labels)) + "}"
+
+
+def _samples(parsed: Parsed, base: str) -> list[tuple[dict[str, str], float]]:
     # prometheus_client exposes counters as <name>_total; accept a bare name too.
-    samples = parsed.get(base + "_total") or parsed.get(base) or []
-    return float(sum(v for _, v in samples))
+    return parsed.get(base + "_total") or parsed.get(base) or []
 
 
 def spec_counters(parsed: Parsed) -> SpecCounters:
+    out = SpecCounters()
     per: dict[int, float] = {}
-    for labels, v in parsed.get(PER_POS + "_total") or parsed.get(PER_POS) or []:
-        try:
-            pos = int(labels.get("position", ""))
-        except ValueError:
-            continue
-        per[pos] = per.get(pos, 0.0) + v
-    per_position = [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
-    return SpecCounters(
-        drafts=_sum(parsed, DRAFTS),
-        draft_tokens=_sum(parsed, DRAFT_TOKENS),
-        accepted=_sum(parsed, ACCEPTED),
-        per_position=per_position,
-    )
+    for base, attr in _BASES.items():
+        created = {_series_key(base, lab): v for lab, v in parsed.get(base + "_created", [])}
+        for labels, v in _samples(parsed, base):
+            key = _series_key(base, labels)
+            out.series[key] = [v, created.get(key)]
+            if attr != "per_position":
+                setattr(out, attr, getattr(out, attr) + v)
+                continue
+            try:
+                pos = int(labels.get("position", ""))
+            except ValueError:
+                continue
+            per[pos] = per.get(pos, 0.0) + v
+    out.per_position = [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
+    return out
 
 
 def delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
-    """Counts accumulated between two scrapes. A counter that went down means the
-    server restarted in between; the ``after`` values are then the counts since that
-    restart, which is the best available answer."""
+    """Counts accumulated between two scrapes, series by series.
+
+    A series whose ``_created`` time changed, or whose value went down, was reset in
+    between (its engine restarted); its ``after`` value is then the count since that
+    reset, which is the best available answer, and a warning says so. A series that
+    appears only in ``after`` counts from zero. Without per-series data (counters
+    saved by an older speedbench) the summed totals are compared instead."""
+    if not before.series or not after.series:
+        return _delta_totals(before, after)
+    out = SpecCounters()
+    per: dict[int, float] = {}
+    resets: list[str] = []
+    for key, (a, a_created) in after.series.items():
+        b, b_created = before.series.get(key, (0.0, a_created))
+        if (a_created is not None and b_created is not None and a_created != b_created) or a < b:
+            resets.append(key)
+            d = a
+        else:
+            d = a - b
+        base = key[:key.index("{")]
+        attr = _BASES[base]
+        if attr != "per_position":
+            setattr(out, attr, getattr(out, attr) + d)
+            continue
+        pos = key.find("position=")
+        if pos != -1:
+            try:
+                p = int(key[pos + 9:].split(",")[0].rstrip("}"))
+            except ValueError:
+                continue
+            per[p] = per.get(p, 0.0) + d
+    out.per_position = [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
+    gone = [k for k in before.series if k not in after.series]
+    if resets:
+        out.warnings.append(f"Prometheus counter reset during the point (engine restarted?) in {len(resets)} series, "
+                            f"e.g. {resets[0]}; counted from the reset")
+    if gone:
+        out.warnings.append(f"{len(gone)} Prometheus series disappeared during the point, e.g. {gone[0]}")
+    return out
+
+
+def _delta_totals(before: SpecCounters, after: SpecCounters) -> SpecCounters:
     if after.drafts < before.drafts or after.accepted < before.accepted or after.draft_tokens < before.draft_tokens:
-        return SpecCounters(after.drafts, after.draft_tokens, after.accepted, list(after.per_position))
+        return SpecCounters(after.drafts, after.draft_tokens, after.accepted, list(after.per_position),
+                            warnings=["Prometheus counters went down during the point (server restart); counted from the reset"])
     n = max(len(before.per_position), len(after.per_position))
     b = before.per_position + [0.0] * (n - len(before.per_position))
     a = after.per_position + [0.0] * (n - len(after.per_position))

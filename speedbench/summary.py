@@ -40,7 +40,8 @@ def _prom_deltas(run_dir: RunDir, points: dict) -> dict:
     for key in points:
         before, after = run_dir.load_prometheus(*key)
         if before and after:
-            out[key] = delta(spec_counters(parse_prometheus(before)), spec_counters(parse_prometheus(after)))
+            out[key] = delta(spec_counters(parse_prometheus(before, keep_created=True)),
+                             spec_counters(parse_prometheus(after, keep_created=True)))
     return out
 
 

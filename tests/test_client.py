@@ -261,3 +261,113 @@ def test_parse_spec_shapes():
     assert sparse.acceptance_histogram == [2, 0, 0, 1]
     assert (sparse.num_spec_steps, sparse.num_accepted_tokens) == (3, 3)
     assert parse_spec({"foo": 1}) is None and parse_spec(None) is None
+
+
+def test_malformed_spec_metrics_keep_the_request_ok():
+    # a null inside acceptance_histogram: tokens and timings are still good
+    rec = _consume_lines([
+        b'data: {"choices":[{"index":0,"delta":{"content":"ab"},"token_ids":[5,6]}]}\n',
+        (b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2},"metrics":{"speculative_decoding":'
+         b'{"num_spec_steps":1,"num_accepted_draft_tokens":1,"acceptance_histogram":[0,null]}}}\n'),
+        b"data: [DONE]\n",
+    ])
+    assert rec.ok and rec.spec is None and rec.output_tokens == 2
+    assert "TypeError" in rec.spec_error and "null" in rec.spec_error
+
+
+@pytest.mark.parametrize("bad", [{"acceptance_histogram": [1, None]}, {"acceptance_histogram": "3"},
+                                 {"acceptance_histogram": {"x": 1}}, {"num_spec_steps": "many"},
+                                 {"acceptance_histogram": [2, -1]}])
+def test_parse_spec_rejects_unusable_payloads(bad):
+    with pytest.raises((TypeError, ValueError)):
+        parse_spec(bad)
+
+
+def test_without_token_ids_a_terminal_empty_delta_marks_the_last_token():
+    # EOS detokenises to "": the last chunk has an empty delta and a finish_reason,
+    # and its arrival is the last token's arrival.
+    rec = _consume_lines([
+        b'data: {"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":null}]}\n',
+        b'data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]}\n',
+        b"data: [DONE]\n",
+    ], [80, 160])
+    assert rec.ok and rec.chunk_tokens == [1, 1, 1]
+    rec = _consume_lines([b'data: {"choices":[{"index":0,"text":"","finish_reason":"length"}]}\n', b"data: [DONE]\n"])
+    assert rec.chunk_tokens == [1]
+
+
+class _ScriptedHTTP:
+    """A raw HTTP/1.1 server whose writes are timed exactly like uvicorn's: headers at
+    once, the first token ``ttft_s`` later, [DONE], then the chunked terminator
+    ``gap_s`` after it, on a kept-alive connection."""
+
+    def __init__(self, ttft_s: float, gap_s: float) -> None:
+        self.ttft_s, self.gap_s = ttft_s, gap_s
+        self.emitted: list[int] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        from time import perf_counter_ns
+
+        def chunk(b: bytes) -> bytes:
+            return b"%x\r\n%s\r\n" % (len(b), b)
+
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(next(l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")))
+                await reader.readexactly(length)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                await writer.drain()
+                await asyncio.sleep(self.ttft_s)
+                for i in range(3):
+                    self.emitted.append(perf_counter_ns())
+                    writer.write(chunk(b'data: {"choices":[{"index":0,"text":"x","token_ids":[%d]}]}\n\n' % i))
+                    await writer.drain()
+                    await asyncio.sleep(0.01)
+                writer.write(chunk(b"data: [DONE]\n\n"))
+                await writer.drain()
+                await asyncio.sleep(self.gap_s)
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+
+def test_headers_and_chunked_terminators_never_stand_for_a_token():
+    """The bug of the first landing: bytes no event was made of (headers sent before
+    prefill, the terminator of the previous response on a kept-alive connection) set
+    the stamp of the next token. Two requests over one connection, 60 ms TTFT."""
+    script = _ScriptedHTTP(ttft_s=0.06, gap_s=0.02)
+
+    async def go():
+        server = await asyncio.start_server(script.handle, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        cfg = ClientConfig(url)
+        recs = []
+        async with server, make_session(cfg, 1) as s:
+            for _ in range(2):
+                recs.append(await stream_request(s, cfg, "/v1/completions", {"model": "m", "prompt": "x"}, _rec()))
+                await asyncio.sleep(0.05)  # the terminator arrives while the client is idle
+        return recs
+
+    recs = asyncio.run(go())
+    for i, rec in enumerate(recs):
+        assert rec.ok, rec.error_detail
+        ttft_ms = (rec.chunk_ns[0] - rec.t_sent_ns) / 1e6
+        assert 55 < ttft_ms < 100, f"request {i}: TTFT {ttft_ms:.1f} ms"
+        # each token's stamp is after its own emission and close to it
+        for t_emit, t_seen in zip(script.emitted[3 * i:3 * i + 3], rec.chunk_ns):
+            assert 0 <= (t_seen - t_emit) / 1e6 < 5
+
+
+def test_counted_but_truncated_drafts_show_in_the_overcount(srv):
+    """vLLM counts drafts a step accepted past EOS/max_tokens; the fake does too with
+    count_truncated, and the per-request table sees the gap."""
+    from speedbench.metrics import request_table
+
+    srv.config = FakeConfig(t_step_s=0.002, output_tokens=10, k=3, acceptance=(3,), count_truncated=True)
+    rec = _send(srv.base_url, _body())
+    assert rec.ok and rec.output_tokens == 10
+    assert (rec.spec.num_spec_steps, rec.spec.num_accepted_tokens) == (3, 9)  # the last step: 1 token, 3 counted
+    assert request_table([rec]).spec_overcount.tolist() == [3]

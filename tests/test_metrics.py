@@ -222,3 +222,51 @@ def test_repeats_and_turns_pair_separately():
 
 def test_empty_input():
     assert summarize([], None, None, {}) == [] and category_rows([]) == []
+
+
+def test_speedup_point_estimate_and_ci_use_the_same_requests():
+    # the speculative arm lost its slowest-decoding prompt (index 3) to a timeout: the
+    # headline must describe the three pairs its CI describes
+    base = _tps_records("base", [10, 20, 30, 5])
+    sd = _tps_records("sd", [20, 40, 60, 10])
+    sd[3].error = "timeout"
+    s = summarize(base + sd, None, "base", {"base": {}, "sd": {"speculative": True}})[1]
+    assert s["speedup_pairs"] == 3
+    assert s["speedup_mean"] == pytest.approx(2.0)  # (20+40+60)/(10+20+30)
+    assert s["speedup_ci_low"] <= s["speedup_mean"] <= s["speedup_ci_high"]
+    assert s["speedup_mean_all"] == pytest.approx(40 / 16.25)  # all ok requests of each arm
+    assert any("different prompts" in w for w in s["warnings"])
+    full = summarize(base + _tps_records("sd", [20, 40, 60, 10]), None, "base", {})[1]
+    assert math.isnan(full["speedup_mean_all"]) and not full["warnings"]
+
+
+def test_overcount_share_flags_tokens_counted_but_never_emitted():
+    # 1 + steps + accepted = tokens vLLM's counters imply; request 1 was cut inside its
+    # last step's accepted drafts (2 tokens short), request 2 is 5 short (> k = 3)
+    recs = [
+        mk(idx=0, chunks=[(1.0, 1), (1.1, 4), (1.2, 4)], out=9, spec=spec(2, 6)),
+        mk(idx=1, chunks=[(1.0, 1), (1.1, 4), (1.2, 2)], out=7, spec=spec(2, 6)),
+        mk(idx=2, chunks=[(1.0, 1), (1.1, 3)], out=4, spec=spec(2, 6)),
+    ]
+    row = one_row(recs, arm_info={"a": {"speculative": True, "num_speculative_tokens": 3}})
+    assert row["spec_overcount_share"] == pytest.approx(2 / 3)
+    assert row["spec_overcount_gt_k_share"] == pytest.approx(1 / 3)
+    assert any("truncation" in w for w in row["warnings"])
+
+
+def test_malformed_spec_requests_are_counted_not_failed():
+    good = mk(idx=0, chunks=[(1.0, 1), (1.1, 4)], out=5, spec=spec(1, 3))
+    bad = mk(idx=1, chunks=[(1.0, 1), (1.1, 4)], out=5)
+    bad.spec_error = "TypeError: int() argument must be ... not 'NoneType'"
+    row = one_row([good, bad], arm_info={"a": {"speculative": True, "num_speculative_tokens": 3}})
+    assert row["n_ok"] == 2 and row["n_spec_malformed"] == 1 and row["al_tokens"] == pytest.approx(4.0)
+    assert any("malformed" in w for w in row["warnings"])
+
+
+def test_category_rows_carry_both_al_definitions():
+    # request-weighted vs step-weighted: one long request with AL 4, one short with AL 1
+    recs = [mk(idx=0, chunks=[(1.0, 1), (1.1, 4)], out=41, spec=spec(10, 30), category="coding"),
+            mk(idx=1, chunks=[(1.0, 1), (1.1, 1)], out=3, spec=spec(2, 0), category="coding")]
+    (row,) = category_rows(recs)
+    assert row["al_requests"] == pytest.approx((4.0 + 1.0) / 2)
+    assert row["al_tokens"] == pytest.approx(1 + 30 / 12)

@@ -119,3 +119,38 @@ def test_scrape_fake_server_counters_match_per_request_totals():
 def test_scrape_failure_is_server_error():
     with pytest.raises(ServerError):
         asyncio.run(scrape("http://127.0.0.1:9"))
+
+
+def _dp(e0: float, e1: float, created0: float = 1.0, created1: float = 1.0) -> str:
+    return "".join(
+        f'vllm:spec_decode_num_drafts_total{{engine="{e}",model_name="m"}} {v}\n'
+        f'vllm:spec_decode_num_drafts_created{{engine="{e}",model_name="m"}} {c}\n'
+        f'vllm:spec_decode_num_accepted_tokens_total{{engine="{e}",model_name="m"}} {2 * v}\n'
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{e}",model_name="m",position="0"}} {v}\n'
+        for e, v, c in ((0, e0, created0), (1, e1, created1)))
+
+
+def _counters(text: str):
+    return spec_counters(parse_prometheus(text, keep_created=True))
+
+
+def test_delta_survives_a_reset_of_one_engine():
+    # engine 0 restarted and counted 5 since; engine 1 went 100 -> 130. The summed
+    # total rises (130 -> 135), so a total-based check would report 35, not 35 + ...
+    before, after = _counters(_dp(30, 100)), _counters(_dp(5, 130))
+    d = delta(before, after)
+    assert d.drafts == 5 + 30 and d.accepted == 10 + 60 and d.per_position == [35]
+    assert len(d.warnings) == 1 and "reset" in d.warnings[0] and 'engine=0' in d.warnings[0]
+
+
+def test_delta_sees_a_reset_by_created_time_even_when_the_value_grew():
+    before, after = _counters(_dp(3, 10)), _counters(_dp(8, 20, created0=2.0))
+    d = delta(before, after)
+    assert d.drafts == 8 + 10 and d.warnings
+
+
+def test_delta_without_resets_has_no_warning_and_new_series_count_from_zero():
+    before = _counters('vllm:spec_decode_num_drafts_total{engine="0"} 4\n')
+    after = _counters('vllm:spec_decode_num_drafts_total{engine="0"} 6\nvllm:spec_decode_num_drafts_total{engine="1"} 3\n')
+    d = delta(before, after)
+    assert d.drafts == 5 and not d.warnings

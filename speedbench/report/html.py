@@ -151,7 +151,7 @@ def run_plots(run: Run) -> list[tuple[str, str]]:
          P.grouped_bars(groups, al, "AL (tokens/step)", "", colors=colors)),
         ("Per-position acceptance, pooled over concurrency levels",
          P.position_curves({T.label(*k): v for k, v in T.position_curves(run).items()}, colors)),
-        ("Acceptance length per category; black bars: reference",
+        ("Acceptance length per category (mean over requests, as SPEED-Bench); black bars: reference",
          P.grouped_bars(cats, {T.label(*k): v for k, v in cat_al.items()}, "AL (tokens/step)",
                         "", ref_cat, "reference", colors)),
     ]

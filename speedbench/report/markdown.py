@@ -52,7 +52,7 @@ def speedup_table_md(t: T.SpeedupTable, baseline: str | None) -> str:
 
 
 DETAIL_HEADERS = ["arm", "c", "status", "ok/total", "per-user TPS mean (p10–p90)", "output TPS", "TTFT p50 ms",
-                  "TPOT p50 ms", "speedup", "AL tokens / requests / Prometheus", "draft acc. rate"]
+                  "TPOT p50 ms", "speedup", "AL pooled / per-request mean / Prometheus", "draft acc. rate"]
 
 
 def detail_rows(run: Run) -> list[list[str]]:
@@ -121,7 +121,10 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
                   md_table(headers, rows, "lll" + "r" * (len(headers) - 3)), ""]
     headers, rows = category_rows(run)
     if rows:
-        parts += ["## Acceptance length per category", "", md_table(headers, rows), ""]
+        parts += ["## Acceptance length per category", "",
+                  "Mean over requests of each request's AL, the definition SPEED-Bench publishes per category "
+                  "(the main table also gives the AL pooled over steps and from Prometheus).", "",
+                  md_table(headers, rows), ""]
     headers, rows = position_rows(run)
     if rows:
         parts += ["## Per-position acceptance", "",

@@ -214,8 +214,10 @@ def measured_lines(run: Run) -> list[str]:
     lines = [
         ("Per-user TPS: decode tokens/s of each request, (output tokens - 1) / (last token time - first token "
          "time), mean over requests. Speedup: mean speculative / mean baseline per-user TPS at the same "
-         "concurrency (same prompts), with a 95% paired bootstrap CI. AL: tokens per drafting step, "
-         "1 + accepted/steps."),
+         "concurrency over the prompts both arms completed, with a 95% paired bootstrap CI from the same "
+         "requests. AL: tokens per drafting step, 1 + accepted/steps, in three forms: pooled over all steps "
+         "from per-request counters, the mean over requests (SPEED-Bench's per-category figure), and pooled "
+         "from Prometheus counter deltas (vLLM bench serve's figure)."),
     ]
     facts = [f"target {target_model(run) or 'unknown model'}", f"hardware {hardware(run)}"]
     if vllm_version(run):
@@ -249,8 +251,11 @@ def run_warnings(run: Run) -> list[str]:
             out.append(f"{where}: {int(num(r['n_errors']))} of {int(num(r.get('n_requests')))} requests failed "
                        f"(error rate {num(r.get('error_rate')):.1%})")
         if r.get("al_agree") is False:
-            out.append(f"{where}: AL sources disagree by more than 1%: tokens {fmt(r.get('al_tokens'), 3)}, "
-                       f"requests {fmt(r.get('al_requests'), 3)}, Prometheus {fmt(r.get('al_prometheus'), 3)}")
+            out.append(f"{where}: AL sources disagree by more than 1%: pooled over steps (per-request counters) "
+                       f"{fmt(r.get('al_tokens'), 3)}, Prometheus {fmt(r.get('al_prometheus'), 3)} "
+                       f"(mean over requests {fmt(r.get('al_requests'), 3)})")
+        for w in r.get("warnings") or []:  # rows written before warnings existed have none
+            out.append(f"{where}: {w}")
         lag = num(r.get("loop_lag_ms_max"))
         if lag > LOOP_LAG_WARN_MS:
             out.append(f"{where}: client event-loop lag reached {lag:.0f} ms (> {LOOP_LAG_WARN_MS:.0f} ms); "
@@ -266,12 +271,17 @@ def run_warnings(run: Run) -> list[str]:
 
 
 def category_al(run: Run) -> tuple[list[str], dict[tuple[str, str], dict[str, float]]]:
-    """AL per (arm, variant) and category, pooled over concurrency levels (weighted by
-    successful requests: acceptance does not depend on the batch)."""
+    """AL per (arm, variant) and category as SPEED-Bench publishes it: the mean over
+    requests of each request's AL (``al_requests``; runs written before it existed fall
+    back to the pooled ``al_tokens``), pooled over concurrency levels weighted by
+    successful requests (acceptance does not depend on the batch)."""
     cats: list[str] = []
     acc: dict[tuple[str, str], dict[str, list[float]]] = {}
     for c in run.categories:
-        cat, n, al = str(c.get("category") or ""), num(c.get("n_ok")), num(c.get("al_tokens"))
+        al = num(c.get("al_requests"))
+        if not math.isfinite(al):
+            al = num(c.get("al_tokens"))
+        cat, n = str(c.get("category") or ""), num(c.get("n_ok"))
         if not math.isfinite(al) or not n > 0:
             continue
         if cat not in cats:

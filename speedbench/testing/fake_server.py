@@ -53,6 +53,7 @@ class Emission:
     spec: dict | None = None
     fault: str | None = None
     t_done_ns: int = 0
+    peer_port: int = 0  # the client's port: equal ports = one keep-alive connection
 
 
 class _State:
@@ -169,6 +170,8 @@ class _Handlers:
         cfg = s.config.with_overrides(over)
         fault = fault_from(over) or s.config.faults.get(seq)
         em = Emission(seq, request.path, body, t_arrival, fault=fault.kind if fault else None)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        em.peer_port = int(peer[1]) if peer else 0
         s.log.append(em)
         if s.allow_exit and s.config.die_after is not None and seq >= s.config.die_after:
             os._exit(3)  # script mode only (see main): a server crash, for crash tests
@@ -194,11 +197,17 @@ class _Handlers:
         ids_on = bool(body.get("return_token_ids"))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        if not cfg.keep_alive:
+            resp.force_close()
+        # StreamResponse sends its headers now, as uvicorn does for vLLM's streaming
+        # responses: the client sees them long before the first token.
         await resp.prepare(request)
         head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}", "object": "chat.completion.chunk" if chat else "text_completion",
                 "created": int(time.time()), "model": cfg.model}
-        if chat:  # vLLM's role chunk: no output token
-            await resp.write(_event({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]}))
+        # vLLM's chat role chunk (no output token) goes out when the first token is ready;
+        # /v1/completions has none.
+        role = _event({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                            "finish_reason": None}]}) if chat else b""
         t0 = em.t_arrival_ns
         shift_ns = 0  # a stall delays everything after it
         engine = seq % max(1, self.s.config.engines)
@@ -239,12 +248,18 @@ class _Handlers:
             if last and cfg.spec_shape == "legacy" and p.legacy_payload():
                 choice["speculative_decoding_stats"] = p.legacy_payload()
             data = _event({**head, "choices": [choice]})
+            if role:
+                if cfg.role_with_first:
+                    data = role + data  # one TCP write
+                else:
+                    await resp.write(role)
+                role = b""
             em.emit_ns.append(perf_counter_ns())
             em.tokens.append(st.tokens)
             await resp.write(data)
             tok += st.tokens
             if i > 0 and p.k > 0:
-                self.s.count_step(engine, p.k, st.accepted)
+                self.s.count_step(engine, p.k, st.reported)
         em.spec = p.spec_payload()
         if include_usage:
             pt = _prompt_tokens(body)
@@ -253,6 +268,10 @@ class _Handlers:
                 usage["metrics"] = {"speculative_decoding": em.spec}
             await resp.write(_event(usage))
         await resp.write(b"data: [DONE]\n\n")
+        if cfg.eof_gap_s > 0:
+            await asyncio.sleep(cfg.eof_gap_s)
+        # returning lets aiohttp write the chunked terminator in its own write, after
+        # [DONE], as uvicorn does at the end of a StreamingResponse
         return resp
 
 

@@ -43,6 +43,16 @@ class FakeConfig:
     accept_token_ids: bool = True  # False: answer 400 to bodies with return_token_ids
     faults: dict[int, Fault] = field(default_factory=dict)  # by arrival sequence number
     die_after: int | None = None  # script mode only: the process exits after N requests began
+    # HTTP write timing, as vLLM's stack (uvicorn + starlette) does it: headers when the
+    # request is accepted, a chat role chunk when the first token is ready (in the same
+    # TCP write as that token, or in its own write just before it), chunked encoding
+    # whose terminator follows [DONE] in a write of its own, keep-alive.
+    role_with_first: bool = False
+    eof_gap_s: float = 0.0  # extra delay before the chunked terminator (0 = back to back)
+    keep_alive: bool = True  # False: "Connection: close" on every response
+    # vLLM counts every accepted draft of a step, also those EOS or max_tokens cut off;
+    # True reproduces that in the per-request metrics and the counters.
+    count_truncated: bool = False
 
     def with_overrides(self, over: dict[str, Any]) -> FakeConfig:
         known = {f.name for f in fields(self)} - {"faults", "die_after", "engines"}
@@ -57,6 +67,11 @@ class Step:
     t_s: float  # emission time from arrival, before any stall
     tokens: int
     accepted: int  # drafts accepted in this step (0 for the prefill token / no spec)
+    counted: int = -1  # accepted drafts the server reports (-1: the same as accepted)
+
+    @property
+    def reported(self) -> int:
+        return self.accepted if self.counted < 0 else self.counted
 
 
 @dataclass(frozen=True)
@@ -75,9 +90,9 @@ class Plan:
         decode = self.steps[1:]
         hist = [0] * (self.k + 1)
         for s in decode:
-            hist[s.accepted] += 1
+            hist[s.reported] += 1
         n_steps = len(decode)
-        accepted = sum(s.accepted for s in decode)
+        accepted = sum(s.reported for s in decode)
         drafts = n_steps * self.k
         return {
             "mean_acceptance_length": 1.0 + accepted / n_steps if n_steps else 1.0,
@@ -106,7 +121,8 @@ class Plan:
 def plan(cfg: FakeConfig, max_tokens: int | None = None) -> Plan:
     """The schedule one request follows: a prefill token at ``ttft_s``, then one chunk
     per decode step of ``accepted + 1`` tokens every ``t_step_s``. The last step is cut
-    to the output cap, and its accepted count is cut with it (so AL stays exact)."""
+    to the output cap, and its accepted count is cut with it (so AL stays exact), unless
+    ``count_truncated``: then it reports the drafts it accepted before the cut, as vLLM does."""
     n = cfg.output_tokens if max_tokens is None else max(1, min(cfg.output_tokens, max_tokens))
     pattern = cfg.acceptance or ((cfg.k,) if cfg.k > 0 else (0,))
     if cfg.k <= 0:
@@ -115,8 +131,10 @@ def plan(cfg: FakeConfig, max_tokens: int | None = None) -> Plan:
     left = n - 1
     i = 0
     while left > 0:
-        acc = min(max(0, pattern[i % len(pattern)]), cfg.k, left - 1)
-        steps.append(Step(cfg.ttft_s + (i + 1) * cfg.t_step_s, acc + 1, acc))
+        want = min(max(0, pattern[i % len(pattern)]), cfg.k)
+        acc = min(want, left - 1)
+        counted = want if cfg.count_truncated and want != acc else -1
+        steps.append(Step(cfg.ttft_s + (i + 1) * cfg.t_step_s, acc + 1, acc, counted))
         left -= acc + 1
         i += 1
     return Plan(tuple(steps), max(0, cfg.k))
