@@ -31,7 +31,7 @@ from speedbench.report import tables as T
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
 
-UNITS = {"speedup": "×", "acceptance_length": " tok/step", "per_user_tps": " tok/s", "output_tps": " tok/s",
+UNITS = {"speedup": "×", "acceptance_length": " tok/step (AL pooled over steps)", "per_user_tps": " tok/s", "output_tps": " tok/s",
          "error_rate": ""}
 
 

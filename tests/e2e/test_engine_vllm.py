@@ -115,3 +115,37 @@ def test_stop_leaves_no_process(server):
     assert not _group_alive(server.pgid)
     with pytest.raises(ProcessLookupError):
         os.kill(server.pid, 0)  # reaped, not a zombie
+
+
+def test_http_write_timing_of_vllm(server):
+    """What the fake server must copy (tests/test_fake_likeness.py runs the same probe
+    on the fake): vLLM's headers leave before the first token, in reads of their own;
+    /v1/completions has no role chunk; chat opens with a role chunk; the body is chunked
+    and its terminator follows [DONE]; the connection is kept alive between requests."""
+    import asyncio
+
+    from speedbench.testing.probe import probe
+
+    # a long prompt makes prefill take a while on the CPU, so the gap is measurable
+    text = " ".join(f"def f{i}(x): return x * {i}" for i in range(60))
+    reqs = []
+    for _ in range(2):
+        reqs.append(("/v1/completions", {"model": server.model_name, "prompt": text, "max_tokens": 8,
+                                         "temperature": 0}))
+        reqs.append(("/v1/chat/completions", {"model": server.model_name, "max_tokens": 8, "temperature": 0,
+                                              "messages": [{"role": "user", "content": text}]}))
+    exchanges = asyncio.run(probe(server.base_url, reqs))
+    assert len(exchanges) == 4  # one kept-alive connection for all four
+    for ex in exchanges:
+        first_ms = (ex.reads[ex.first_token_read].t_ns - ex.t_sent_ns) / 1e6
+        head_ms = (ex.reads[ex.header_read].t_ns - ex.t_sent_ns) / 1e6
+        print(f"{ex.path}: headers at {head_ms:.1f} ms (alone: {ex.headers_alone}), first token at {first_ms:.1f} ms, "
+              f"{len(ex.reads)} reads, [DONE] in read {ex.done_read}, terminator in read {ex.terminator_read}")
+        assert ex.chunked
+        assert ex.headers_alone and ex.header_read < ex.first_token_read
+        assert ex.done_read >= 0 and ex.terminator_read >= ex.done_read
+        if ex.path.endswith("/chat/completions"):
+            assert ex.first_event["choices"][0]["delta"].get("role") == "assistant"
+            assert ex.events[0][0] <= ex.first_token_read
+        else:
+            assert "role" not in (ex.first_event["choices"][0].get("delta") or {})
