@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from speedbench.client import ClientConfig
 from speedbench.records import Prompt, RequestRecord
-from speedbench.runner import run_point
+from speedbench.runner import run_async, run_point
 
 PY = sys.executable
 CLIENT_CPU, SERVER_CPU = 0, 1
@@ -88,7 +88,8 @@ class _Builder:
 def _ours(url: str, conc: int, n_requests: int, chunks: int) -> tuple[list[RequestRecord], float, float]:
     prompts = [Prompt(id=str(i), turns=(f"w{i}",)) for i in range(n_requests)]
     c0 = time.process_time()
-    res = asyncio.run(run_point(ClientConfig(url), _Builder(chunks), prompts, arm="bench", concurrency=conc))
+    # the loop `speedbench run` uses (uvloop when installed)
+    res = run_async(run_point(ClientConfig(url), _Builder(chunks), prompts, arm="bench", concurrency=conc))
     cpu = time.process_time() - c0
     bad = [r.error for r in res.records if r.error]
     if bad:

@@ -33,6 +33,22 @@ from aiohttp.client_proto import ResponseHandler
 
 from speedbench.records import RequestRecord, SpecStats
 
+try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks/README.md)
+    import msgspec
+
+    _loads = msgspec.json.Decoder().decode  # raises a ValueError subclass, also for trailing data
+except ImportError:  # pragma: no cover -- msgspec comes with vLLM; a bare install may lack it
+    _raw_decode = json.JSONDecoder().raw_decode
+
+    def _loads(data: bytes) -> Any:
+        # json's own parser without json.loads' wrappers (encoding sniffing, whitespace
+        # regexes): the data is stripped, so "parsed to the end" is the same check.
+        s = data.decode()
+        obj, end = _raw_decode(s)
+        if end != len(s):
+            raise ValueError("trailing data")
+        return obj
+
 try:
     from asyncio import timeout as _deadline  # Python 3.11+
 except ImportError:  # Python 3.10: aiohttp itself depends on async-timeout there
@@ -250,9 +266,7 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
     last = b""
     pending = b""  # an incomplete line carried over to the next read
     taken = 0  # body bytes taken so far, on the same scale as the marks
-    # json's own parser without json.loads' wrappers (encoding sniffing, whitespace
-    # regexes): the data is stripped, so "parsed to the end" is the same check.
-    raw_decode = json.JSONDecoder().raw_decode
+    loads = _loads
     try:
         async for piece_bytes in content.iter_any():
             resumed = perf_counter_ns()
@@ -277,10 +291,7 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
                     rec.t_end_ns = perf_counter_ns()
                     return
                 try:
-                    s = data.decode()
-                    obj, end = raw_decode(s)
-                    if end != len(s):
-                        raise ValueError("trailing data")
+                    obj = loads(data)
                     choices = obj.get("choices")
                 except (ValueError, AttributeError):
                     rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event is not a JSON object", _fragment(line)

@@ -273,7 +273,7 @@ def _mark_failed(ctx: RunContext, arm: str, points: list[PointKey], failure: str
 def _run_point(ctx: RunContext, server: Any, key: PointKey) -> str | None:
     """Run one point; returns a failure message or None."""
     from speedbench.client import ClientConfig
-    from speedbench.runner import PointResult, run_point
+    from speedbench.runner import PointResult, run_async, run_point
     from speedbench.scrape import scrape
     from speedbench.workload.chat import RequestBuilder
 
@@ -342,7 +342,7 @@ def _run_point(ctx: RunContext, server: Any, key: PointKey) -> str | None:
             after, results[-1].aborted = await scrape_or_dead()
         return results, before, after
 
-    results, before, after = asyncio.run(point())
+    results, before, after = run_async(point())
     aborted = next((r.aborted for r in results if r.aborted), None)
     ctx.run_dir.save_prometheus(*key, before, after)
     n_err = sum(1 for r in results for rec in r.records if rec.error)

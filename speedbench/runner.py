@@ -31,6 +31,18 @@ _WATCH_PERIOD_S = 0.5
 _PROBE_PERIOD_S = 0.010
 
 
+def run_async(coro: Awaitable[Any]) -> Any:
+    """``asyncio.run`` on uvloop when it is installed (it comes with vLLM). A faster loop
+    is less client time per received chunk, so less added latency at high concurrency:
+    measured side by side in benchmarks/README.md."""
+    try:
+        import uvloop  # optional: a bare install without vLLM may lack it
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
 class Builder(Protocol):
     def build(self, prompt: Prompt, turn: int, history: list[tuple[str, str]]) -> tuple[str, dict]: ...
 
