@@ -131,7 +131,7 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
     by_c = lambda d: dict(sorted(d.items(), key=lambda kv: int(kv[0].split()[-1])))
     charts = [
         ("Speedup in per-user TPS over time", P.trend(by_c(speed), "speedup (×)")),
-        ("Acceptance length over time", P.trend(al, "AL (tokens/step)")),
+        ("Acceptance length over time", P.trend(al, "AL pooled over steps (tokens/step)")),
         ("Per-user TPS over time", P.trend(by_c(tps), "tokens/s")),
         ("Per-position acceptance (latest run of each checkpoint)", P.position_curves(latest_curves)),
     ]

@@ -145,7 +145,7 @@ def plot_al_vs_k(curves: list[DepthCurve]) -> str:
                     label=f"{c.series} c={c.concurrency}")
         top = max(k for c in cs for k in c.ks)
         ax.plot([1, top], [2, top + 1], color="0.7", linewidth=0.8, label="k+1 (all accepted)")
-        ax.set(title=variant or "all prompts", xlabel="k", ylabel="AL (tokens/step)")
+        ax.set(title=variant or "all prompts", xlabel="k", ylabel="AL pooled over steps (tokens/step)")
         _k_axis(ax)
         _legend(ax)
     return _svg(fig, "al-vs-k")
@@ -185,7 +185,7 @@ def plot_al_vs_context(curves: list[ContextCurve]) -> str:
     for c in lowest.values():
         ax.plot(c.tokens, c.al, marker="o", label=f"{c.arm} c={c.concurrency}")
     _token_axis(ax, [t for c in lowest.values() for t in c.tokens])
-    ax.set(xlabel="input tokens", ylabel="AL (tokens/step)")
+    ax.set(xlabel="input tokens", ylabel="AL pooled over steps (tokens/step)")
     _legend(ax)
     return _svg(fig, "al-vs-ctx")
 
@@ -204,7 +204,7 @@ def plot_separation(seps: list[Separation]) -> str:
         else:
             _k_axis(ax)
         ax.set(title=f"{s.axis}, c={s.concurrency}, {s.fixed or 'all prompts'}",
-               xlabel="k" if s.axis == "depth" else "input tokens", ylabel="AL (tokens/step)")
+               xlabel="k" if s.axis == "depth" else "input tokens", ylabel="AL pooled over steps (tokens/step)")
         _legend(ax)
     return _svg(fig, "sep-" + "-".join(f"{s.a}{s.b}{s.axis}{s.fixed}" for s in seps[:1]))
 

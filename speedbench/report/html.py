@@ -148,11 +148,11 @@ def run_plots(run: Run) -> list[tuple[str, str]]:
         ("Speedup vs concurrency; diamonds: reference figures",
          P.speedup_vs_concurrency(speed, ref, title="", colors=colors)),
         ("Acceptance length per arm and concurrency",
-         P.grouped_bars(groups, al, "AL (tokens/step)", "", colors=colors)),
+         P.grouped_bars(groups, al, "AL pooled over steps (tokens/step)", "", colors=colors)),
         ("Per-position acceptance, pooled over concurrency levels",
          P.position_curves({T.label(*k): v for k, v in T.position_curves(run).items()}, colors)),
         ("Acceptance length per category (mean over requests, as SPEED-Bench); black bars: reference",
-         P.grouped_bars(cats, {T.label(*k): v for k, v in cat_al.items()}, "AL (tokens/step)",
+         P.grouped_bars(cats, {T.label(*k): v for k, v in cat_al.items()}, "AL mean over requests (tokens/step)",
                         "", ref_cat, "reference", colors)),
     ]
 

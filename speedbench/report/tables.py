@@ -319,7 +319,7 @@ def label(arm: str, variant: str) -> str:
 def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str], bool]:
     """Column headers of the published-shape table; the reference column only when known."""
     headers = ["concurrency", f"{baseline or 'baseline'} per-user TPS", f"{t.arm} per-user TPS",
-               "speedup [95% CI]", "AL"]
+               "speedup [95% CI]", "AL (pooled over steps)"]
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
         headers.append("reference speedup")
