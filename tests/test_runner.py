@@ -145,3 +145,33 @@ def test_ctrl_c_keeps_completed_records(srv):
     cancelled = [r for r in seen if r.error == "cancelled"]
     assert len(done) >= 4 and len(cancelled) == 2
     assert all(r.output_tokens == 10 for r in done)
+
+
+def test_measure_orders_warmup_scrape_repeats_scrape(srv):
+    """measure(): warmup, a settled scrape, every repeat, a settled scrape; a scrape that
+    fails because the server died aborts the point with the death as the reason."""
+    from speedbench.errors import ServerError
+    from speedbench.runner import measure
+
+    scraped_at = []
+
+    async def scrape(base_url):
+        scraped_at.append(len(srv.log))
+        return "vllm:spec_decode_num_drafts_total 1\n"
+
+    m = asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(3), arm="a", concurrency=2,
+                            repeats=2, warmup=prompts(2, prefix="w"), scrape=scrape))
+    assert m.aborted is None and [r.records[0].repeat for r in m.repeats] == [0, 1]
+    assert m.before and m.after and m.n_errors == 0 and m.wall_s > 0
+    # two scrapes settle each snapshot: after warmup (2 requests), after both repeats (2 + 3 + 3)
+    assert scraped_at == [2, 2, 8, 8]
+
+    async def dead_scrape(base_url):
+        raise ServerError("GET /metrics failed")
+
+    m = asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(3), arm="a", concurrency=2,
+                            warmup=prompts(1, prefix="w"), server_alive=lambda: "exit code 1", scrape=dead_scrape))
+    assert m.aborted == "exit code 1" and m.repeats[0].records == [] and m.before == ""
+    with pytest.raises(ServerError):
+        asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(1), arm="a", concurrency=1,
+                            scrape=dead_scrape))

@@ -92,8 +92,10 @@ def run(args) -> int:
     console = Console(highlight=False)
     if args.resume and args.dry_run:
         raise UsageError("--resume and --dry-run do not go together")
+    # speedbench.run is imported only when a run starts: it pulls in pandas, the doctor
+    # and the engine, which `speedbench --help` and --dry-run do not need.
     if args.resume:
-        from speedbench.orchestrate import resume_run
+        from speedbench.run import resume_run
 
         return resume_run(Path(args.resume), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
     if not args.scenario:
@@ -104,6 +106,6 @@ def run(args) -> int:
     if args.dry_run:
         print_plan(build_plan(sc, overrides=args.overrides), console)
         return 0
-    from speedbench.orchestrate import new_run
+    from speedbench.run import new_run
 
     return new_run(sc, Path(args.output), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)

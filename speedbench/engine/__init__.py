@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Protocol
 
 from speedbench.engine.command import LaunchSpec
 from speedbench.engine.docker import DockerServer
@@ -11,7 +12,28 @@ from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer, ProgressFn
 from speedbench.scenario import Scenario
 
-Server = LocalServer | DockerServer | ExternalServer
+class Server(Protocol):
+    """What a run needs from a server, whoever started it. Use it as a context manager
+    (leaving stops what we started), then ``wait_ready()``."""
+
+    api_key: str | None
+
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def model_name(self) -> str | None: ...  # the served name, known once ready
+    @property
+    def argv(self) -> list[str]: ...  # [] for an endpoint we did not start
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def pgid(self) -> int | None: ...
+
+    def __enter__(self) -> Server: ...
+    def __exit__(self, *exc: object) -> None: ...
+    def wait_ready(self, model_name: str | None = None) -> str: ...
+    def dead(self) -> str | None: ...  # why the server is gone, or None while it lives
+    def stop(self) -> None: ...
 
 
 def api_key_for(scenario: Scenario) -> str | None:

@@ -1,0 +1,133 @@
+"""Arms: waves of arms (concurrent when their GPU sets are disjoint), Ctrl-C / SIGTERM,
+and one arm's lifecycle (start or connect, wait until ready, provenance, its points,
+teardown).
+
+Each arm of a wave runs in its own thread with its own event loops; the main thread only
+waits, so signals are handled in one place.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import signal
+import threading
+import time
+
+from speedbench.engine import make_server
+from speedbench.engine.provenance import collect_provenance
+from speedbench.errors import ServerError
+from speedbench.plan import ArmPlan
+from speedbench.records import PointKey
+from speedbench.run.context import RunContext
+from speedbench.run.point import run_point
+
+
+def run_arms(ctx: RunContext) -> bool:
+    """Every wave of the plan, in order; True when Ctrl-C / SIGTERM stopped the run."""
+    previous = signal.getsignal(signal.SIGTERM)
+    in_main = threading.current_thread() is threading.main_thread()
+
+    def on_term(signum, frame):  # SIGTERM behaves like Ctrl-C: tear down, keep results
+        raise KeyboardInterrupt
+
+    if in_main:
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        for wave in ctx.plan.waves:
+            _run_wave(ctx, [a for a in ctx.plan.arms if a.arm.name in wave])
+            if ctx.stop.is_set():
+                break
+    except KeyboardInterrupt:
+        interrupt(ctx)
+        return True
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+    return False
+
+
+def _run_wave(ctx: RunContext, arms: list[ArmPlan]) -> None:
+    with cf.ThreadPoolExecutor(max_workers=len(arms), thread_name_prefix="arm") as pool:
+        futures = [pool.submit(run_arm, ctx, ap) for ap in arms]
+        pending = set(futures)
+        # Short waits keep the main thread responsive to signals.
+        try:
+            while pending:
+                _, pending = cf.wait(pending, timeout=0.2)
+        except KeyboardInterrupt:
+            # Stop servers and flag the arms *before* the executor's exit joins their
+            # threads: otherwise the join waits for every arm to finish all its points.
+            interrupt(ctx)
+            raise
+        for f in futures:
+            f.result()
+
+
+def interrupt(ctx: RunContext) -> None:
+    """Stop every running server once; arms see ``ctx.stop`` and end their points."""
+    if ctx.interrupted:
+        return
+    ctx.interrupted = True
+    ctx.stop.set()
+    ctx.live.message("interrupted: stopping servers and saving what was measured")
+    with ctx.lock:
+        servers = list(ctx.servers)
+    for s in servers:
+        try:
+            s.stop()
+        except Exception as e:  # keep stopping the others
+            ctx.live.message(f"could not stop a server cleanly: {e}")
+
+
+def run_arm(ctx: RunContext, ap: ArmPlan) -> None:
+    sc, arm = ctx.scenario, ap.arm
+    todo = [k for k in ctx.plan.points(arm.name) if k not in ctx.done_points]
+    if not todo or ctx.stop.is_set():
+        return
+    ctx.live.server_starting(arm.name)
+    server = make_server(
+        sc, ap.launch, ctx.run_dir.log_path(arm.name),
+        on_progress=lambda elapsed, line: ctx.live.server_progress(arm.name, elapsed, line),
+    )
+    with ctx.lock:
+        ctx.servers.append(server)
+    t0 = time.monotonic()
+    current: PointKey | None = None  # the point in progress
+    try:
+        with server:
+            server.wait_ready()
+            if ctx.stop.is_set():
+                return
+            ctx.live.server_ready(arm.name, time.monotonic() - t0)
+            prov = collect_provenance(sc, arm, ap.launch, server.argv, ap.launch.env_with_gpus(), server.base_url)
+            # The process ids let tests (and users) prove that nothing was left running.
+            prov["server_process"] = {"pid": server.pid, "pgid": server.pgid}
+            ctx.run_dir.save_provenance(arm.name, prov)
+            for i, key in enumerate(todo):
+                if ctx.stop.is_set():
+                    return
+                current = key
+                failure = run_point(ctx, server, key)
+                if failure:
+                    ctx.failures[arm.name] = failure
+                    _mark_failed(ctx, todo[i + 1:], failure)
+                    return
+    except ServerError as e:
+        if ctx.stop.is_set():
+            return
+        msg = str(e)
+        ctx.failures[arm.name] = msg
+        ctx.live.message(f"arm {arm.name} failed: {msg}")
+        # Points this arm finished before the failure keep their results and status.
+        _mark_failed(ctx, todo[todo.index(current):] if current else todo, msg.splitlines()[0])
+        if not sc.continue_on_arm_failure:
+            ctx.stop.set()
+    finally:
+        with ctx.lock:
+            if server in ctx.servers:
+                ctx.servers.remove(server)
+
+
+def _mark_failed(ctx: RunContext, points: list[PointKey], failure: str) -> None:
+    for key in points:
+        ctx.run_dir.mark_point(*key, status="failed", failure=failure)

@@ -1,0 +1,42 @@
+"""What one run shares across its arms and points. Passed explicitly; nothing is global."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from speedbench.engine import Server
+from speedbench.plan import Plan
+from speedbench.records import PointKey
+from speedbench.report.live import LiveProgress
+from speedbench.results import RunDir
+from speedbench.scenario import Scenario
+from speedbench.workload import Workload
+
+
+@dataclass
+class Prepared:
+    """Inputs loaded before any server starts, so bad data fails in seconds."""
+
+    workloads: dict[str, Workload]  # variant name ("" without variants) -> prompts
+    tokenizer: Any = None  # a Hugging Face tokenizer, or None when the workload needs none
+
+    @property
+    def n_prompts(self) -> int:
+        return len(next(iter(self.workloads.values())).measured)
+
+
+@dataclass
+class RunContext:
+    scenario: Scenario
+    plan: Plan
+    run_dir: RunDir
+    live: LiveProgress
+    prepared: Prepared
+    done_points: set[PointKey]  # finished points a resumed run keeps
+    stop: threading.Event = field(default_factory=threading.Event)
+    servers: list[Server] = field(default_factory=list)  # running now; Ctrl-C stops them
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    failures: dict[str, str] = field(default_factory=dict)  # arm -> why it failed
+    interrupted: bool = False  # Ctrl-C / SIGTERM seen; servers are being stopped

@@ -1,0 +1,74 @@
+"""One (arm, concurrency, variant) point: build the requests, measure, keep every
+record as it completes, save the Prometheus snapshots and the point's status."""
+
+from __future__ import annotations
+
+from speedbench.client import ClientConfig
+from speedbench.engine import Server
+from speedbench.records import PointKey, RequestRecord
+from speedbench.run.context import RunContext
+from speedbench.runner import measure, run_async
+from speedbench.scenario import Scenario
+from speedbench.workload.chat import RequestBuilder
+
+
+def trust_remote_code(sc: Scenario) -> bool:
+    return bool(sc.server.args.get("trust-remote-code") or sc.server.args.get("trust_remote_code"))
+
+
+def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
+    """Run one point to the end; returns why the arm failed, or None."""
+    sc = ctx.scenario
+    arm, conc, vname = key
+    variant = next((v for v in sc.workload.variants if v.name == vname), None)
+    wl = ctx.prepared.workloads[vname]
+    builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.prepared.tokenizer,
+                             trust_remote_code=trust_remote_code(sc))
+    builder.prepare([*wl.warmup, *wl.measured])  # padding / templating work stays off the timed path
+    cfg = ClientConfig(
+        base_url=server.base_url,
+        api_key=server.api_key,
+        request_timeout_s=sc.workload.request_timeout_s,
+        idle_timeout_s=sc.workload.idle_timeout_s,
+    )
+    total = sum(len(p.turns) for p in wl.measured) * sc.repeats  # one request per turn
+    ctx.live.point_started(key, total)
+
+    def alive() -> str | None:
+        if ctx.stop.is_set():
+            return "interrupted"
+        return server.dead()
+
+    def on_record(rec: RequestRecord) -> None:
+        # Requests cut short because *we* are stopping the server (Ctrl-C / SIGTERM; vLLM
+        # aborts in-flight requests with an error event) are cancellations, not failures.
+        if rec.error == "server_died" and (rec.error_detail or "").startswith("interrupted"):
+            rec.error = "cancelled"
+        elif rec.error not in (None, "cancelled") and ctx.stop.is_set() and ctx.interrupted:
+            rec.error, rec.error_detail = "cancelled", f"interrupted ({rec.error}: {rec.error_detail})"
+        ctx.run_dir.append_record(rec)
+        ctx.live.record_done(rec)
+
+    # Each arm runs in its own thread, so each point gets its own event loop.
+    m = run_async(measure(cfg, builder, wl.measured, arm=arm, concurrency=conc, variant=vname,
+                            repeats=sc.repeats, warmup=wl.warmup, on_record=on_record, server_alive=alive))
+    aborted = m.aborted
+    ctx.run_dir.save_prometheus(*key, m.before, m.after)
+    failure = None
+    if aborted and aborted != "interrupted":
+        failure = f"server died during concurrency {conc}: {aborted}"
+    if aborted == "interrupted":
+        status = "interrupted"
+    else:
+        status = "failed" if aborted else ("partial" if m.n_errors else "ok")
+    ctx.run_dir.mark_point(
+        *key, status=status,
+        failure=failure or (aborted or ""),
+        wall_s=m.wall_s,
+        loop_lag_ms_max=m.loop_lag_ms_max,
+        n_errors=m.n_errors,
+        rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
+        padding_unit=builder.padding_unit,
+    )
+    ctx.live.point_done(key)
+    return failure

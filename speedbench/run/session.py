@@ -1,0 +1,133 @@
+"""A run as a whole: new or resumed, pre-flight checks, data, the arms, the summary and
+the exit code (0 ok, 1 an arm failed, 130 interrupted; invalid input raises exit-2
+errors before anything starts).
+
+Work order: load the data (a missing dataset fails before the doctor and before any run
+folder or server exists), run the doctor, create or reopen the run folder, run the arms,
+summarise. Records are appended as they complete, so an interrupted run keeps everything
+it measured and ``--resume`` continues from the finished points.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from speedbench.doctor import exit_code, run_checks
+from speedbench.doctor.table import print_checks
+from speedbench.engine.gpus import detect_gpus
+from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.fixtures import ensure_tiny
+from speedbench.plan import build_plan
+from speedbench.report.live import LiveProgress
+from speedbench.report.terminal import print_summary
+from speedbench.results import RunDir
+from speedbench.run.arms import run_arms
+from speedbench.run.context import Prepared, RunContext
+from speedbench.run.point import trust_remote_code
+from speedbench.scenario import Scenario, apply_overrides, resolved_dict, validate_data
+from speedbench.secrets import restore_secrets
+from speedbench.summary import summarize_run_dir
+from speedbench.workload import load_workload
+from speedbench.workload.chat import workload_tokenizer
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
+    # Data problems (missing dataset, placeholder rows) are invalid input (exit 2), found
+    # before the doctor (which would report them as a failed check, exit 1) and before
+    # a run folder or any server exists.
+    prepared = prepare(sc, console)
+    if not skip_doctor and not _doctor_ok(sc, console):
+        return EXIT_FAILED
+    run_dir = RunDir.create(output_root, sc.name)
+    run_dir.write_scenario(resolved_dict(sc), overrides)
+    console.print(f"run folder: {run_dir.path}")
+    return _execute(sc, run_dir, console, prepared, resume=False)
+
+
+def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
+    run_dir = RunDir.open(path)
+    scen_file = run_dir.scenario_path
+    data = yaml.safe_load(scen_file.read_text())
+    if overrides:
+        data = apply_overrides(data, overrides)
+    restore_secrets(data)
+    sc = validate_data(data, str(scen_file), scen_file.read_text())
+    prepared = prepare(sc, console)
+    if not skip_doctor and not _doctor_ok(sc, console):
+        return EXIT_FAILED
+    dropped = run_dir.prune_unfinished_records()
+    console.print(
+        f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept"
+        + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
+    )
+    return _execute(sc, run_dir, console, prepared, resume=True)
+
+
+def prepare(sc: Scenario, console: Console) -> Prepared:
+    """Build fixtures, load the tokenizer once if the workload needs one, and load each
+    variant's prompts, all before any server starts."""
+    if sc.fixtures:
+        ensure_tiny(Path(sc.fixtures))
+    w = sc.workload
+    tokenizer = workload_tokenizer(w, sc.server.model, list(w.variants), trust_remote_code=trust_remote_code(sc))
+    workloads = {}
+    for v in list(w.variants) or [None]:
+        wl = load_workload(w, variant=v, tokenizer=tokenizer)
+        for msg in wl.warnings:
+            console.print(f"[yellow]warning[/yellow]: {msg}")
+        workloads[v.name if v else ""] = wl
+    return Prepared(workloads, tokenizer)
+
+
+def _doctor_ok(sc: Scenario, console: Console) -> bool:
+    checks = run_checks(sc)
+    if exit_code(checks) == 0:
+        warns = sum(1 for c in checks if c.status == "warn")
+        console.print(f"pre-flight checks: ok ({len(checks)} checks, {warns} warnings; `speedbench doctor` shows them)")
+        return True
+    print_checks(checks, console)
+    console.print("[red]pre-flight checks failed[/red]; fix the above or pass --skip-doctor to run anyway")
+    return False
+
+
+def _inventory(sc: Scenario) -> list[int] | None:
+    if sc.server.gpus is not None:
+        return sc.server.gpus
+    return [g.index for g in detect_gpus()] or None
+
+
+def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared, *, resume: bool) -> int:
+    plan = build_plan(sc, inventory=_inventory(sc), n_prompts=prepared.n_prompts)
+    done = set(run_dir.finished_points()) if resume else set()
+    with LiveProgress(console) as live:
+        ctx = RunContext(sc, plan, run_dir, live, prepared, done)
+        interrupted = run_arms(ctx)
+    return _finish(ctx, console, interrupted)
+
+
+def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
+    run_dir = ctx.run_dir
+    try:
+        summary = summarize_run_dir(run_dir)
+        print_summary(summary, console, run_dir=run_dir)
+    except SpeedbenchError:
+        raise
+    except Exception as e:  # the records are safe on disk; say how to re-render
+        raise UsageError(f"could not summarise {run_dir.path}: {e}; re-run `speedbench report {run_dir.path}`") from e
+    console.print(f"results: {run_dir.path}")
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted[/yellow]: partial results and summary written. Resume with:\n"
+            f"  speedbench run --resume {run_dir.path}"
+        )
+        return EXIT_INTERRUPTED
+    if ctx.failures:
+        for arm, msg in ctx.failures.items():
+            console.print(f"[red]arm {arm} failed[/red]: {msg.splitlines()[0]}")
+        return EXIT_FAILED
+    return EXIT_OK
