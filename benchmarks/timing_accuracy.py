@@ -50,7 +50,8 @@ def main() -> None:
                "loop_lag_ms_max": max(pt.rows[a]["loop_lag_ms_max"] for a in ("base", "sd"))}
         out.append(row)
         print(f"{path:12} {conn:7} {c:3d} {row['tps_err_base']:+13.3%} {row['tps_err_spec']:+13.3%} "
-              f"{row['ttft_err_ms']:+12.3f} {row['speedup_err']:+12.3%} {'yes' if row['truth_in_ci'] else 'NO':>11}")
+              f"{row['ttft_err_ms']:+12.3f} {row['speedup_err']:+12.3%} {'yes' if row['truth_in_ci'] else 'NO':>11} "
+              f"{row['loop_lag_ms_max']:11.1f}")
     print(f"1-min load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2))
