@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from speedbench.metric_registry import LATENCY_METRICS, ROW_KEYS
 from speedbench.records import PointKey, RequestRecord
 from speedbench.scrape import SpecCounters
 from speedbench.stats import paired_ratio_ci, unpaired_ratio_ci
@@ -37,27 +38,7 @@ PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 AL_AGREE_TOLERANCE = 0.01  # relative
 _STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2}
 
-ROW_KEYS = (
-    "arm", "template", "concurrency", "variant",
-    "speculative", "method", "num_speculative_tokens", "eagle_version",
-    "status", "failure",
-    "n_requests", "n_ok", "n_errors", "error_rate",
-    "per_user_tps_mean", "per_user_tps_median", "per_user_tps_p10", "per_user_tps_p90",
-    "per_user_e2e_tps_mean", "output_tps",
-    "ttft_ms_mean", "ttft_ms_median", "ttft_ms_p90",
-    "tpot_ms_mean", "tpot_ms_median",
-    "itl_chunk_ms_median", "itl_token_ms_median",
-    "e2e_s_mean",
-    "speedup_mean", "speedup_median", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
-    "speedup_mean_all",
-    "proxy_speedup",
-    "al_tokens", "al_requests", "al_prometheus", "al_agree",
-    "draft_acceptance_rate",
-    "acceptance_histogram", "per_position_joint", "per_position_conditional",
-    "n_spec_malformed", "spec_overcount_share", "spec_overcount_gt_k_share",
-    "loop_lag_ms_max",
-    "warnings",
-)
+# The fixed row keys and the latency families are declared in metric_registry.py.
 CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "al_tokens", "al_requests", "n_ok")
 
 # What each acceptance length means; reports, gates and docs use these labels.
@@ -67,10 +48,9 @@ AL_LABELS = {
     "al_prometheus": "AL pooled over steps (Prometheus counter deltas; vLLM bench serve's definition)",
 }
 
-# Latency distributions: for each of these, `<name>_mean`, `<name>_std` and
+# Latency distributions: for each of LATENCY_METRICS, `<name>_mean`, `<name>_std` and
 # `<name>_p<P>` for every chosen percentile P (90 -> p90, 99.9 -> p99_9). Rows keep the
 # fixed ROW_KEYS first; `row_keys(percentiles)` appends these (skipping ones already there).
-LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_token_ms", "itl_chunk_ms", "e2e_ms")
 DEFAULT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
 
 

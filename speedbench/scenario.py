@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from speedbench.errors import ScenarioError
+from speedbench.metric_registry import GATE_METRIC_NAMES
 
 ArgValue = bool | int | float | str | list[Any] | dict[str, Any] | None
 
@@ -206,7 +207,7 @@ class Reference(_Strict):
 class GateSpec(_Strict):
     """One CI gate. See docs/gates.md."""
 
-    metric: Literal["speedup", "acceptance_length", "per_user_tps", "error_rate", "output_tps"]
+    metric: Literal[GATE_METRIC_NAMES]  # type: ignore[valid-type]  # metric_registry.GATES
     arm: str | None = None  # default: every speculative arm
     concurrency: int | None = None  # default: every level
     variant: str | None = None

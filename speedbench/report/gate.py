@@ -26,13 +26,12 @@ import yaml
 from pydantic import ValidationError
 
 from speedbench.errors import UsageError
+from speedbench.metric_registry import GATE_METRICS
 from speedbench.report import significance as S
 from speedbench.report import tables as T
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
 
-UNITS = {"speedup": "×", "acceptance_length": " tok/step (AL pooled over steps)", "per_user_tps": " tok/s", "output_tps": " tok/s",
-         "error_rate": ""}
 
 
 @dataclass
@@ -93,20 +92,21 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
     return gates
 
 
-def metric_value(row: dict[str, Any], metric: str) -> float:
-    if metric == "speedup":
-        return T.num(row.get("speedup_mean"))
-    if metric == "acceptance_length":
-        return T.al_of(row)[0]
-    if metric == "per_user_tps":
-        return T.num(row.get("per_user_tps_mean"))
-    return T.num(row.get(metric))  # error_rate, output_tps
+def metric_value(row: dict[str, Any] | None, metric: str) -> float:
+    """A gate metric's value in a summary row (metric_registry.GATES says which column)."""
+    if not row:
+        return math.nan
+    gm = GATE_METRICS[metric]
+    value = T.num(row.get(gm.column))
+    if not math.isfinite(value) and gm.fallback:
+        value = T.num(row.get(gm.fallback))
+    return value
 
 
 def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
     """(rows the gate applies to, problems that fail it outright)."""
     problems: list[str] = []
-    spec_only = g.metric in ("speedup", "acceptance_length")
+    spec_only = GATE_METRICS[g.metric].speculative_only
     if g.arm is not None:
         if g.arm not in run.arms():
             problems.append(f"arm {g.arm} has no results in this run (arms: {', '.join(run.arms()) or 'none'})")
@@ -155,8 +155,10 @@ def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline
     if not math.isfinite(bval):
         return "skip", f"relative gate skipped: no usable {g.metric} for this point in baseline run {baseline.run_id}"
     r = g.max_regression or 0.0
-    u = UNITS[g.metric]
-    if g.metric == "error_rate":
+    u = GATE_METRICS[g.metric].suffix
+    if not GATE_METRICS[g.metric].higher_is_better:
+        # error_rate, the one lower-is-better gate metric: r is absolute, and the Wilson
+        # lower bound of the current rate must clear the limit too.
         threshold = bval + r
         n, k = int(T.num(row.get("n_requests")) or 0), int(T.num(row.get("n_errors")) or 0)
         low, _ = S.wilson(k, n)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.analysis import num
+from speedbench.metric_registry import LATENCY_LABELS
+from speedbench.metric_registry import label as metric_label
 from speedbench.results import Run
 
 NAN = float("nan")
@@ -318,19 +320,16 @@ def label(arm: str, variant: str) -> str:
 
 def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str], bool]:
     """Column headers of the published-shape table; the reference column only when known."""
-    headers = ["concurrency", f"{baseline or 'baseline'} per-user TPS", f"{t.arm} per-user TPS",
-               "speedup [95% CI]", "AL (pooled over steps)"]
+    tps = metric_label("per_user_tps_mean")
+    headers = ["concurrency", f"{baseline or 'baseline'} {tps}", f"{t.arm} {tps}",
+               f"{metric_label('speedup_mean')} [95% CI]", metric_label("al_tokens")]
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
         headers.append("reference speedup")
     return headers, has_ref
 
 
-# Latency distributions (metrics.LATENCY_METRICS): one row per point and metric.
-LATENCY_LABELS = {
-    "ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_token_ms": "ITL per token",
-    "itl_chunk_ms": "ITL per chunk", "e2e_ms": "E2E",
-}
+# Latency distributions (metric_registry.LATENCY): one row per point and metric.
 
 
 def run_percentiles(run: Run) -> list[float]:

@@ -1,0 +1,171 @@
+"""Every summary column and every gateable metric, declared once.
+
+A :class:`Metric` says what a summary-row key is: unit, direction (``higher`` or
+``lower`` is better, ``""`` for none), the label reports show, the formula and what it
+is aggregated over. From these declarations come:
+
+- ``ROW_KEYS`` (the fixed keys of a summary row, in order; metrics.py fills them),
+- the latency families whose mean/std/percentiles rows carry (``LATENCY``),
+- the gate's metrics, their row column and direction (``GATES``; ``GateSpec.metric``),
+- report labels (``label``), and
+- the tables in docs/metrics.md (``docs_tables``; a test fails when they disagree).
+
+Adding a metric is one entry here plus its formula in metrics.py. Pure data: this module
+imports nothing from speedbench.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # the summary-row key (and CSV column)
+    unit: str  # "" for identity and text columns
+    better: str  # "higher", "lower" or "" (no direction)
+    label: str  # short header in reports
+    formula: str  # how it is computed (markdown)
+    aggregation: str = ""  # what it is taken over
+    section: str = "point"  # docs table: identity, point, speedup, acceptance
+
+
+def _m(key: str, unit: str, better: str, label: str, formula: str, aggregation: str = "",
+       section: str = "point") -> Metric:
+    return Metric(key, unit, better, label, formula, aggregation, section)
+
+
+_OK = "ok measured requests"
+_ALL = "all measured requests"
+_SPEC = "ok measured requests of a speculative arm"
+_PAIRS = "pairs both arms completed"
+
+ROW_METRICS: tuple[Metric, ...] = (
+    # identity and arm facts (no docs table row: they describe the point, they measure nothing)
+    _m("arm", "", "", "arm", "arm name", section="identity"),
+    _m("template", "", "", "template", "sweep template name, or the arm's own name", section="identity"),
+    _m("concurrency", "", "", "c", "closed-loop concurrency level", section="identity"),
+    _m("variant", "", "", "variant", "workload variant (\"\" without variants)", section="identity"),
+    _m("speculative", "", "", "speculative", "the arm sets a speculative_config", section="identity"),
+    _m("method", "", "", "method", "speculative_config.method", section="identity"),
+    _m("num_speculative_tokens", "", "", "k", "speculative_config.num_speculative_tokens", section="identity"),
+    _m("eagle_version", "", "", "EAGLE", "\"3\", \"3.1\" or \"\" (from the draft's config)", section="identity"),
+    # status, counts, throughput, latency summary
+    _m("status", "", "", "status", "`ok`, `partial` (some errors) or `failed`", _ALL),
+    _m("failure", "text", "", "failure", "the explicit failure message, else a count of error kinds", _ALL),
+    _m("n_requests", "count", "", "requests", "measured requests (warmup excluded)", _ALL),
+    _m("n_ok", "count", "", "ok", "measured requests without an error", _ALL),
+    _m("n_errors", "count", "", "errors", "measured requests with an error", _ALL),
+    _m("error_rate", "fraction", "lower", "error rate", "`n_errors / n_requests`", _ALL),
+    _m("per_user_tps_mean", "tokens/s", "higher", "per-user TPS", "mean of `per_user_tps`", _OK),
+    _m("per_user_tps_median", "tokens/s", "higher", "per-user TPS median", "median of `per_user_tps`", _OK),
+    _m("per_user_tps_p10", "tokens/s", "higher", "per-user TPS p10", "10th percentile of `per_user_tps`", _OK),
+    _m("per_user_tps_p90", "tokens/s", "higher", "per-user TPS p90", "90th percentile of `per_user_tps`", _OK),
+    _m("per_user_e2e_tps_mean", "tokens/s", "higher", "per-user E2E TPS", "mean of `per_user_e2e_tps`", _OK),
+    _m("output_tps", "tokens/s", "higher", "output TPS", "`sum(n) / wall_s`, wall_s summed over repeats", _ALL),
+    _m("ttft_ms_mean", "ms", "lower", "TTFT mean", "mean of `ttft_ms`", _OK),
+    _m("ttft_ms_median", "ms", "lower", "TTFT median", "median of `ttft_ms`", _OK),
+    _m("ttft_ms_p90", "ms", "lower", "TTFT p90", "90th percentile of `ttft_ms`", _OK),
+    _m("tpot_ms_mean", "ms", "lower", "TPOT mean", "mean of `tpot_ms`", _OK),
+    _m("tpot_ms_median", "ms", "lower", "TPOT median", "median of `tpot_ms`", _OK),
+    _m("itl_chunk_ms_median", "ms", "lower", "ITL per chunk median", "median of pooled inter-chunk gaps", _OK),
+    _m("itl_token_ms_median", "ms", "lower", "ITL per token median", "median of pooled per-token ITL", _OK),
+    _m("e2e_s_mean", "s", "lower", "E2E mean", "mean of `e2e_s`", _OK),
+    # speedup against the baseline arm
+    _m("speedup_mean", "ratio", "higher", "speedup", "`mean(arm) / mean(baseline)` per-user TPS", _PAIRS, "speedup"),
+    _m("speedup_median", "ratio", "higher", "speedup (median)", "`median(arm) / median(baseline)`", _PAIRS,
+       "speedup"),
+    _m("speedup_ci_low", "ratio", "", "speedup CI low", "95% bootstrap interval of the mean ratio, low end", _PAIRS,
+       "speedup"),
+    _m("speedup_ci_high", "ratio", "", "speedup CI high", "95% bootstrap interval of the mean ratio, high end",
+       _PAIRS, "speedup"),
+    _m("speedup_pairs", "count", "", "pairs", "(prompt_index, turn, repeat) keys both arms completed", _PAIRS,
+       "speedup"),
+    _m("speedup_mean_all", "ratio", "higher", "speedup (all requests)",
+       "the mean ratio over every ok request of each arm, when the sets differ", _OK, "speedup"),
+    _m("proxy_speedup", "ratio", "higher", "proxy speedup", "SPEED-Bench proxy `t_ar · AL / t_sd`", _OK, "speedup"),
+    # acceptance
+    _m("al_tokens", "tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC, "acceptance"),
+    _m("al_requests", "tokens/step", "higher", "AL (mean over requests)", "`mean(1 + accepted / num_spec_steps)`", _SPEC,
+       "acceptance"),
+    _m("al_prometheus", "tokens/step", "higher", "AL (Prometheus, pooled over steps)", "`1 + Δaccepted / Δdrafts`", "counter deltas",
+       "acceptance"),
+    _m("al_agree", "bool", "", "AL agree", "`al_tokens` within 1% of `al_prometheus`", "", "acceptance"),
+    _m("draft_acceptance_rate", "fraction", "higher", "draft acceptance", "`Σ accepted / Σ num_draft_tokens`", _SPEC,
+       "acceptance"),
+    _m("acceptance_histogram", "list of counts", "", "acceptance histogram",
+       "`h[j]` = verify steps that accepted exactly `j` drafts", _SPEC, "acceptance"),
+    _m("per_position_joint", "list of fractions", "higher", "per-position (joint)", "`accepted_at_pos[i] / drafts`",
+       _SPEC, "acceptance"),
+    _m("per_position_conditional", "list of fractions", "higher", "per-position (conditional)",
+       "`accepted_at_pos[i] / accepted_at_pos[i-1]`", _SPEC, "acceptance"),
+    _m("n_spec_malformed", "count", "lower", "malformed spec metrics",
+       "ok requests whose per-request spec metrics were unusable", _OK, "acceptance"),
+    _m("spec_overcount_share", "fraction", "", "spec overcount share",
+       "share of spec requests whose counters imply more tokens than were output", _SPEC, "acceptance"),
+    _m("spec_overcount_gt_k_share", "fraction", "lower", "spec overcount > k share",
+       "share where that disagreement exceeds k", _SPEC, "acceptance"),
+    # the client itself, and notes
+    _m("loop_lag_ms_max", "ms", "lower", "loop lag max",
+       "worst overshoot of a 10 ms sleep on the client's event loop (max over repeats)", "the point"),
+    _m("warnings", "list of text", "", "warnings", "what the point's figures need said next to them", "the point",
+       "acceptance"),
+)
+
+ROW_KEYS: tuple[str, ...] = tuple(m.key for m in ROW_METRICS)
+BY_KEY: dict[str, Metric] = {m.key: m for m in ROW_METRICS}
+
+# Latency families: every row carries `<key>_mean`, `<key>_std` and `<key>_p<P>` for the
+# scenario's percentiles (metrics.latency_keys).
+LATENCY: tuple[Metric, ...] = (
+    _m("ttft_ms", "ms", "lower", "TTFT", "`ttft_ms` of each ok request", _OK, "latency"),
+    _m("tpot_ms", "ms", "lower", "TPOT", "`tpot_ms` of each ok request (NaN ones skipped)", _OK, "latency"),
+    _m("itl_token_ms", "ms", "lower", "ITL per token",
+       "pooled per-token ITL: each gap between token chunks divided by the later chunk's tokens, "
+       "counted once per token", _OK, "latency"),
+    _m("itl_chunk_ms", "ms", "lower", "ITL per chunk", "pooled inter-chunk gaps, one value per gap", _OK, "latency"),
+    _m("e2e_ms", "ms", "lower", "E2E", "`e2e_s × 1000` of each ok request", _OK, "latency"),
+)
+LATENCY_METRICS: tuple[str, ...] = tuple(m.key for m in LATENCY)
+LATENCY_LABELS: dict[str, str] = {m.key: m.label for m in LATENCY}
+
+
+@dataclass(frozen=True)
+class GateMetric:
+    """A metric a gate may name: which row column holds it, and which way is better."""
+
+    name: str
+    column: str
+    fallback: str = ""  # a column to read when ``column`` is empty (AL without per-request data)
+    suffix: str = ""  # unit as gate messages print it after a number
+    speculative_only: bool = False  # without an arm, the gate applies to speculative arms only
+
+    @property
+    def better(self) -> str:
+        return BY_KEY[self.column].better
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.better == "higher"
+
+
+GATES: tuple[GateMetric, ...] = (
+    GateMetric("speedup", "speedup_mean", suffix="×", speculative_only=True),
+    GateMetric("acceptance_length", "al_tokens", "al_prometheus", " tok/step (AL pooled over steps)",
+               speculative_only=True),
+    GateMetric("per_user_tps", "per_user_tps_mean", suffix=" tok/s"),
+    GateMetric("error_rate", "error_rate"),
+    GateMetric("output_tps", "output_tps", suffix=" tok/s"),
+)
+GATE_METRICS: dict[str, GateMetric] = {g.name: g for g in GATES}
+GATE_METRIC_NAMES: tuple[str, ...] = tuple(GATE_METRICS)
+
+
+def label(key: str) -> str:
+    """The report label of a row key (latency keys: family label and statistic)."""
+    if key in BY_KEY:
+        return BY_KEY[key].label
+    for m in LATENCY:
+        if key.startswith(m.key + "_"):
+            return f"{m.label} {key[len(m.key) + 1:].replace('_', '.')}"
+    return key
