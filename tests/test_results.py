@@ -185,3 +185,23 @@ def test_load_run_from_factory(tmp_path):
     assert run.scenario["server"]["model"] == "tiny/target"
     assert run.row("eagle3", 4)["speculative"] is True
     assert run.row("eagle3", 8) is None
+
+
+def test_exports_are_atomic(tmp_path):
+    """summary.csv and records.parquet go through the atomic path: a writer that fails
+    leaves the previous file whole and no temporary file behind."""
+    from speedbench.results import atomic_write_with
+
+    rd = RunDir.create(tmp_path, "s")
+    rd.write_summary({"scenario": "s", "rows": [{"arm": "a", "concurrency": 1, "hist": [1, 2]}], "categories": []})
+    before = rd.summary_csv_path.read_text()
+    assert before.splitlines()[0] == "arm,concurrency,hist" and '"[1, 2]"' in before
+
+    def broken(f):
+        f.write(b"half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        atomic_write_with(rd.summary_csv_path, broken)
+    assert rd.summary_csv_path.read_text() == before
+    assert not [p.name for p in rd.path.iterdir() if p.name.endswith(".tmp")]

@@ -1,29 +1,20 @@
-"""The run folder: incremental record writes, summary files, resume state, loading.
-
-Layout (see docs/results.md)::
-
-    results/<scenario>/<YYYYmmddTHHMMSSZ>-<6 hex>/
-      scenario.resolved.yaml  provenance.json  records.jsonl  points.json
-      prometheus/<arm>__c<conc>__<variant>__{before,after}.txt   logs/<arm>.log
-      summary.json  summary.csv  records.parquet  report.md  report.html
+"""The run folder, write side: layout, the record log, resume state, and every other
+file replaced atomically.
 
 Records are appended and flushed one line at a time as each request completes, so a
-crash loses at most the line being written; every other file is replaced atomically
-(write to a temporary name, then rename), so a reader never sees half a JSON file.
+crash loses at most the line being written (a torn last line is cut on the next append,
+skipped on reading); records.jsonl and records.superseded.jsonl are append-only logs.
+Every other file goes through :func:`~speedbench.results.files.atomic_write`.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import json
-import math
 import os
-import secrets
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +22,8 @@ import yaml
 
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
+from speedbench.results.exports import write_parquet, write_summary_csv
+from speedbench.results.files import atomic_write, finite, new_run_id, safe_part
 from speedbench.secrets import redact_override, redact_scenario
 
 # Bump when a summary key changes meaning or disappears; adding keys does not bump it.
@@ -41,46 +34,6 @@ POINT_STATUSES = ("ok", "partial", "failed", "interrupted")
 # Points with these statuses are kept and skipped by `speedbench run --resume`; failed and
 # interrupted points are run again (a failed arm may start this time).
 RESUMABLE_DONE = ("ok", "partial")
-
-
-def new_run_id(now: _dt.datetime | None = None) -> str:
-    """``YYYYmmddTHHMMSSZ-<6 hex>``: sorts by time, and the hex part keeps two runs
-    started in the same second apart."""
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-
-
-def _finite(obj: Any) -> Any:
-    """NaN/inf -> None: strict JSON has no NaN, and other tools choke on it."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return _finite(obj.item())
-    return obj
-
-
-def atomic_write(path: Path, text: str, fsync: bool = False) -> None:
-    """Write then rename: a crash leaves the old file or the new one, never half of one.
-    ``fsync`` also survives power loss, at tens of milliseconds per file on some disks."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        if fsync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _safe_part(s: str) -> str:
-    """Arm and variant names go into file names; scenario validation already limits arm
-    names, but variants and external callers may not be so tidy."""
-    out = "".join(c if c.isalnum() or c in "._-" else "-" for c in str(s))
-    return out.lstrip(".") or "_"
 
 
 @dataclass
@@ -99,7 +52,7 @@ class RunDir:
     @classmethod
     def create(cls, root: str | Path, scenario_name: str, *, fsync: bool = False,
                now: _dt.datetime | None = None) -> RunDir:
-        base = Path(root) / _safe_part(scenario_name)
+        base = Path(root) / safe_part(scenario_name)
         for _ in range(20):
             path = base / new_run_id(now)
             try:
@@ -172,12 +125,12 @@ class RunDir:
         return self.path / "logs"
 
     def log_path(self, arm: str) -> Path:
-        return self.logs_dir / f"{_safe_part(arm)}.log"
+        return self.logs_dir / f"{safe_part(arm)}.log"
 
     def prometheus_path(self, arm: str, concurrency: int, variant: str, when: str) -> Path:
         if when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")
-        name = f"{_safe_part(arm)}__c{int(concurrency)}__{_safe_part(variant or 'default')}__{when}.txt"
+        name = f"{safe_part(arm)}__c{int(concurrency)}__{safe_part(variant or 'default')}__{when}.txt"
         return self.prometheus_dir / name
 
     def write_prometheus(self, arm: str, concurrency: int, variant: str, when: str, text: str) -> Path:
@@ -203,7 +156,7 @@ class RunDir:
 
     def write_json(self, name: str, obj: Any) -> Path:
         p = self.path / name
-        atomic_write(p, json.dumps(_finite(obj), indent=2, sort_keys=False) + "\n", self.fsync)
+        atomic_write(p, json.dumps(finite(obj), indent=2, sort_keys=False) + "\n", self.fsync)
         return p
 
     def read_json(self, name: str, default: Any = None) -> Any:
@@ -263,7 +216,7 @@ class RunDir:
             f.truncate(data.rfind(b"\n") + 1)
 
     def append_record(self, rec: RequestRecord) -> None:
-        line = json.dumps(_finite(rec.to_dict()), separators=(",", ":")) + "\n"
+        line = json.dumps(finite(rec.to_dict()), separators=(",", ":")) + "\n"
         with self._lock:
             if not self._tail_checked:
                 self._repair_tail()
@@ -311,29 +264,15 @@ class RunDir:
             if gone:
                 with open(self.superseded_path, "a", encoding="utf-8") as f:
                     for r in gone:
-                        f.write(json.dumps(_finite(r.to_dict()), separators=(",", ":")) + "\n")
+                        f.write(json.dumps(finite(r.to_dict()), separators=(",", ":")) + "\n")
             if len(keep) != len(recs):
-                text = "".join(json.dumps(_finite(r.to_dict()), separators=(",", ":")) + "\n" for r in keep)
+                text = "".join(json.dumps(finite(r.to_dict()), separators=(",", ":")) + "\n" for r in keep)
                 atomic_write(self.records_path, text, self.fsync)
             self._tail_checked = True  # rewritten whole: no torn tail
         return len(recs) - len(keep)
 
     def write_parquet(self, records: list[RequestRecord]) -> Path:
-        import pandas as pd
-
-        rows = []
-        for r in records:
-            d = r.to_dict()
-            spec = d.pop("spec") or {}
-            for k in ("num_spec_steps", "num_draft_tokens", "num_accepted_tokens",
-                      "acceptance_histogram", "mean_acceptance_length"):
-                d[f"spec_{k}"] = spec.get(k)
-            d["tags"] = json.dumps(d.get("tags") or {})  # parquet cannot store an empty struct
-            d["n_output"] = r.n_output
-            rows.append(d)
-        df = pd.DataFrame(rows)
-        df.to_parquet(self.parquet_path, index=False)
-        return self.parquet_path
+        return write_parquet(self.parquet_path, records, self.fsync)
 
     # ---- points (resume state) ----------------------------------------------------------
 
@@ -371,17 +310,7 @@ class RunDir:
         summary = {"schema_version": SCHEMA_VERSION, **summary}
         summary.setdefault("run_id", self.name)
         self.write_json("summary.json", summary)
-        rows = summary.get("rows") or []
-        keys: list[str] = []
-        for r in rows:
-            keys += [k for k in r if k not in keys]
-        tmp = self.summary_csv_path.with_name(".summary.csv.tmp")
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            w = csv.DictWriter(f, fieldnames=keys)
-            w.writeheader()
-            for r in rows:
-                w.writerow({k: _csv_cell(r.get(k)) for k in keys})
-        os.replace(tmp, self.summary_csv_path)
+        write_summary_csv(self.summary_csv_path, summary.get("rows") or [], self.fsync)
 
     def load_summary(self) -> dict[str, Any]:
         data = self.read_json("summary.json")
@@ -398,90 +327,3 @@ class RunDir:
                 f"{self.summary_path} has schema_version {version}, newer than this speedbench "
                 f"understands ({SCHEMA_VERSION}) -- fix: upgrade speedbench to read it")
         return data
-
-
-def _csv_cell(v: Any) -> Any:
-    if isinstance(v, (list, dict)):
-        return json.dumps(_finite(v))
-    if isinstance(v, float) and not math.isfinite(v):
-        return ""
-    return v
-
-
-class Run:
-    """A finished run as reports see it. Records are read on first use (they can be large).
-
-    ``run_dir`` may be None for a bare summary dict (e.g. printed right after a run);
-    records, provenance and scenario are then empty."""
-
-    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any]):
-        self.dir = run_dir
-        self.summary = summary
-
-    @property
-    def path(self) -> Path | None:
-        return self.dir.path if self.dir else None
-
-    @property
-    def run_id(self) -> str:
-        return str(self.summary.get("run_id") or (self.dir.name if self.dir else ""))
-
-    @property
-    def scenario_name(self) -> str:
-        return str(self.summary.get("scenario") or (self.dir.path.parent.name if self.dir else ""))
-
-    @property
-    def created_utc(self) -> str:
-        return str(self.summary.get("created_utc") or "")
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        return self.summary.get("rows") or []
-
-    @property
-    def categories(self) -> list[dict[str, Any]]:
-        return self.summary.get("categories") or []
-
-    @property
-    def baseline(self) -> str | None:
-        return self.summary.get("baseline")
-
-    @property
-    def reference(self) -> dict[str, Any]:
-        return self.summary.get("reference") or self.scenario.get("reference") or {}
-
-    @cached_property
-    def records(self) -> list[RequestRecord]:
-        return self.dir.load_records() if self.dir else []
-
-    @cached_property
-    def provenance(self) -> dict[str, Any]:
-        return self.dir.load_provenance() if self.dir else {}
-
-    @cached_property
-    def scenario(self) -> dict[str, Any]:
-        return self.dir.load_scenario() if self.dir else {}
-
-    @cached_property
-    def points(self) -> dict[PointKey, dict[str, Any]]:
-        return self.dir.all_points() if self.dir else {}
-
-    def arms(self) -> list[str]:
-        """Arm names in summary order (scenario order as written by the runner)."""
-        seen: list[str] = []
-        for r in self.rows:
-            if r.get("arm") not in seen:
-                seen.append(r.get("arm"))
-        return seen
-
-    def row(self, arm: str, concurrency: int, variant: str = "") -> dict[str, Any] | None:
-        for r in self.rows:
-            if r.get("arm") == arm and r.get("concurrency") == concurrency and (r.get("variant") or "") == variant:
-                return r
-        return None
-
-
-def load_run(path: str | Path) -> Run:
-    """A run folder (or its summary.json) -> :class:`Run`; UsageError when unreadable."""
-    rd = RunDir.open(path)
-    return Run(rd, rd.load_summary())

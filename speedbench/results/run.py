@@ -1,0 +1,89 @@
+"""A finished run as reports read it: the summary, and the run folder's files on demand."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from speedbench.records import PointKey, RequestRecord
+from speedbench.results.rundir import RunDir
+
+
+class Run:
+    """A finished run as reports see it. Records are read on first use (they can be large).
+
+    ``run_dir`` may be None for a bare summary dict (e.g. printed right after a run);
+    records, provenance and scenario are then empty."""
+
+    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any]):
+        self.dir = run_dir
+        self.summary = summary
+
+    @property
+    def path(self) -> Path | None:
+        return self.dir.path if self.dir else None
+
+    @property
+    def run_id(self) -> str:
+        return str(self.summary.get("run_id") or (self.dir.name if self.dir else ""))
+
+    @property
+    def scenario_name(self) -> str:
+        return str(self.summary.get("scenario") or (self.dir.path.parent.name if self.dir else ""))
+
+    @property
+    def created_utc(self) -> str:
+        return str(self.summary.get("created_utc") or "")
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.summary.get("rows") or []
+
+    @property
+    def categories(self) -> list[dict[str, Any]]:
+        return self.summary.get("categories") or []
+
+    @property
+    def baseline(self) -> str | None:
+        return self.summary.get("baseline")
+
+    @property
+    def reference(self) -> dict[str, Any]:
+        return self.summary.get("reference") or self.scenario.get("reference") or {}
+
+    @cached_property
+    def records(self) -> list[RequestRecord]:
+        return self.dir.load_records() if self.dir else []
+
+    @cached_property
+    def provenance(self) -> dict[str, Any]:
+        return self.dir.load_provenance() if self.dir else {}
+
+    @cached_property
+    def scenario(self) -> dict[str, Any]:
+        return self.dir.load_scenario() if self.dir else {}
+
+    @cached_property
+    def points(self) -> dict[PointKey, dict[str, Any]]:
+        return self.dir.all_points() if self.dir else {}
+
+    def arms(self) -> list[str]:
+        """Arm names in summary order (scenario order as written by the runner)."""
+        seen: list[str] = []
+        for r in self.rows:
+            if r.get("arm") not in seen:
+                seen.append(r.get("arm"))
+        return seen
+
+    def row(self, arm: str, concurrency: int, variant: str = "") -> dict[str, Any] | None:
+        for r in self.rows:
+            if r.get("arm") == arm and r.get("concurrency") == concurrency and (r.get("variant") or "") == variant:
+                return r
+        return None
+
+
+def load_run(path: str | Path) -> Run:
+    """A run folder (or its summary.json) -> :class:`Run`; UsageError when unreadable."""
+    rd = RunDir.open(path)
+    return Run(rd, rd.load_summary())
