@@ -83,9 +83,9 @@ class ArmInfo:
     @classmethod
     def from_arm(cls, arm: Any, *, eagle_version: str = "", status: str = "ok", failure: str | None = None) -> ArmInfo:
         """From a ``scenario.ArmSpec``."""
-        sc = arm.speculative_config or {}
-        return cls(arm.template or arm.name, bool(arm.speculative_config), str(sc.get("method", "")),
-                   sc.get("num_speculative_tokens"), eagle_version, status, failure)
+        sc = arm.speculative_config  # scenario.SpeculativeConfig or None
+        return cls(arm.template or arm.name, sc is not None, sc.method if sc else "",
+                   sc.k if sc else None, eagle_version, status, failure)
 
 
 @dataclass

@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from speedbench.errors import ScenarioError
 from speedbench.metric_registry import GATE_METRIC_NAMES
@@ -80,12 +89,65 @@ class ServerSpec(_Strict):
         return v
 
 
+class SpeculativeConfig(BaseModel):
+    """vLLM's ``--speculative-config``: ``method``, ``model`` and ``num_speculative_tokens``
+    are typed; any other key vLLM accepts passes through unchanged. Keys keep the order
+    they were written in, so the command line matches the scenario."""
+
+    model_config = ConfigDict(extra="allow")
+
+    method: str = Field(min_length=1)
+    model: str | None = None
+    num_speculative_tokens: int | None = Field(None, ge=1)
+    _order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: Any) -> "SpeculativeConfig":
+        cfg = handler(data)
+        if isinstance(data, dict):
+            cfg._order = tuple(data)
+        return cfg
+
+    @model_serializer(mode="wrap")
+    def _in_written_order(self, handler: Any) -> dict[str, Any]:
+        d = handler(self)
+        # typed keys the scenario did not write stay out (vLLM applies its defaults)
+        d = {k: v for k, v in d.items() if k in self.model_fields_set or k not in type(self).model_fields}
+        order = [k for k in self._order if k in d] + [k for k in d if k not in self._order]
+        return {k: d[k] for k in order}
+
+    @property
+    def k(self) -> int | None:
+        """Draft tokens per step (``num_speculative_tokens``); None lets vLLM decide."""
+        return self.num_speculative_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object vLLM receives."""
+        return self.model_dump(mode="json")
+
+    def with_value(self, key: str, value: Any) -> "SpeculativeConfig":
+        """A copy with one key set (typed keys are validated again)."""
+        return SpeculativeConfig.model_validate({**self.to_dict(), key: value})
+
+
+# Sweep keys are dotted paths into an arm: the speculative config or the server args.
+SWEEP_ROOTS = ("speculative_config", "args")
+# The named axes stay as shorthand: (dotted key, what the expanded arm's name shows).
+SWEEP_SUGAR = {"draft_models": ("speculative_config.model", "draft"),
+               "num_speculative_tokens": ("speculative_config.num_speculative_tokens", "k")}
+
+
 class SweepSpec(_Strict):
     """Expands one arm template into several arms (issue: drift sweeps).
 
-    ``num_speculative_tokens`` and ``draft_models`` change the speculative config;
-    ``args`` maps a `vllm serve` argument to a list of values. All lists are crossed.
+    Any dotted key is an axis: ``speculative_config.<key>`` or ``args.<flag>`` mapped to a
+    list of values. ``num_speculative_tokens`` and ``draft_models`` are shorthand for the
+    two speculative axes; ``args`` maps a `vllm serve` argument to a list of values. All
+    lists are crossed.
     """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     num_speculative_tokens: list[int] = Field(default_factory=list)
     draft_models: list[str] = Field(default_factory=list)
@@ -106,11 +168,36 @@ class SweepSpec(_Strict):
             raise ValueError(f"sweep.args lists must not be empty (empty: {empty}); an empty axis would drop the arm")
         return v
 
+    @model_validator(mode="after")
+    def _dotted_keys(self) -> "SweepSpec":
+        for key, vals in (self.model_extra or {}).items():
+            root, dot, rest = key.partition(".")
+            if root not in SWEEP_ROOTS or not dot or not rest:
+                raise ValueError(f"unknown sweep key '{key}': use num_speculative_tokens, draft_models, args, or a "
+                                 f"dotted key under {' / '.join(SWEEP_ROOTS)} (e.g. speculative_config.model)")
+            if not isinstance(vals, list) or not vals:
+                raise ValueError(f"sweep.{key} must be a non-empty list of values")
+        return self
+
+    def axes(self) -> list[tuple[str, str, list[Any]]]:
+        """(dotted key, name shown in arm names and sweep_values, values) per axis, in order:
+        draft models, k, then args, then other dotted keys as written."""
+        out: list[tuple[str, str, list[Any]]] = []
+        if self.draft_models:
+            out.append((*SWEEP_SUGAR["draft_models"], list(self.draft_models)))
+        if self.num_speculative_tokens:
+            out.append((*SWEEP_SUGAR["num_speculative_tokens"], list(self.num_speculative_tokens)))
+        out += [(f"args.{k}", k, list(v)) for k, v in self.args.items()]
+        for key, vals in (self.model_extra or {}).items():
+            named = next((n for d, n in SWEEP_SUGAR.values() if d == key), None)
+            out.append((key, named or (key.partition(".")[2] if key.startswith("args.") else key), list(vals)))
+        return out
+
 
 class ArmSpec(_Strict):
     name: str = Field(min_length=1)
     description: str = ""
-    speculative_config: dict[str, Any] | None = None
+    speculative_config: SpeculativeConfig | None = None
     args: dict[str, ArgValue] = Field(default_factory=dict)  # merged over server.args
     env: dict[str, EnvValue] = Field(default_factory=dict)
     base_url: str | None = None  # an already-running endpoint: health-checked, never stopped
@@ -134,12 +221,9 @@ class ArmSpec(_Strict):
     def _spec_needs_method(self) -> "ArmSpec":
         sc = self.speculative_config
         if sc is not None:
-            method = sc.get("method")
-            if not method:
-                raise ValueError("speculative_config needs a 'method' (eagle3, draft_model, ngram, ...)")
-            if method not in ("ngram", "suffix") and not sc.get("model") and not (
-                self.sweep and self.sweep.draft_models
-            ):
+            method = sc.method
+            swept = {key for key, _, _ in self.sweep.axes()} if self.sweep else set()
+            if method not in ("ngram", "suffix") and not sc.model and "speculative_config.model" not in swept:
                 raise ValueError(
                     f"speculative_config with method '{method}' needs a draft 'model' "
                     "(a local path or a Hugging Face name)"
@@ -324,37 +408,27 @@ def expand_arms(arms: list[ArmSpec]) -> list[ArmSpec]:
         if arm.sweep is None:
             out.append(arm)
             continue
-        sw = arm.sweep
-        axes: list[tuple[str, list[Any]]] = []
-        if sw.draft_models:
-            axes.append(("draft", sw.draft_models))
-        if sw.num_speculative_tokens:
-            axes.append(("k", sw.num_speculative_tokens))
-        for key, values in sw.args.items():
-            axes.append((key, values))
+        axes = arm.sweep.axes()
         if not axes:
             out.append(arm.model_copy(update={"sweep": None}))
             continue
-        for combo in itertools.product(*[vals for _, vals in axes]):
-            spec = copy.deepcopy(arm.speculative_config) if arm.speculative_config else None
+        for combo in itertools.product(*[vals for _, _, vals in axes]):
+            spec = arm.speculative_config
             args = dict(arm.args)
             values: dict[str, Any] = {}
             parts = [arm.name]
-            for (axis, _), val in zip(axes, combo):
-                values[axis] = val
-                if axis == "draft":
+            for (key, shown, _), val in zip(axes, combo):
+                values[shown] = val
+                root, _, rest = key.partition(".")
+                if root == "speculative_config":
                     if spec is None:
-                        raise ValueError(f"arm '{arm.name}': sweep.draft_models needs a speculative_config")
-                    spec["model"] = val
-                    parts.append(_fmt_value(val))
-                elif axis == "k":
-                    if spec is None:
-                        raise ValueError(f"arm '{arm.name}': sweep.num_speculative_tokens needs a speculative_config")
-                    spec["num_speculative_tokens"] = val
-                    parts.append(f"k{val}")
+                        what = next((n for n, (d, _) in SWEEP_SUGAR.items() if d == key), key)
+                        raise ValueError(f"arm '{arm.name}': sweep.{what} needs a speculative_config")
+                    spec = spec.with_value(rest, val)
                 else:
-                    args[axis] = val
-                    parts.append(f"{_fmt_value(axis)}{_fmt_value(val)}")
+                    args[rest] = val
+                parts.append(f"k{val}" if shown == "k" else
+                             _fmt_value(val) if shown == "draft" else f"{_fmt_value(shown)}{_fmt_value(val)}")
             out.append(
                 arm.model_copy(
                     update={

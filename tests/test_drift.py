@@ -102,7 +102,7 @@ def test_kimi_drift_crosses_drafts_and_k():
     sc = load_scenario(ROOT / "scenarios/kimi_drift.yaml")
     spec = [a for a in sc.arms if a.is_speculative]
     assert len(spec) == 2 * 5
-    models = {a.speculative_config["model"] for a in spec}
+    models = {a.speculative_config.model for a in spec}
     assert models == {"lightseekorg/kimi-k2.6-eagle3-mla", "lightseekorg/kimi-k2.6-eagle3.1-mla"}
     for a in spec:
         argv = launch_spec(sc, a).argv

@@ -54,8 +54,8 @@ def test_names_match_the_cited_cards(name):
     target, draft = PUBLIC[name]
     assert sc.server.model == target
     spec = [a for a in sc.arms if a.is_speculative]
-    assert [a.speculative_config["model"] for a in spec] == [draft]
-    assert all(a.speculative_config["method"] == "eagle3" for a in spec)
+    assert [a.speculative_config.model for a in spec] == [draft]
+    assert all(a.speculative_config.method == "eagle3" for a in spec)
     comments = "\n".join(line for line in path(name).read_text().splitlines() if line.lstrip().startswith("#"))
     for repo in (target, draft):
         assert f"https://huggingface.co/{repo}" in comments, f"{name}: no card cited for {repo}"

@@ -155,7 +155,7 @@ def test_override_recorded_in_plan(capsys):
     path = str(ROOT / "scenarios/kimi_coding.yaml")
     sc = load_scenario(path, ["workload.max_tokens=256", "arms.eagle3.1.speculative_config.num_speculative_tokens=5"])
     assert sc.workload.max_tokens == 256
-    assert sc.arm("eagle3.1").speculative_config["num_speculative_tokens"] == 5
+    assert sc.arm("eagle3.1").speculative_config.k == 5
     assert main(["run", path, "--dry-run", "--set", "workload.max_tokens=256"]) == 0
     out = capsys.readouterr().out
     assert "overrides: workload.max_tokens=256" in out
@@ -199,8 +199,38 @@ def test_sweep_expansion_names_and_values(tmp_path):
     names = [a.name for a in sc.arms]
     assert names == ["baseline", "spec-a-k1", "spec-a-k2", "spec-b-k1", "spec-b-k2"]
     a = sc.arm("spec-b-k2")
-    assert a.speculative_config == {"method": "eagle3", "model": "/x/b", "num_speculative_tokens": 2}
+    assert a.speculative_config.to_dict() == {"method": "eagle3", "model": "/x/b", "num_speculative_tokens": 2}
     assert a.template == "spec" and a.sweep_values == {"draft": "/x/b", "k": 2}
     plan = build_plan(sc)
     assert plan.n_launches == 5
     assert plan.n_requests() == 5 * 2 * (4 + 1)
+
+
+def test_typed_speculative_config_and_dotted_sweep_keys(tmp_path):
+    """speculative_config is typed (k, method, model) yet passes vLLM's other keys through
+    in the order written; a sweep may name any dotted key, the named axes are shorthand."""
+    from speedbench.scenario import SpeculativeConfig
+
+    cfg = SpeculativeConfig.model_validate({"model": "d", "method": "ngram", "prompt_lookup_max": 4})
+    assert cfg.k is None and cfg.to_dict() == {"model": "d", "method": "ngram", "prompt_lookup_max": 4}
+    assert list(cfg.with_value("num_speculative_tokens", 2).to_dict()) == ["model", "method", "prompt_lookup_max",
+                                                                          "num_speculative_tokens"]
+    with pytest.raises(ValueError):
+        SpeculativeConfig.model_validate({"method": "eagle3", "num_speculative_tokens": 0})
+    f = tmp_path / "s.yaml"
+    f.write_text(GOOD.replace(
+        "    speculative_config: {method: eagle3, model: d, num_speculative_tokens: 3}",
+        "    speculative_config: {method: eagle3, model: d, num_speculative_tokens: 3}\n"
+        "    sweep: {speculative_config.num_speculative_tokens: [1, 2], args.max-num-seqs: [8]}"))
+    sc = load_scenario(f)
+    assert [a.name for a in sc.arms] == ["baseline", "spec-k1-max-num-seqs8", "spec-k2-max-num-seqs8"]
+    a = sc.arm("spec-k2-max-num-seqs8")
+    assert a.speculative_config.k == 2 and a.args["max-num-seqs"] == 8
+    assert a.sweep_values == {"k": 2, "max-num-seqs": 8}
+    argv = launch_spec(sc, a).argv
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == {"method": "eagle3", "model": "d",
+                                                                        "num_speculative_tokens": 2}
+    with pytest.raises(ScenarioError, match="unknown sweep key"):
+        f.write_text(GOOD.replace("    speculative_config: {method: eagle3, model: d, num_speculative_tokens: 3}",
+                                  "    speculative_config: {method: eagle3, model: d}\n    sweep: {env.X: [1]}"))
+        load_scenario(f)

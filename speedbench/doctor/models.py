@@ -137,8 +137,8 @@ def check_drafts(ctx: Context) -> list[Check]:
         spec = arm.speculative_config
         if spec is None:
             continue
-        method = str(spec.get("method", ""))
-        model = spec.get("model")
+        method = spec.method
+        model = spec.model
         if method in NO_DRAFT_METHODS or not model:
             ctx.draft_versions[arm.name] = ""
             out.append(Check("draft", "ok", f"method {method}: no draft checkpoint to check", "", arm.name))
@@ -219,7 +219,7 @@ def _offline(ctx: Context) -> bool:
 
 def _hub_refs(ctx: Context) -> list[str]:
     refs = [ctx.scenario.server.model] if ctx.scenario.server.model else []
-    refs += [str(a.speculative_config["model"]) for a in ctx.arms if a.speculative_config and a.speculative_config.get("model")]
+    refs += [str(a.speculative_config.model) for a in ctx.arms if a.speculative_config and a.speculative_config.model]
     return [r for r in dict.fromkeys(refs) if not is_local_ref(r)] if ctx.arms else []
 
 

@@ -45,7 +45,7 @@ def merged_args(server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
     args = dict(server.args)
     args.update(arm.args)
     if arm.speculative_config is not None:
-        args["speculative-config"] = arm.speculative_config
+        args["speculative-config"] = arm.speculative_config.to_dict()
     else:
         for key in SPEC_ONLY_ARGS:
             args.pop(key, None)

@@ -158,9 +158,10 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
     api_key = os.environ.get(extra[0]) if extra else None
     secrets = secret_values({**os.environ, **env}, extra)
     clean_argv = redact_argv(list(argv), secrets)
-    spec_cfg = arm.speculative_config or {}
-    method = spec_cfg.get("method")
-    draft = draft_info(spec_cfg.get("model"), method, hf_cache_dirs([scenario.server.docker.cache_dir])
+    spec = arm.speculative_config
+    spec_cfg = spec.to_dict() if spec else {}
+    method = spec.method if spec else None
+    draft = draft_info(spec.model if spec else None, method, hf_cache_dirs([scenario.server.docker.cache_dir])
                        if scenario.server.launcher == "docker" else None) if arm.is_speculative else {}
     version, version_source = vllm_version(base_url, api_key)
     git = git_commit()
@@ -178,7 +179,7 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
         "speculative": arm.is_speculative,
         "speculative_config": scrub(spec_cfg, secrets) if spec_cfg else None,
         "method": method or "",
-        "num_speculative_tokens": spec_cfg.get("num_speculative_tokens"),
+        "num_speculative_tokens": spec.k if spec else None,
         "eagle_version": draft.get("eagle_version", ""),
         "draft": draft,
         "hardware": hardware(),
