@@ -64,7 +64,8 @@ def _point_infos(points: dict) -> dict:
 
 
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
-    """Compute the summary of a run folder and (by default) write every derived file."""
+    """Compute the summary of a run folder and (by default) write summary.json/csv and
+    records.parquet. The reports are report/'s job (``report.write_report``)."""
     raw = run_dir.load_scenario()
     sc: Scenario = validate_data(raw, str(run_dir.scenario_path))
     records = run_dir.load_records()
@@ -95,10 +96,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "categories": metrics.category_rows(records),
     }
     if write:
-        from speedbench.report import write_report
-
         run_dir.write_summary(summary)
         if records:
             run_dir.write_parquet(records)
-        write_report(run_dir)
     return summary

@@ -21,6 +21,7 @@ from speedbench.engine.gpus import detect_gpus
 from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.fixtures import ensure_tiny
 from speedbench.plan import build_plan
+from speedbench.report import write_report
 from speedbench.report.live import LiveProgress
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
@@ -114,6 +115,7 @@ def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
     run_dir = ctx.run_dir
     try:
         summary = summarize_run_dir(run_dir)
+        write_report(run_dir)
         print_summary(summary, console, run_dir=run_dir)
     except SpeedbenchError:
         raise
