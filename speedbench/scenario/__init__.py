@@ -1,0 +1,39 @@
+"""The scenario: the pydantic model (model.py) and reading it from YAML (load.py).
+
+Everything is importable from ``speedbench.scenario`` as before the split.
+"""
+
+from speedbench.scenario.load import (
+    apply_overrides,
+    format_validation_error,
+    load_raw,
+    load_scenario,
+    parse_override,
+    validate_data,
+)
+from speedbench.scenario.model import (
+    SWEEP_ROOTS,
+    SWEEP_SUGAR,
+    ArgValue,
+    ArmSpec,
+    DockerSpec,
+    EnvValue,
+    GateSpec,
+    Reference,
+    Scenario,
+    ServerSpec,
+    SpeculativeConfig,
+    SweepSpec,
+    VariantSpec,
+    WorkloadSpec,
+    expand_arms,
+    resolved_dict,
+    select_arms,
+)
+
+__all__ = [
+    "SWEEP_ROOTS", "SWEEP_SUGAR", "ArgValue", "ArmSpec", "DockerSpec", "EnvValue", "GateSpec", "Reference",
+    "Scenario", "ServerSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec", "apply_overrides",
+    "expand_arms", "format_validation_error", "load_raw", "load_scenario", "parse_override", "resolved_dict",
+    "select_arms", "validate_data",
+]

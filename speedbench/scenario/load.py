@@ -1,0 +1,233 @@
+"""Reading a scenario file: YAML (duplicate keys are errors), ``--set`` overrides, and
+validation errors that name the file, the key path, the line, what was expected and how
+to fix it (:class:`ScenarioError`)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from speedbench.errors import ScenarioError
+from speedbench.scenario.model import Scenario, expand_arms
+
+
+def _line_map(text: str) -> dict[tuple[Any, ...], int]:
+    """Map key paths to 1-based line numbers using the YAML node tree."""
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return lines
+
+    def walk(node: yaml.Node, path: tuple[Any, ...]) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value
+                lines[path + (key,)] = k.start_mark.line + 1
+                walk(v, path + (key,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                walk(v, path + (i,))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _fmt_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+_HINTS = {
+    "extra_forbidden": "remove it or check its spelling against the scenario reference in README.md",
+    "missing": "add this key",
+    "literal_error": "use one of the allowed values",
+}
+
+
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    # Pydantic inserts union-member and validator tags ("function-after[...]", "str") into
+    # locations; users only care about their own keys.
+    return tuple(p for p in loc if isinstance(p, int) or not re.match(r"^(function-|str$|int$|float$|bool$|list\[|dict\[|none$|json-or-python)", str(p)))
+
+
+def format_validation_error(path: str, text: str, err: ValidationError) -> ScenarioError:
+    lines = _line_map(text)
+    parts = []
+    for e in err.errors():
+        loc = _clean_loc(tuple(e["loc"]))
+        # a model_validator error has no field; point at the closest existing key
+        line = None
+        probe = loc
+        while probe and line is None:
+            line = lines.get(probe)
+            probe = probe[:-1]
+        where = f"{path}:{line}" if line else path
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = f"unknown key '{loc[-1]}'"
+        hint = _HINTS.get(e["type"], "")
+        item = f"{where}: {_fmt_path(loc)}: {msg}"
+        if e["type"] not in ("extra_forbidden", "missing") and "input" in e and not isinstance(e["input"], dict):
+            item += f" (got {e['input']!r})"
+        if hint:
+            item += f" -- fix: {hint}"
+        parts.append(item)
+    head = f"invalid scenario {path} ({len(parts)} problem{'s' if len(parts) != 1 else ''}):"
+    return ScenarioError(head + "\n  " + "\n  ".join(parts))
+
+
+def parse_override(expr: str) -> tuple[list[str], Any]:
+    if "=" not in expr:
+        raise ScenarioError(f"--set {expr!r}: expected KEY.PATH=VALUE, e.g. --set workload.max_tokens=256")
+    key, raw = expr.split("=", 1)
+    if not key:
+        raise ScenarioError(f"--set {expr!r}: the key path is empty")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``a.b.c=value`` overrides; list items are addressed by index or by name.
+
+    Names may contain dots (``arms.eagle3.1.args.x=1``): at a list, the longest run of
+    path parts that spells an item's name wins.
+    """
+    data = copy.deepcopy(data)
+    for expr in overrides:
+        keys, value = parse_override(expr)
+        node: Any = data
+        i = 0
+        while i < len(keys):
+            if isinstance(node, list):
+                idx, used = _list_index(node, keys[i:], expr)
+                i += used
+                if i == len(keys):
+                    node[idx] = value
+                else:
+                    node = node[idx]
+                continue
+            if not isinstance(node, dict):
+                raise ScenarioError(f"--set {expr!r}: '{'.'.join(keys[:i])}' is not a mapping or list")
+            key = keys[i]
+            i += 1
+            if i == len(keys):
+                node[key] = value
+            else:
+                if node.get(key) is None:
+                    node[key] = {}
+                node = node[key]
+    return data
+
+
+def _list_index(node: list[Any], keys: list[str], expr: str) -> tuple[int, int]:
+    for n in range(len(keys), 0, -1):
+        name = ".".join(keys[:n])
+        for j, item in enumerate(node):
+            if isinstance(item, dict) and item.get("name") == name:
+                return j, n
+    if keys[0].isdigit() and int(keys[0]) < len(node):
+        return int(keys[0]), 1
+    raise ScenarioError(f"--set {expr!r}: no list item '{keys[0]}' (use an index or an arm name)")
+
+
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: Any, first: int, second: int):
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.first, self.second = key, first, second
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping.
+
+    PyYAML keeps the last value silently, so a scenario with two ``args:`` under one arm
+    would lose the first block without a word.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges are allowed to repeat keys on purpose
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # unhashable keys fail later with PyYAML's own message
+            line = key_node.start_mark.line + 1
+            if first is not None:
+                raise _DuplicateKey(key, first, line)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 -- a SafeLoader subclass
+
+
+def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
+    p = Path(path)
+    if not p.exists():
+        raise ScenarioError(f"scenario file not found: {p} -- fix: check the path (scenarios live in scenarios/)")
+    text = p.read_text()
+    try:
+        data = _load_yaml(text)
+    except _DuplicateKey as e:
+        raise ScenarioError(
+            f"invalid scenario {p}:{e.second}: duplicate key '{e.key}' (first at line {e.first}, again at line "
+            f"{e.second}) -- fix: keep one of them; YAML would silently use only the last"
+        ) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        problem = getattr(e, "problem", None) or str(e)
+        raise ScenarioError(
+            f"invalid scenario {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near that line"
+        ) from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"invalid scenario {p}: the top level must be a mapping with 'name', 'server', 'arms', ...")
+    return text, data
+
+
+def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = "") -> Scenario:
+    try:
+        sc = Scenario.model_validate(data)
+    except ValidationError as e:
+        raise format_validation_error(path, text, e) from None
+    try:
+        arms = expand_arms(sc.arms)
+    except ValueError as e:
+        raise ScenarioError(f"invalid scenario {path}: arms: {e}") from None
+    names = [a.name for a in arms]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ScenarioError(f"invalid scenario {path}: arms: sweep expansion produced duplicate arm names {dup}")
+    if sc.baseline is not None and sc.baseline not in names:
+        raise ScenarioError(
+            f"invalid scenario {path}: baseline: '{sc.baseline}' is a sweep template; "
+            f"name one expanded arm instead (one of {names})"
+        )
+    return sc.model_copy(update={"arms": arms})
+
+
+def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
+    """Read, override, validate and expand a scenario file."""
+    text, data = load_raw(path)
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return validate_data(data, str(path), text)
