@@ -1,4 +1,5 @@
-"""The scenario: the pydantic model (model.py) and reading it from YAML (load.py).
+"""The scenario: the pydantic model (model.py; arms, speculative config and sweeps in
+arms.py; shared types in base.py) and reading it from YAML (load.py).
 
 Everything is importable from ``speedbench.scenario`` as before the split.
 """
@@ -11,22 +12,16 @@ from speedbench.scenario.load import (
     parse_override,
     validate_data,
 )
+from speedbench.scenario.arms import SWEEP_ROOTS, SWEEP_SUGAR, ArmSpec, SpeculativeConfig, SweepSpec, expand_arms
+from speedbench.scenario.base import ArgValue, EnvValue
 from speedbench.scenario.model import (
-    SWEEP_ROOTS,
-    SWEEP_SUGAR,
-    ArgValue,
-    ArmSpec,
     DockerSpec,
-    EnvValue,
     GateSpec,
     Reference,
     Scenario,
     ServerSpec,
-    SpeculativeConfig,
-    SweepSpec,
     VariantSpec,
     WorkloadSpec,
-    expand_arms,
     resolved_dict,
     select_arms,
 )

@@ -13,7 +13,8 @@ import yaml
 from pydantic import ValidationError
 
 from speedbench.errors import ScenarioError
-from speedbench.scenario.model import Scenario, expand_arms
+from speedbench.scenario.arms import expand_arms
+from speedbench.scenario.model import Scenario
 
 
 def _line_map(text: str) -> dict[tuple[Any, ...], int]:
