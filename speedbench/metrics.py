@@ -39,7 +39,12 @@ AL_AGREE_TOLERANCE = 0.01  # relative
 _STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2}
 
 # The fixed row keys and the latency families are declared in metric_registry.py.
-CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "al_tokens", "al_requests", "n_ok")
+CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "n_ok", "per_user_tps_mean",
+                 "speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
+                 "al_tokens", "al_requests")
+# One row per (arm, concurrency, variant, prompt_id): what a regression traces back to.
+PROMPT_KEYS = ("arm", "concurrency", "variant", "prompt_id", "category", "n_ok", "per_user_tps",
+               "baseline_per_user_tps", "speedup", "al_requests")
 
 # What each acceptance length means; reports, gates and docs use these labels.
 AL_LABELS = {
@@ -480,16 +485,51 @@ def summarize(
     return [{key: _plain(rows[k][key]) for key in keys_out} for k in keys]
 
 
-def category_rows(records: Iterable[RequestRecord]) -> list[dict[str, Any]]:
-    """AL per (arm, concurrency, variant, category) over ok measured requests, pooled
-    over steps (``al_tokens``) and as the mean over requests (``al_requests``)."""
+def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None) -> list[dict[str, Any]]:
+    """Per (arm, concurrency, variant, category) over ok measured requests: per-user TPS,
+    the speedup against the baseline arm's requests of the same category at the same
+    concurrency and variant (paired as :func:`speedup`, with its bootstrap CI), and AL
+    pooled over steps (``al_tokens``) and as the mean over requests (``al_requests``)."""
     df = request_table([r for r in records if not r.warmup and r.error is None])
+    groups = {(a, int(c), v, cat): g
+              for (a, c, v, cat), g in df.groupby(["arm", "concurrency", "variant", "category"], sort=False)}
     out = []
-    for (arm, conc, variant, cat), g in df.groupby(["arm", "concurrency", "variant", "category"], sort=False):
+    for (arm, conc, variant, cat), g in groups.items():
         acc = acceptance(g)
-        out.append({"arm": arm, "concurrency": int(conc), "variant": variant, "category": cat,
-                    "al_tokens": _plain(acc["al_tokens"]), "al_requests": _plain(acc["al_requests"]), "n_ok": len(g)})
+        row = {"arm": arm, "concurrency": conc, "variant": variant, "category": cat, "n_ok": len(g),
+               "per_user_tps_mean": _mean(g["per_user_tps"]),
+               "speedup_mean": NAN, "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0,
+               "al_tokens": acc["al_tokens"], "al_requests": acc["al_requests"]}
+        base = groups.get((baseline_arm, conc, variant, cat))
+        if baseline_arm is not None and arm != baseline_arm and base is not None:
+            sp = speedup(g, base)
+            row.update({k: sp[k] for k in ("speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs")})
+        out.append({k: _plain(row[k]) for k in CATEGORY_KEYS})
     return out
+
+
+def prompt_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None) -> list[dict[str, Any]]:
+    """Per (arm, concurrency, variant, prompt_id) over ok measured requests (every turn
+    and repeat of the prompt): mean per-user TPS, the baseline's mean for the same prompt
+    at the same point, their ratio, and the mean over requests of the request AL."""
+    df = request_table([r for r in records if not r.warmup and r.error is None])
+    if len(df) == 0:
+        return []
+    df = df.assign(al_req=np.where(df["has_spec"], 1.0 + df["spec_accepted"] / df["spec_steps"].where(
+        df["spec_steps"] > 0), NAN))
+    keys = ["arm", "concurrency", "variant", "prompt_id"]
+    agg = {}
+    for (arm, conc, variant, pid), g in df.groupby(keys, sort=False):
+        agg[(arm, int(conc), variant, pid)] = (str(g["category"].iloc[0]), len(g), _mean(g["per_user_tps"]),
+                                               _mean(g["al_req"]))
+    out = []
+    for (arm, conc, variant, pid), (cat, n, tps, al) in agg.items():
+        base = agg.get((baseline_arm, conc, variant, pid)) if baseline_arm is not None and arm != baseline_arm else None
+        b_tps = base[2] if base else NAN
+        out.append({"arm": arm, "concurrency": conc, "variant": variant, "prompt_id": pid, "category": cat,
+                    "n_ok": n, "per_user_tps": tps, "baseline_per_user_tps": b_tps, "speedup": _ratio(tps, b_tps),
+                    "al_requests": al})
+    return [{k: _plain(r[k]) for k in PROMPT_KEYS} for r in out]
 
 
 def _plain(v: Any) -> Any:

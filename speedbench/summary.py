@@ -93,7 +93,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "reference": sc.reference.model_dump(mode="json"),
         "percentiles": list(sc.percentiles),
         "rows": rows,
-        "categories": metrics.category_rows(records),
+        "categories": metrics.category_rows(records, sc.baseline_arm),
     }
     if write:
         run_dir.write_summary(summary)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from speedbench.metrics import category_rows
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.results import RunDir
 
@@ -203,15 +204,12 @@ def make_run(root: str | Path, *, scenario: str = "cpu_tiny", arms: list[dict[st
                                     and r.variant == v]
                 msg = f"arm {arm['name']} failed to start: exit code 1" if arm["name"] in failed_arms else None
                 rows.append(_row(arm, c, v, recs, base_recs[c] if arm["name"] != baseline else [], rng, msg))
-                for cat in categories:
-                    cr = [r for r in recs if r.ok and r.category == cat]
-                    if arm.get("al") and cr:
-                        cat_rows.append({"arm": arm["name"], "concurrency": c, "variant": v, "category": cat,
-                                         "al_tokens": _al(cr), "n_ok": len(cr)})
                 all_recs.append(recs)
                 status = "failed" if msg else ("partial" if any(not r.ok for r in recs) else "ok")
                 rd.mark_point(arm["name"], c, v, status, failure=msg, wall_s=3.0, loop_lag_ms={"max": 1.0},
                               n_records=len(recs))
+    # per-category rows as summary.py writes them (per-user TPS, paired speedup, both ALs)
+    cat_rows = category_rows([r for recs in all_recs for r in recs], baseline)
     if write_records:
         for recs in all_recs:
             for r in recs:

@@ -10,7 +10,9 @@ import pytest
 from speedbench.metrics import (
     ArmInfo,
     PointInfo,
+    CATEGORY_KEYS,
     category_rows,
+    prompt_rows,
     itl_values,
     per_position_rates,
     request_table,
@@ -270,3 +272,37 @@ def test_category_rows_carry_both_al_definitions():
     (row,) = category_rows(recs)
     assert row["al_requests"] == pytest.approx((4.0 + 1.0) / 2)
     assert row["al_tokens"] == pytest.approx(1 + 30 / 12)
+
+
+def test_category_rows_per_user_tps_and_paired_speedup():
+    # baseline: 2 coding prompts at 10 and 20 tok/s, 2 math prompts at 10; the arm: 2x on coding, 1x on math
+    def r(arm, idx, tps, cat, sp=None):
+        return mk(arm=arm, idx=idx, chunks=[(1.0, 1), (1.0 + 10 / tps, 10)], out=11, category=cat, spec=sp)
+
+    recs = [r("base", 0, 10, "coding"), r("base", 1, 20, "coding"), r("base", 2, 10, "math"), r("base", 3, 10, "math"),
+            r("sd", 0, 20, "coding", spec(5, 5)), r("sd", 1, 40, "coding", spec(5, 5)),
+            r("sd", 2, 10, "math", spec(10, 0)), r("sd", 3, 10, "math", spec(10, 0))]
+    rows = {(c["arm"], c["category"]): c for c in category_rows(recs, "base")}
+    assert rows[("base", "coding")]["per_user_tps_mean"] == pytest.approx(15)
+    assert math.isnan(rows[("base", "coding")]["speedup_mean"])
+    coding, math_ = rows[("sd", "coding")], rows[("sd", "math")]
+    assert coding["speedup_mean"] == pytest.approx(2.0) and coding["speedup_pairs"] == 2
+    assert coding["speedup_ci_low"] == pytest.approx(2.0) and coding["speedup_ci_high"] == pytest.approx(2.0)
+    assert math_["speedup_mean"] == pytest.approx(1.0) and math_["al_tokens"] == pytest.approx(1.0)
+    assert coding["al_tokens"] == pytest.approx(2.0) and coding["al_requests"] == pytest.approx(2.0)
+    assert list(coding) == list(CATEGORY_KEYS)
+
+
+def test_prompt_rows_trace_speedup_to_questions():
+    def r(arm, idx, tps, repeat=0, sp=None):
+        return mk(arm=arm, idx=idx, chunks=[(1.0, 1), (1.0 + 10 / tps, 10)], out=11, repeat=repeat, spec=sp,
+                  category="qa")
+
+    recs = [r("base", 0, 10), r("base", 0, 30, repeat=1), r("base", 1, 10),
+            r("sd", 0, 40, sp=spec(4, 6)), r("sd", 0, 40, repeat=1, sp=spec(5, 5)), r("sd", 1, 5, sp=spec(10, 0))]
+    rows = {(p["arm"], p["prompt_id"]): p for p in prompt_rows(recs, "base")}
+    assert rows[("sd", "p0")]["baseline_per_user_tps"] == pytest.approx(20) and rows[("sd", "p0")]["n_ok"] == 2
+    assert rows[("sd", "p0")]["speedup"] == pytest.approx(2.0)
+    assert rows[("sd", "p0")]["al_requests"] == pytest.approx((2.5 + 2.0) / 2)
+    assert rows[("sd", "p1")]["speedup"] == pytest.approx(0.5)  # the prompt that regressed
+    assert math.isnan(rows[("base", "p1")]["speedup"]) and rows[("base", "p1")]["category"] == "qa"

@@ -205,6 +205,17 @@ def render_html(run: Run, drift_html: str = "") -> str:
     headers, rows = M.category_rows(run)
     if rows:
         b += ["<h2>Acceptance length per category</h2>", card(table(headers, rows))]
+    rows = T.category_table(run)
+    if rows:
+        b += ["<h2>Per category</h2>", card(Safe(f"<p class=\"muted\">{esc(M.CATEGORY_NOTE)}</p>"
+                                                 + table(T.CATEGORY_HEADERS, rows, left=3)))]
+    prompt_tables = T.prompt_tables(run)
+    if prompt_tables:
+        b.append("<h2>Per question</h2><p class=\"muted\">One row per question_id of each speculative point "
+                 "(every turn and repeat of the prompt pooled), the lowest speedup first: where a regression "
+                 "comes from.</p>")
+        b += [Safe(f"<details class=\"card\"><summary>{esc(title)} ({len(rows)} questions)</summary>"
+                   + table(T.PROMPT_HEADERS, rows, left=2) + "</details>") for title, rows in prompt_tables]
     headers, rows = M.position_rows(run)
     if rows:
         b += ["<h2>Per-position acceptance</h2>",

@@ -76,6 +76,12 @@ LATENCY_NOTE = ("Over ok measured requests, in ms. TTFT, TPOT and E2E: one value
                 "ITL per chunk: one value per gap. std is the population standard deviation.")
 
 
+CATEGORY_NOTE = ("Ok measured requests of each category. Speedup: per-user TPS against the baseline arm's requests "
+                 "of the same category at the same concurrency, paired by prompt, with a 95% bootstrap CI. "
+                 "AL pooled over steps: 1 + Σaccepted / Σsteps; AL mean over requests: SPEED-Bench's per-category "
+                 "definition.")
+
+
 def category_rows(run: Run) -> tuple[list[str], list[list[str]]]:
     cats, al = T.category_al(run)
     headers = ["arm"] + cats
@@ -125,6 +131,10 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
                   "Mean over requests of each request's AL, the definition SPEED-Bench publishes per category "
                   "(the main table also gives the AL pooled over steps and from Prometheus).", "",
                   md_table(headers, rows), ""]
+    rows = T.category_table(run)
+    if rows:
+        parts += ["## Per category", "", CATEGORY_NOTE, "",
+                  md_table(T.CATEGORY_HEADERS, rows, "lll" + "r" * (len(T.CATEGORY_HEADERS) - 3)), ""]
     headers, rows = position_rows(run)
     if rows:
         parts += ["## Per-position acceptance", "",

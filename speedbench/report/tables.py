@@ -362,3 +362,47 @@ def latency_table(run: Run) -> tuple[list[str], list[list[str]]]:
                          LATENCY_LABELS[m]] + [fmt(r.get(f"{m}_{s}"), digits) for s in ("mean", "std", *tags)])
     return headers, rows
 
+
+
+CATEGORY_HEADERS = ["arm", "c", "category", "ok", "per-user TPS", "speedup [95% CI]",
+                    "AL pooled over steps", "AL mean over requests"]
+
+
+def category_table(run: Run) -> list[list[str]]:
+    """One row per (arm, variant, concurrency, category) of summary.json's categories:
+    per-user TPS, speedup against the baseline's requests of the same category, both ALs.
+    Runs summarised before the per-category TPS existed yield no rows."""
+    rows = []
+    for c in run.categories:
+        if "per_user_tps_mean" not in c:
+            continue
+        rows.append([label(str(c.get("arm")), str(c.get("variant") or "")), str(c.get("concurrency")),
+                     str(c.get("category") or ""), str(c.get("n_ok", "–")), fmt(c.get("per_user_tps_mean"), 1),
+                     fmt_speedup(c.get("speedup_mean"), c.get("speedup_ci_low"), c.get("speedup_ci_high")),
+                     fmt(c.get("al_tokens"), 3), fmt(c.get("al_requests"), 3)])
+    return rows
+
+
+PROMPT_HEADERS = ["question_id", "category", "ok", "baseline per-user TPS", "per-user TPS", "speedup",
+                  "AL mean over requests"]
+
+
+def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
+    """Per speculative point (title, rows): one row per question_id, slowest speedup
+    first, so a regression leads to the prompts that caused it. From the records."""
+    from speedbench.metrics import prompt_rows
+
+    rows = prompt_rows(run.records, run.baseline)
+    out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    spec = set(spec_arms(run))
+    for r in rows:
+        if r["arm"] in spec:
+            out.setdefault((r["arm"], r["concurrency"], r["variant"]), []).append(r)
+    tables = []
+    for (arm, c, v), rs in out.items():
+        rs.sort(key=lambda r: (num(r["speedup"]) if ok(r["speedup"]) else math.inf, str(r["prompt_id"])))
+        tables.append((f"{label(arm, v)} c={c}",
+                       [[str(r["prompt_id"]), str(r["category"]), str(r["n_ok"]), fmt(r["baseline_per_user_tps"], 1),
+                         fmt(r["per_user_tps"], 1), fmt(r["speedup"], 2, "×"), fmt(r["al_requests"], 2)]
+                        for r in rs]))
+    return tables
