@@ -30,7 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
-    matrix = run_matrix()
+    matrix = run_matrix()  # one measurement per point, no retries
     out = []
     print(f"{'path':12} {'conn':7} {'c':>3} {'TPS err base':>13} {'TPS err spec':>13} {'TTFT err ms':>12} "
           f"{'speedup err':>12} {'truth in CI':>11} {'loop lag ms':>11}")

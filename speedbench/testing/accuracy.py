@@ -12,6 +12,8 @@ and TTFT computed from those times are the truth.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +75,7 @@ def _text(body: dict) -> str:
 
 @dataclass
 class Point:
+    key: tuple[str, str, int]  # (path, connection mode, concurrency)
     rows: dict  # arm -> summary row
     records: dict  # arm -> records
     truth_tps: dict  # (arm, prompt_index) -> per-user TPS from emission times
@@ -80,54 +83,60 @@ class Point:
     ports: dict  # arm -> (client ports of warmup requests, of measured requests)
 
 
-def run_matrix() -> dict[tuple[str, str, int], Point]:
-    out: dict[tuple[str, str, int], Point] = {}
-    raw: dict[tuple[str, str, int], dict] = {}
-    for arm, cfg in (("base", BASE), ("sd", SPEC)):
-        with FakeProcess(cfg) as srv:
-            # a benchmark warms its server up; so does this one (first-request costs in
-            # the fake's own process would otherwise land on the first point)
-            asyncio.run(run_point(ClientConfig(srv.base_url), _Builder("chat", cfg, False, "reused"),
+@contextmanager
+def servers() -> Iterator[dict[str, FakeProcess]]:
+    """One fake server process per arm, warmed up (a benchmark warms its server up; the
+    fake's first-request costs would otherwise land on the first point)."""
+    with FakeProcess(BASE) as base, FakeProcess(SPEC) as sd:
+        srvs = {"base": base, "sd": sd}
+        for arm, srv in srvs.items():
+            asyncio.run(run_point(ClientConfig(srv.base_url), _Builder("chat", srv.config, False, "reused"),
                                   _prompts(4, "warm-"), arm="warm", concurrency=4))
-            for path_name, (api, joined) in PATHS.items():
-                for conn in CONNS:
-                    for c in LEVELS:
-                        key = (path_name, conn, c)
-                        srv.reset()
-                        ps = [Prompt(id=f"{path_name}-{conn}-{c}-p{i}", turns=(f"q {path_name} {conn} {c} {i}",),
-                                     category="coding") for i in range(max(4, c))]
-                        warm = _prompts(c, f"w-{path_name}-{conn}-{c}-") if conn == "reused" else []
-                        builder = _Builder(api, cfg, joined, conn)
+        yield srvs
 
-                        async def point(srv=srv, ps=ps, arm=arm, c=c, builder=builder, warm=warm):
-                            before = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
-                            res = await run_point(ClientConfig(srv.base_url), builder, ps, arm=arm, concurrency=c,
-                                                  warmup=warm)
-                            after = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
-                            return res, delta(before, after)
 
-                        res, d = asyncio.run(point())
-                        emitted = srv.log()
-                        log = {_text(e.body): e for e in emitted}
-                        d_raw = raw.setdefault(key, {"records": {}, "prom": {}, "points": {}, "tps": {}, "ttft": {},
-                                                     "ports": {}})
-                        measured = {p.turns[0] for p in ps}
-                        d_raw["ports"][arm] = ([e.peer_port for e in emitted if _text(e.body) not in measured],
-                                               [e.peer_port for e in emitted if _text(e.body) in measured])
-                        d_raw["records"][arm] = res.records
-                        d_raw["prom"][(arm, c, "")] = d
-                        d_raw["points"][(arm, c, "")] = PointInfo.from_results([res])
-                        for r in res.records:
-                            em = log[ps[r.prompt_index].turns[0]]
-                            d_raw["tps"][(arm, r.prompt_index)] = true_per_user_tps(em.emit_ns, em.tokens)
-                            d_raw["ttft"][(arm, r.prompt_index)] = (em.emit_ns[0] - r.t_sent_ns) / 1e6
-    for key, d in raw.items():
-        records = d["records"]["base"] + d["records"]["sd"]
-        rows = summarize(records, d["prom"], "base",
-                         {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}}, d["points"])
-        out[key] = Point({r["arm"]: r for r in rows}, d["records"], d["tps"], d["ttft"], d["ports"])
-    return out
+def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: int = 0) -> Point:
+    """Both arms at one (path, connection mode, concurrency) point."""
+    path_name, conn, c = key
+    api, joined = PATHS[path_name]
+    d: dict[str, dict] = {"records": {}, "prom": {}, "points": {}, "tps": {}, "ttft": {}, "ports": {}}
+    for arm, srv in srvs.items():
+        srv.reset()
+        tag = f"{path_name}-{conn}-{c}-a{attempt}"
+        ps = [Prompt(id=f"{tag}-p{i}", turns=(f"q {tag} {i}",), category="coding") for i in range(max(4, c))]
+        warm = _prompts(c, f"w-{tag}-") if conn == "reused" else []
+        builder = _Builder(api, srv.config, joined, conn)
 
+        async def point(srv=srv, ps=ps, arm=arm, builder=builder, warm=warm):
+            before = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
+            res = await run_point(ClientConfig(srv.base_url), builder, ps, arm=arm, concurrency=c, warmup=warm)
+            after = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
+            return res, delta(before, after)
+
+        res, prom = asyncio.run(point())
+        emitted = srv.log()
+        log = {_text(e.body): e for e in emitted}
+        measured = {p.turns[0] for p in ps}
+        d["ports"][arm] = ([e.peer_port for e in emitted if _text(e.body) not in measured],
+                           [e.peer_port for e in emitted if _text(e.body) in measured])
+        d["records"][arm] = res.records
+        d["prom"][(arm, c, "")] = prom
+        d["points"][(arm, c, "")] = PointInfo.from_results([res])
+        for r in res.records:
+            em = log[ps[r.prompt_index].turns[0]]
+            d["tps"][(arm, r.prompt_index)] = true_per_user_tps(em.emit_ns, em.tokens)
+            d["ttft"][(arm, r.prompt_index)] = (em.emit_ns[0] - r.t_sent_ns) / 1e6
+    rows = summarize(d["records"]["base"] + d["records"]["sd"], d["prom"], "base",
+                     {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}}, d["points"])
+    return Point(key, {r["arm"]: r for r in rows}, d["records"], d["tps"], d["ttft"], d["ports"])
+
+
+KEYS = [(p, conn, c) for p in PATHS for conn in CONNS for c in LEVELS]
+
+
+def run_matrix() -> dict[tuple[str, str, int], Point]:
+    with servers() as srvs:
+        return {key: measure(srvs, key) for key in KEYS}
 
 
 def _prompts(n: int, prefix: str) -> list[Prompt]:
