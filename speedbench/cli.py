@@ -17,7 +17,8 @@ import sys
 from speedbench import __version__
 from speedbench.errors import SpeedbenchError
 
-COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "export")
+COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "export",
+            "job", "gather", "status", "cancel", "submit")
 
 DESCRIPTION = """\
 speedbench measures what speculative decoding buys on vLLM: it launches a server

@@ -22,6 +22,10 @@ OUTPUT/<scenario>/<UTC timestamp>-<id>/ (default OUTPUT: ./results).
                or --set arms.eagle3.1.speculative_config.num_speculative_tokens=5
   --resume DIR finish an interrupted run: finished (arm, concurrency, variant) points
                are kept and skipped
+  --executor slurm
+               submit one batch job per arm and a dependent gather job instead of
+               running here (settings: the scenario's executor.slurm; docs/slurm.md);
+               with --dry-run, print the exact batch scripts
 """
 
 
@@ -36,6 +40,8 @@ def register(sub) -> None:
     p.add_argument("--arms", metavar="A,B", help="run only these arms (comma-separated names or sweep templates)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run folder")
     p.add_argument("--skip-doctor", action="store_true", help="do not run the pre-flight checks first")
+    p.add_argument("--executor", choices=("local", "slurm"),
+                   help="where the arms run (default: the scenario's executor.kind, else local)")
     p.set_defaults(func=run)
 
 
@@ -95,6 +101,8 @@ def run(args) -> int:
     # speedbench.run is imported only when a run starts: it pulls in pandas, the doctor
     # and the engine, which `speedbench --help` and --dry-run do not need.
     if args.resume:
+        if _resume_executor(args) == "slurm":
+            return _resubmit(Path(args.resume), args, console)
         from speedbench.run import resume_run
 
         return resume_run(Path(args.resume), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
@@ -103,9 +111,81 @@ def run(args) -> int:
     sc = load_scenario(args.scenario, args.overrides)
     if args.arms:
         sc = select_arms(sc, [a.strip() for a in args.arms.split(",") if a.strip()])
+    if args.executor:
+        sc = sc.model_copy(update={"executor": sc.executor.model_copy(update={"kind": args.executor})})
     if args.dry_run:
         print_plan(build_plan(sc, overrides=args.overrides), console)
+        if sc.executor.kind == "slurm":
+            _print_scripts(sc, args, console)
         return 0
+    if sc.executor.kind == "slurm":
+        return _submit(sc, args, console)
     from speedbench.run import new_run
 
     return new_run(sc, Path(args.output), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
+
+
+# ---- the slurm executor --------------------------------------------------------------
+
+
+def _resume_executor(args) -> str:
+    if args.executor:
+        return args.executor
+    from speedbench.results import RunDir
+
+    return str((RunDir.open(args.resume).load_scenario().get("executor") or {}).get("kind") or "local")
+
+
+def _print_scripts(sc, args, console: Console) -> None:
+    from speedbench.executors.slurm import arm_script, gather_script
+
+    run_path = Path(args.output).resolve() / sc.name / "<run id>"
+    cwd = Path.cwd()
+    console.print("\n[bold]batch scripts[/bold] (written to the run folder's slurm/ and submitted with sbatch; "
+                  "the gather with --dependency=afterany:<every arm job>)")
+    for a in sc.arms:
+        console.print(f"\n# ---- {a.name}.sbatch", markup=False)
+        console.print(arm_script(sc, run_path, a.name, cwd=cwd, skip_doctor=args.skip_doctor),
+                      markup=False, highlight=False, soft_wrap=True, end="")
+    console.print("\n# ---- gather.sbatch", markup=False)
+    console.print(gather_script(sc, run_path, cwd=cwd), markup=False, highlight=False, soft_wrap=True, end="")
+
+
+def _print_jobs(jobs: dict, run_path: Path, console: Console) -> None:
+    sub = jobs["submissions"][-1]
+    console.print(f"submitted {len(sub['arms'])} arm jobs ({' '.join(sub['arms'])}) and gather job {sub['gather']}")
+    console.print(f"  speedbench status {run_path}    speedbench cancel {run_path}", markup=False, soft_wrap=True)
+
+
+def _submit(sc, args, console: Console) -> int:
+    from speedbench.executors.slurm import submit
+    from speedbench.results import RunDir
+    from speedbench.scenario import resolved_dict
+
+    run_dir = RunDir.create(Path(args.output), sc.name)
+    run_dir.write_scenario(resolved_dict(sc), args.overrides)
+    console.print(f"run folder: {run_dir.path}", markup=False, soft_wrap=True)
+    _print_jobs(submit(sc, run_dir, skip_doctor=args.skip_doctor), run_dir.path, console)
+    return 0
+
+
+def _resubmit(path: Path, args, console: Console) -> int:
+    """Submit again the arms whose points are not all finished, and a new gather."""
+    from speedbench.executors.slurm import arm_jobs, submit
+    from speedbench.results import RunDir
+    from speedbench.scenario import validate_data
+
+    if args.overrides:
+        raise UsageError("--set does not go with resuming a Slurm run: the jobs read the saved scenario")
+    run_dir = RunDir.open(path)
+    sc = validate_data(run_dir.load_scenario(), str(run_dir.scenario_path))
+    busy = [j for j in arm_jobs(run_dir, sc) if not j.died and j.points_done < j.points_total]
+    if busy:
+        raise UsageError(f"jobs still queued or running: {', '.join(f'{j.arm}={j.job_id} {j.state}' for j in busy)}; "
+                         f"wait, or `speedbench cancel {path}` first")
+    done = run_dir.finished_points()
+    todo = [a.name for a in sc.arms if any(k not in done for k in build_plan(sc).points(a.name))]
+    console.print(f"resuming {run_dir.path}: {len(done)} finished points are kept; arms to run: {', '.join(todo) or 'none'}",
+                  markup=False, soft_wrap=True)
+    _print_jobs(submit(sc, run_dir, arms=todo, skip_doctor=args.skip_doctor), run_dir.path, console)
+    return 0

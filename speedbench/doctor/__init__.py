@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from speedbench.doctor import containers, gpu_checks, host, models, vllm_checks
+from speedbench.doctor import containers, gpu_checks, host, models, servers, vllm_checks
 from speedbench.doctor.base import _FIND, Check, Context, DockerRunner, Facts, arm_argv, launched_arms
 from speedbench.engine.gpus import GPU, GPUProbe
 from speedbench.scenario import Scenario
@@ -66,6 +66,7 @@ def run_checks(
         ("hf token", models.check_token),
         ("docker", host.check_docker),
         ("leftover containers", containers.check_leftover_containers),
+        ("leftover servers", servers.check_leftover_servers),
         ("workload", host.check_workload),
         ("fixtures", host.check_fixtures),
     )

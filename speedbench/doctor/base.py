@@ -91,6 +91,8 @@ class Facts:
     vllm_source: Path | None
     executable: str
     check_source: Callable[[Any], Any] | None = None
+    # Processes tagged with a speedbench owner (doctor/servers.py); None = scan /proc.
+    processes: Callable[[], list[Any]] | None = None
 
     @classmethod
     def gather(

@@ -121,6 +121,10 @@ class DockerServer(LocalServer):
         env.update(self.spec.env)  # values for the `-e NAME` forwarded by name
         return env
 
+    def cleanup_argv(self) -> list[str]:
+        # Killing the `docker run` client leaves the container running: stop it by name.
+        return ["docker", "stop", "-t", str(int(self.grace_s)), self._name] if self._name else []
+
     def stop(self) -> None:
         if self._name and self.pid is not None and not self._stopped:
             try:

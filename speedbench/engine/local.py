@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from speedbench.engine import watchdog
 from speedbench.engine.command import LaunchSpec
 # free_port is looked up here at call time, so tests can make it racy.
 from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready
@@ -85,6 +86,7 @@ class LocalServer:
         self.on_progress = on_progress
         self.api_key = api_key
         self._proc: subprocess.Popen | None = None
+        self._watchdog: subprocess.Popen | None = None
         self._pgid: int | None = None
         self._port: int | None = spec.port
         self._model_name: str | None = None
@@ -134,7 +136,12 @@ class LocalServer:
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(self.spec.env_with_gpus())
+        env.update(watchdog.owner_env(self.spec.arm))  # doctor finds servers that outlive us
         return env
+
+    def cleanup_argv(self) -> list[str]:
+        """What the watchdog runs before signalling the group (docker: stop the container)."""
+        return []
 
     def __enter__(self) -> "LocalServer":
         try:
@@ -184,6 +191,9 @@ class LocalServer:
             except OSError as e:
                 raise ServerError(f"arm '{self.spec.arm}': cannot start {argv[0]!r}: {e}") from None
         self._pgid = self._proc.pid  # a session leader's pgid is its pid
+        watchdog.dismiss(self._watchdog)  # a port retry relaunches
+        with open(self._log_path, "ab") as log:
+            self._watchdog = watchdog.spawn(self._pgid, grace_s=self.grace_s, cleanup=self.cleanup_argv(), log=log)
         self._stopped = self._stopped_running = False
 
     # ---- readiness and liveness --------------------------------------------------
@@ -268,6 +278,7 @@ class LocalServer:
             while time.monotonic() < end and (self._proc.poll() is None or _group_alive(pgid)):
                 time.sleep(0.05)
         self._reap()
+        watchdog.dismiss(self._watchdog)
 
     @staticmethod
     def _signal(pgid: int, sig: int) -> None:

@@ -187,7 +187,25 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
         "speedbench_version": __version__,
         "git_commit": git["commit"],
         "git_dirty": git["dirty"],
+        "cluster": cluster_job(),
     }
+
+
+# What the scheduler says about the job this process runs in (Slurm sets these in every
+# batch job and step). Empty outside a cluster job.
+_SLURM_FACTS = {
+    "job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID", "array_task_id": "SLURM_ARRAY_TASK_ID",
+    "job_name": "SLURM_JOB_NAME", "node": "SLURMD_NODENAME", "nodelist": "SLURM_JOB_NODELIST",
+    "partition": "SLURM_JOB_PARTITION", "account": "SLURM_JOB_ACCOUNT", "restart_count": "SLURM_RESTART_COUNT",
+    "gpus": "SLURM_JOB_GPUS", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES",
+}
+
+
+def cluster_job(environ: dict[str, str] | None = None) -> dict[str, str]:
+    env = os.environ if environ is None else environ
+    if "SLURM_JOB_ID" not in env:
+        return {}
+    return {"scheduler": "slurm", **{k: env[v] for k, v in _SLURM_FACTS.items() if v in env}}
 
 
 def _data_fingerprint(scenario: Scenario) -> dict[str, Any]:

@@ -40,7 +40,7 @@ class Comparison:
 
 
 def _has_records(run: Run) -> bool:
-    return run.dir is not None and run.dir.records_path.exists() and bool(run.records)
+    return run.dir is not None and bool(run.dir.record_files()) and bool(run.records)
 
 
 def _ci_overlap(a: dict[str, Any], b: dict[str, Any]) -> S.Interval:

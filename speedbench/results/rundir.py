@@ -1,6 +1,11 @@
 """The run folder, write side: layout, the record log, resume state, and every other
 file replaced atomically.
 
+A run split over cluster jobs (docs/slurm.md) adds per-job files beside these:
+``records-<tag>.jsonl``, ``points-<tag>.json`` and ``provenance-<tag>.json``, where the tag
+is the job id. Each job writes only its own files, so no two processes ever append to one
+file; every reader below merges them, and the folder loads as one run.
+
 Records are appended and flushed one line at a time as each request completes, so a
 crash loses at most the line being written (a torn last line is cut on the next append,
 skipped on reading); records.jsonl and records.superseded.jsonl are append-only logs.
@@ -42,6 +47,9 @@ class RunDir:
 
     path: Path
     fsync: bool = False  # fsync every write (slower; survives power loss, not just a crash)
+    # Writer tag of a cluster job ("" = the single-process run): selects this writer's own
+    # records/points/provenance files. Readers always merge every writer's files.
+    tag: str = ""
     _tail_checked: bool = field(default=False, repr=False)
     # Arms of one wave run in threads and share this folder: serialise writes that
     # read-modify-write (points, provenance) or that may span several write() calls.
@@ -66,13 +74,13 @@ class RunDir:
         raise UsageError(f"could not create a new run folder under {base}")  # pragma: no cover
 
     @classmethod
-    def open(cls, path: str | Path, *, fsync: bool = False) -> RunDir:
+    def open(cls, path: str | Path, *, fsync: bool = False, tag: str = "") -> RunDir:
         p = Path(path)
         if p.is_file() and p.name == "summary.json":
             p = p.parent
         if not p.is_dir():
             raise UsageError(f"run folder not found: {p} -- fix: pass a folder under results/<scenario>/")
-        return cls(p, fsync=fsync)
+        return cls(p, fsync=fsync, tag=_safe_part(tag) if tag else "")
 
     # ---- paths ----------------------------------------------------------------------
 
@@ -88,13 +96,26 @@ class RunDir:
     def provenance_path(self) -> Path:
         return self.path / "provenance.json"
 
+    def _own(self, stem: str, ext: str) -> str:
+        return f"{stem}-{self.tag}{ext}" if self.tag else f"{stem}{ext}"
+
     @property
     def records_path(self) -> Path:
-        return self.path / "records.jsonl"
+        """The file this writer appends to."""
+        return self.path / self._own("records", ".jsonl")
 
     @property
     def points_path(self) -> Path:
-        return self.path / "points.json"
+        return self.path / self._own("points", ".json")
+
+    def _all_files(self, stem: str, ext: str) -> list[Path]:
+        """The single-process file first, then every job's file in name order."""
+        base = self.path / f"{stem}{ext}"
+        jobs = sorted(p for p in self.path.glob(f"{stem}-*{ext}") if p.name != "records.superseded.jsonl")
+        return ([base] if base.exists() else []) + jobs
+
+    def record_files(self) -> list[Path]:
+        return self._all_files("records", ".jsonl")
 
     @property
     def summary_path(self) -> Path:
@@ -185,19 +206,24 @@ class RunDir:
         return data if isinstance(data, dict) else {}
 
     def write_provenance(self, by_arm: dict[str, Any]) -> Path:
-        return self.write_json("provenance.json", by_arm)
+        return self.write_json(self._own("provenance", ".json"), by_arm)
 
     def save_provenance(self, arm: str, prov: dict[str, Any]) -> Path:
         """Set one arm's entry; arms that run concurrently call this from their threads,
         so the read-modify-write is serialised by the caller's lock or by arm order."""
         with self._lock:
-            data = self.load_provenance()
+            data = self.read_json(self._own("provenance", ".json"), {}) or {}
             data[arm] = prov
             return self.write_provenance(data)
 
     def load_provenance(self) -> dict[str, Any]:
-        data = self.read_json("provenance.json", {})
-        return data if isinstance(data, dict) else {}
+        """Every writer's provenance by arm; a later job's entry (a resumed arm) wins."""
+        out: dict[str, Any] = {}
+        for p in self._all_files("provenance", ".json"):
+            data = self.read_json(p.name, {})
+            if isinstance(data, dict):
+                out.update(data)
+        return out
 
     # ---- records --------------------------------------------------------------------
 
@@ -229,7 +255,10 @@ class RunDir:
                     os.fsync(f.fileno())
 
     def iter_records(self) -> Iterable[RequestRecord]:
-        p = self.records_path
+        for p in self.record_files():
+            yield from self._iter_file(p)
+
+    def _iter_file(self, p: Path) -> Iterable[RequestRecord]:
         if not p.exists():
             return
         with open(p, encoding="utf-8", errors="replace") as f:
@@ -252,24 +281,33 @@ class RunDir:
     def superseded_path(self) -> Path:
         return self.path / "records.superseded.jsonl"
 
-    def prune_unfinished_records(self) -> int:
+    def prune_unfinished_records(self, arms: Iterable[str] | None = None) -> int:
         """Move records of points not marked done to ``records.superseded.jsonl`` (for
         resume, which re-runs those points whole); returns how many moved. Nothing is
-        deleted, and records.jsonl never holds two measurements of one point."""
+        deleted, and the record files never hold two measurements of one point.
+
+        ``arms`` limits the pruning to those arms' records: a cluster job resuming one arm
+        must not touch the points other jobs are measuring right now."""
         done = set(self.finished_points())
+        only = set(arms) if arms is not None else None
+        moved = 0
         with self._lock:
-            recs = self.load_records()
-            keep = [r for r in recs if (r.arm, r.concurrency, r.variant) in done]
-            gone = [r for r in recs if (r.arm, r.concurrency, r.variant) not in done]
-            if gone:
+            for path in self.record_files():
+                recs = list(self._iter_file(path))
+                drop = [(r.arm, r.concurrency, r.variant) not in done and (only is None or r.arm in only)
+                        for r in recs]
+                gone = [r for r, d in zip(recs, drop) if d]
+                if not gone:
+                    continue
+                keep = [r for r, d in zip(recs, drop) if not d]
                 with open(self.superseded_path, "a", encoding="utf-8") as f:
                     for r in gone:
                         f.write(json.dumps(finite(r.to_dict()), separators=(",", ":")) + "\n")
-            if len(keep) != len(recs):
                 text = "".join(json.dumps(finite(r.to_dict()), separators=(",", ":")) + "\n" for r in keep)
-                atomic_write(self.records_path, text, self.fsync)
+                atomic_write(path, text, self.fsync)
+                moved += len(gone)
             self._tail_checked = True  # rewritten whole: no torn tail
-        return len(recs) - len(keep)
+        return moved
 
     def write_parquet(self, records: list[RequestRecord]) -> Path:
         return write_parquet(self.parquet_path, records, self.fsync)
@@ -287,17 +325,25 @@ class RunDir:
             "failure": failure, "wall_s": wall_s, "loop_lag_ms": loop_lag_ms, "n_records": n_records,
             "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **extra,
         }
+        if self.tag:
+            entry["job"] = self.tag
         with self._lock:
-            points = [p for p in self.read_json("points.json", []) or []
+            own = self.points_path.name
+            points = [p for p in self.read_json(own, []) or []
                       if (p.get("arm"), p.get("concurrency"), p.get("variant") or "") != (arm, int(concurrency), variant or "")]
             points.append(entry)
-            self.write_json("points.json", points)
+            self.write_json(own, points)
 
     def all_points(self) -> dict[PointKey, dict[str, Any]]:
-        """Every marked point (any status) by (arm, concurrency, variant)."""
+        """Every marked point (any status) by (arm, concurrency, variant). Across job
+        files the latest mark of a point wins (a resumed arm re-marks its points)."""
         out: dict[PointKey, dict[str, Any]] = {}
-        for p in self.read_json("points.json", []) or []:
-            out[PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or "")] = p
+        for f in self._all_files("points", ".json"):
+            for p in self.read_json(f.name, []) or []:
+                key = PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or "")
+                old = out.get(key)
+                if old is None or str(p.get("finished_utc") or "") >= str(old.get("finished_utc") or ""):
+                    out[key] = p
         return out
 
     def finished_points(self) -> dict[PointKey, dict[str, Any]]:

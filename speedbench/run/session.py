@@ -11,6 +11,7 @@ it measured and ``--resume`` continues from the finished points.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rich.console import Console
@@ -28,7 +29,7 @@ from speedbench.results import RunDir
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
-from speedbench.scenario import Scenario, apply_overrides, resolved_dict, validate_data
+from speedbench.scenario import Scenario, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.summary import summarize_run_dir
 from speedbench.workload import load_workload
@@ -50,23 +51,31 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
     return _execute(sc, run_dir, console, prepared, resume=False)
 
 
-def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
-    run_dir = RunDir.open(path)
+def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: Console,
+               arms: list[str] | None = None, tag: str = "", summarize: bool = True) -> int:
+    """Continue a run folder. A cluster job (speedbench/executors) passes its one arm,
+    its job id as the writer ``tag`` and ``summarize=False``: the gather summarises."""
+    run_dir = RunDir.open(path, tag=tag)
     scen_file = run_dir.scenario_path
     data = yaml.safe_load(scen_file.read_text())
     if overrides:
         data = apply_overrides(data, overrides)
     restore_secrets(data)
     sc = validate_data(data, str(scen_file), scen_file.read_text())
+    if arms:
+        sc = select_arms(sc, arms)
     prepared = prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console):
         return EXIT_FAILED
-    dropped = run_dir.prune_unfinished_records()
+    # A job prunes only its own arm's records: other jobs are measuring theirs right now.
+    dropped = run_dir.prune_unfinished_records(arms=[a.name for a in sc.arms] if arms else None)
     console.print(
         f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept"
         + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
     )
-    return _execute(sc, run_dir, console, prepared, resume=True)
+    # In a cluster job the scheduler placed us: the server uses the devices it was given.
+    return _execute(sc, run_dir, console, prepared, resume=True, summarize=summarize,
+                    inventory=None if tag else _inventory(sc))
 
 
 def prepare(sc: Scenario, console: Console) -> Prepared:
@@ -102,13 +111,32 @@ def _inventory(sc: Scenario) -> list[int] | None:
     return [g.index for g in detect_gpus()] or None
 
 
-def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared, *, resume: bool) -> int:
-    plan = build_plan(sc, inventory=_inventory(sc), n_prompts=prepared.n_prompts)
+_DETECT: Any = object()  # _execute's inventory: detect the GPUs here
+
+
+def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared, *, resume: bool,
+             summarize: bool = True, inventory: Any = _DETECT) -> int:
+    plan = build_plan(sc, inventory=_inventory(sc) if inventory is _DETECT else inventory,
+                      n_prompts=prepared.n_prompts)
     done = set(run_dir.finished_points()) if resume else set()
     with LiveProgress(console) as live:
         ctx = RunContext(sc, plan, run_dir, live, prepared, done)
         interrupted = run_arms(ctx)
+    if not summarize:
+        return _finish_job(ctx, console, interrupted)
     return _finish(ctx, console, interrupted)
+
+
+def _finish_job(ctx: RunContext, console: Console, interrupted: bool) -> int:
+    """One arm's cluster job: the gather summarises the whole folder."""
+    console.print(f"records: {ctx.run_dir.path} ({ctx.run_dir.records_path.name})")
+    if interrupted:
+        console.print("[yellow]interrupted[/yellow]: the running point is marked interrupted; "
+                      "a requeued or resumed job continues from the finished points")
+        return EXIT_INTERRUPTED
+    for arm, msg in ctx.failures.items():
+        console.print(f"[red]arm {arm} failed[/red]: {msg.splitlines()[0]}")
+    return EXIT_FAILED if ctx.failures else EXIT_OK
 
 
 def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:

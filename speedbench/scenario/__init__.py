@@ -14,6 +14,7 @@ from speedbench.scenario.load import (
 )
 from speedbench.scenario.arms import SWEEP_ROOTS, SWEEP_SUGAR, ArmSpec, SpeculativeConfig, SweepSpec, expand_arms
 from speedbench.scenario.base import ArgValue, EnvValue
+from speedbench.scenario.executor import ExecutorSpec, SlurmSpec
 from speedbench.scenario.model import (
     DockerSpec,
     GateSpec,
@@ -27,8 +28,8 @@ from speedbench.scenario.model import (
 )
 
 __all__ = [
-    "SWEEP_ROOTS", "SWEEP_SUGAR", "ArgValue", "ArmSpec", "DockerSpec", "EnvValue", "GateSpec", "Reference",
-    "Scenario", "ServerSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec", "apply_overrides",
+    "SWEEP_ROOTS", "SWEEP_SUGAR", "ArgValue", "ArmSpec", "DockerSpec", "EnvValue", "ExecutorSpec", "GateSpec",
+    "Reference", "Scenario", "ServerSpec", "SlurmSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec", "apply_overrides",
     "expand_arms", "format_validation_error", "load_raw", "load_scenario", "parse_override", "resolved_dict",
     "select_arms", "validate_data",
 ]

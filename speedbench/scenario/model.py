@@ -14,6 +14,7 @@ from speedbench.errors import ScenarioError
 from speedbench.metric_registry import GATE_METRIC_NAMES
 from speedbench.scenario.arms import ArmSpec
 from speedbench.scenario.base import ArgValue, EnvValue, Strict, env_strings, safe_name
+from speedbench.scenario.executor import ExecutorSpec
 
 
 class DockerSpec(Strict):
@@ -148,6 +149,8 @@ class Scenario(Strict):
     continue_on_arm_failure: bool = True
     reference: Reference = Field(default_factory=Reference)
     gates: list[GateSpec] = Field(default_factory=list)
+    # Where the arms run: this process (local) or one batch job per arm (slurm).
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
 
     @field_validator("concurrency")
     @classmethod

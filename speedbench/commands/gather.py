@@ -1,0 +1,61 @@
+"""``speedbench gather RUN``: summary, reports and gates of a run whose arms ran as jobs."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "gather", help="summarise a run folder written by cluster jobs; exit code of its gates",
+        description="Merge every job's records and points in RUN, write summary.json/csv, Parquet and the "
+        "reports, and check the scenario's gates. Runs as the dependent job of a Slurm submission, or by hand. "
+        "Exit 0 all arms finished and all gates pass; 1 a gate failed or a point is unfinished or failed; "
+        "2 unreadable folder.",
+    )
+    p.add_argument("run", help="run folder")
+    p.add_argument("--junit", metavar="FILE", help="write the gate results as JUnit XML")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import time
+    from pathlib import Path
+
+    from speedbench.plan import build_plan
+    from speedbench.report import write_report
+    from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_gates
+    from speedbench.report.terminal import print_summary
+    from speedbench.results import RunDir, atomic_write, load_run
+    from speedbench.scenario import validate_data
+    from speedbench.summary import summarize_run_dir
+
+    t0 = time.monotonic()
+    console = Console(highlight=False)
+    rd = RunDir.open(args.run)
+    summary = summarize_run_dir(rd)
+    write_report(rd)
+    print_summary(summary, console, run_dir=rd)
+    sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
+    points = rd.all_points()
+    unfinished = [k for k in build_plan(sc).points() if (points.get(k) or {}).get("status") not in ("ok", "partial")]
+    code = 0
+    if unfinished:
+        code = 1
+        console.print(f"[red]{len(unfinished)} points unfinished or failed[/red]: "
+                      + ", ".join(f"{k.arm} c={k.concurrency}{' ' + k.variant if k.variant else ''}"
+                                  for k in unfinished[:8]) + (" ..." if len(unfinished) > 8 else ""))
+        console.print(f"  `speedbench status {rd.path}` shows the jobs; `speedbench run --resume {rd.path}` "
+                      "submits the unfinished arms again")
+    if sc.gates:
+        run = load_run(rd.path)
+        gates = load_gates(run)
+        results = evaluate_gates(run, gates)
+        for r in results:
+            console.print(f"gate {r.status.upper()}: {r.gate.metric} {r.bounds} {r.where} {r.message}",
+                          markup=False, soft_wrap=True)
+        if args.junit:
+            atomic_write(Path(args.junit), junit_xml(results, run, time.monotonic() - t0))
+        code = max(code, exit_code(results))
+    console.print(f"gathered: {rd.path}", markup=False, soft_wrap=True)
+    return code

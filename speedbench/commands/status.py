@@ -1,0 +1,45 @@
+"""``speedbench status RUN``: each arm's job, its state and point progress."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "status", help="show the jobs of a run submitted to a cluster, and their point progress",
+        description="For each arm of a submitted run: its latest job id, the scheduler's state, the node, "
+        "and how many of its points are finished. Exit 0 when no job died; 1 when a job ended without "
+        "finishing its points (resume with `speedbench run --resume RUN`).",
+    )
+    p.add_argument("run", help="run folder")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from rich.table import Table
+
+    from speedbench.executors import slurm
+    from speedbench.results import RunDir
+    from speedbench.scenario import validate_data
+
+    console = Console(highlight=False)
+    rd = RunDir.open(args.run)
+    sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
+    jobs = slurm.arm_jobs(rd, sc)
+    table = Table(title=f"jobs of {rd.path}", title_justify="left")
+    for col in ("arm", "job", "state", "node", "points", "details"):
+        table.add_column(col, overflow="fold")
+    for j in jobs:
+        state = f"[bold red]{j.state} (died)[/]" if j.died else j.state
+        table.add_row(j.arm, j.job_id, state, j.node, f"{j.points_done}/{j.points_total}", j.reason)
+    console.print(table)
+    g = slurm.gather_job(rd)
+    if g:
+        console.print(f"gather: job {g[0]} {g[1]}")
+    died = [j for j in jobs if j.died]
+    if died:
+        console.print(f"[red]{len(died)} jobs died[/red] ({', '.join(j.arm for j in died)}); "
+                      f"resume with: speedbench run --resume {rd.path}")
+        return 1
+    return 0

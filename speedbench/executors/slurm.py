@@ -1,0 +1,267 @@
+"""The Slurm executor: one batch job per arm, a dependent gather, status and cancel.
+
+The scripts are plain, readable sbatch files written into ``RUN/slurm/`` before they are
+submitted, so what ran can always be read back (``--dry-run`` prints the same text).
+Each arm's job runs ``speedbench job RUN --arm ARM``: it starts that arm's server on the
+devices Slurm gave the job, measures every point not yet finished, and writes only its
+own ``records-<jobid>.jsonl`` / ``points-<jobid>.json``. The gather job
+(``--dependency=afterany``) runs ``speedbench gather RUN`` once every arm job has ended.
+
+Faults: ``--signal=B:TERM@N`` makes the batch shell forward SIGTERM to speedbench N
+seconds before the time limit; speedbench marks the running point interrupted, saves,
+and exits 130, and the script then requeues its own job (same job id, same files),
+which resumes from the finished points. ``speedbench cancel`` leaves a marker first, so
+a cancelled job is not requeued.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from speedbench.errors import ServerError, UsageError
+from speedbench.executors import ACTIVE_STATES, ArmJob
+from speedbench.scenario import Scenario, SlurmSpec
+
+DIR = "slurm"  # inside the run folder: scripts, jobs.json, job output, exit codes
+JOBS = "jobs.json"
+CANCELLED = "cancelled"  # marker: `speedbench cancel` ran; jobs must not requeue
+
+
+def speedbench_argv(spec: SlurmSpec) -> list[str]:
+    return list(spec.speedbench or [sys.executable, "-m", "speedbench.cli"])
+
+
+def _header(spec: SlurmSpec, *, name: str, output: str, cwd: Path, arm_job: bool) -> list[str]:
+    lines = [f"--job-name={name}", f"--output={output}", "--open-mode=append", f"--chdir={cwd}",
+             "--nodes=1", "--ntasks=1"]
+    for flag, value in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos)):
+        if value:
+            lines.append(f"--{flag}={value}")
+    if arm_job:
+        for flag, value in (("time", spec.time), ("gpus-per-node", spec.gpus_per_node),
+                            ("cpus-per-task", spec.cpus_per_task), ("mem", spec.mem),
+                            ("constraint", spec.constraint)):
+            if value is not None and value != "":
+                lines.append(f"--{flag}={value}")
+        if spec.signal_before_s:
+            lines.append(f"--signal=B:TERM@{spec.signal_before_s}")
+        lines.append("--requeue" if spec.requeue else "--no-requeue")
+    else:
+        lines.append("--cpus-per-task=1")  # the gather reads files; it needs no GPU
+    out = [f"#SBATCH {ln}" for ln in lines]
+    out += [ln if ln.lstrip().startswith("#SBATCH") else f"#SBATCH {ln}" for ln in spec.sbatch_lines]
+    return out
+
+
+def _launcher(spec: SlurmSpec, cwd: Path) -> str:
+    """The words before speedbench's argv: pyxis runs it inside the container as a step."""
+    if not spec.container_image:
+        return ""
+    words = ["srun", "--ntasks=1", f"--container-image={spec.container_image}", f"--container-workdir={cwd}"]
+    if spec.container_mounts:
+        words.append("--container-mounts=" + ",".join(spec.container_mounts))
+    return shlex.join(words) + " "
+
+
+def arm_script(sc: Scenario, run_path: Path | str, arm: str, *, cwd: Path, skip_doctor: bool = False) -> str:
+    spec = sc.executor.slurm
+    run_q = shlex.quote(str(run_path))
+    cmd = (_launcher(spec, cwd) + shlex.join([*speedbench_argv(spec), "job"]) + ' "$RUN" '
+           + shlex.join(["--arm", arm] + (["--skip-doctor"] if skip_doctor else [])))
+    requeue = (
+        'if [ "$rc" = 130 ] && [ ! -e "$RUN/slurm/cancelled" ]; then\n'
+        '  echo "speedbench: stopped before the time limit; requeueing job $SLURM_JOB_ID"\n'
+        '  scontrol requeue "$SLURM_JOB_ID"\n'
+        'fi\n' if spec.requeue else ""
+    )
+    return (
+        "#!/bin/bash\n"
+        f"# speedbench: arm {arm} of scenario {sc.name} (generated; docs/slurm.md)\n"
+        + "\n".join(_header(spec, name=f"sb-{sc.name}-{arm}", output=f"{run_path}/{DIR}/{arm}-%j.out",
+                            cwd=cwd, arm_job=True)) + "\n"
+        f"RUN={run_q}\n"
+        + "".join(f"{ln}\n" for ln in spec.setup)
+        + "# speedbench runs in the background so that this shell can pass on Slurm's SIGTERM\n"
+        f"{cmd} &\n"
+        "pid=$!\n"
+        "trap 'kill -TERM \"$pid\" 2>/dev/null' TERM INT\n"
+        'wait "$pid"; rc=$?\n'
+        'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done\n'
+        'echo "$rc" > "$RUN/slurm/$SLURM_JOB_ID.exit"\n'
+        + requeue
+        + 'exit "$rc"\n'
+    )
+
+
+def gather_script(sc: Scenario, run_path: Path | str, *, cwd: Path) -> str:
+    spec = sc.executor.slurm
+    cmd = " ".join(shlex.quote(w) for w in [*speedbench_argv(spec), "gather"]) + ' "$RUN"'
+    return (
+        "#!/bin/bash\n"
+        f"# speedbench: gather of scenario {sc.name} (generated; docs/slurm.md)\n"
+        + "\n".join(_header(spec, name=f"sb-{sc.name}-gather", output=f"{run_path}/{DIR}/gather-%j.out",
+                            cwd=cwd, arm_job=False)) + "\n"
+        f"RUN={shlex.quote(str(run_path))}\n"
+        + "".join(f"{ln}\n" for ln in spec.setup)
+        + f"{_launcher(spec, cwd)}{cmd}\n"
+    )
+
+
+# ---- the Slurm commands --------------------------------------------------------------
+
+Runner = Callable[..., subprocess.CompletedProcess]
+
+
+class Slurm:
+    """sbatch / scontrol / scancel. ``runner`` is subprocess.run, or a fake in unit tests."""
+
+    def __init__(self, runner: Runner = subprocess.run, env: dict[str, str] | None = None):
+        self.runner, self.env = runner, env
+
+    def _run(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        try:
+            out = self.runner(argv, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, **self.env} if self.env else None)
+        except FileNotFoundError:
+            raise UsageError(f"{argv[0]} not found: the slurm executor needs the Slurm client commands") from None
+        if check and out.returncode != 0:
+            raise ServerError(f"{shlex.join(argv)} failed ({out.returncode}): {(out.stderr or out.stdout).strip()}")
+        return out
+
+    def sbatch(self, script: Path, dependency: str | None = None) -> str:
+        argv = ["sbatch", "--parsable"] + ([f"--dependency={dependency}"] if dependency else []) + [str(script)]
+        return self._run(argv).stdout.strip().split(";")[0]
+
+    def show(self, job_id: str) -> dict[str, str] | None:
+        """``scontrol show job -o`` as a dict; None once the controller has forgotten the job."""
+        out = self._run(["scontrol", "show", "job", "-o", job_id], check=False)
+        if out.returncode != 0 or not out.stdout.strip():
+            return None
+        fields: dict[str, str] = {}
+        for word in out.stdout.split():
+            k, sep, v = word.partition("=")
+            if sep and k not in fields:
+                fields[k] = v
+        return fields
+
+    def cancel(self, job_ids: list[str]) -> None:
+        if job_ids:
+            self._run(["scancel", *job_ids], check=False)
+
+
+# ---- the run folder's job list -------------------------------------------------------
+
+
+def load_jobs(run_path: Path) -> dict[str, Any]:
+    p = Path(run_path) / DIR / JOBS
+    if not p.exists():
+        raise UsageError(f"{run_path} was not submitted to Slurm ({DIR}/{JOBS} is missing)")
+    return json.loads(p.read_text(encoding="utf-8"))
+
+
+def _save_jobs(run_path: Path, jobs: dict[str, Any]) -> None:
+    from speedbench.results import atomic_write
+
+    atomic_write(Path(run_path) / DIR / JOBS, json.dumps(jobs, indent=2) + "\n")
+
+
+def submit(sc: Scenario, run_dir: Any, *, arms: list[str] | None = None, skip_doctor: bool = False,
+           slurm: Slurm | None = None, cwd: Path | None = None) -> dict[str, Any]:
+    """Write and submit one script per arm (``arms``: only these) and the gather. Returns
+    the updated jobs.json content."""
+    slurm = slurm or Slurm()
+    cwd = (cwd or Path.cwd()).resolve()
+    run_path = Path(run_dir.path).resolve()
+    folder = run_path / DIR
+    folder.mkdir(exist_ok=True)
+    (folder / CANCELLED).unlink(missing_ok=True)
+    try:
+        jobs = load_jobs(run_path)
+    except UsageError:
+        jobs = {"executor": "slurm", "arms": {}, "gather": [], "submissions": []}
+    ids = []
+    for arm in arms if arms is not None else [a.name for a in sc.arms]:
+        script = folder / f"{arm}.sbatch"
+        script.write_text(arm_script(sc, run_path, arm, cwd=cwd, skip_doctor=skip_doctor), encoding="utf-8")
+        job_id = slurm.sbatch(script)
+        jobs["arms"].setdefault(arm, []).append(job_id)
+        ids.append(job_id)
+        _save_jobs(run_path, jobs)  # after every sbatch: a failure later still leaves a cancellable list
+    script = folder / "gather.sbatch"
+    script.write_text(gather_script(sc, run_path, cwd=cwd), encoding="utf-8")
+    jobs["gather"].append(slurm.sbatch(script, dependency="afterany:" + ":".join(ids) if ids else None))
+    jobs["submissions"].append({"utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                                "arms": ids, "gather": jobs["gather"][-1]})
+    _save_jobs(run_path, jobs)
+    return jobs
+
+
+def _exit_code(run_path: Path, job_id: str) -> str | None:
+    p = run_path / DIR / f"{job_id}.exit"
+    return p.read_text().strip() if p.exists() else None
+
+
+def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[ArmJob]:
+    """Each arm's latest job with its state and point progress."""
+    slurm = slurm or Slurm()
+    run_path = Path(run_dir.path)
+    jobs = load_jobs(run_path)
+    points = run_dir.all_points()
+    from speedbench.plan import build_plan
+
+    plan = build_plan(sc)
+    out = []
+    for arm, ids in jobs["arms"].items():
+        keys = plan.points(arm) if arm in {a.name for a in sc.arms} else []
+        done = sum(1 for k in keys if (points.get(k) or {}).get("status") in ("ok", "partial"))
+        job_id = ids[-1]
+        info = slurm.show(job_id)
+        rc = _exit_code(run_path, job_id)
+        if info is None:  # forgotten by the controller: what the job script wrote is all we know
+            state = "UNKNOWN" if rc is None else ("COMPLETED" if rc == "0" else "FAILED")
+            out.append(ArmJob(arm, job_id, state, reason=f"exit {rc}" if rc else "no longer known to slurmctld",
+                              points_done=done, points_total=len(keys)))
+            continue
+        state = info.get("JobState", "UNKNOWN")
+        reason = info.get("Reason", "")
+        if state not in ACTIVE_STATES:
+            reason = f"exit {info.get('ExitCode', '?')}" + (f" (speedbench exit {rc})" if rc else "")
+        out.append(ArmJob(arm, job_id, state, node=info.get("NodeList", "") if info.get("NodeList") != "(null)" else "",
+                          reason="" if reason == "None" else reason, points_done=done, points_total=len(keys)))
+    return out
+
+
+def gather_job(run_dir: Any, slurm: Slurm | None = None) -> tuple[str, str] | None:
+    jobs = load_jobs(Path(run_dir.path))
+    if not jobs.get("gather"):
+        return None
+    job_id = jobs["gather"][-1]
+    info = (slurm or Slurm()).show(job_id)
+    return job_id, (info or {}).get("JobState", "UNKNOWN")
+
+
+def cancel(run_dir: Any, slurm: Slurm | None = None, wait_s: float = 120) -> list[str]:
+    """Cancel every job of the run and wait until none is left in the queue; returns the
+    job ids that were still active."""
+    slurm = slurm or Slurm()
+    run_path = Path(run_dir.path)
+    jobs = load_jobs(run_path)
+    (run_path / DIR / CANCELLED).write_text(_dt.datetime.now(_dt.timezone.utc).isoformat() + "\n")
+    every = [i for ids in jobs["arms"].values() for i in ids] + list(jobs.get("gather") or [])
+    active = [i for i in every if (slurm.show(i) or {}).get("JobState", "") in ACTIVE_STATES]
+    slurm.cancel(active)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not any((slurm.show(i) or {}).get("JobState", "") in ACTIVE_STATES for i in active):
+            return active
+        time.sleep(0.5)
+    raise ServerError(f"jobs {active} were cancelled but are still in the queue after {wait_s:.0f} s")
