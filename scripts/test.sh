@@ -10,6 +10,13 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "[test] chromium could not be installed; its test will be skipped"
 fi
+# A single-node Slurm (Debian's slurm-wlm 22.05 + munge) for the Slurm executor tests;
+# tests/test_slurm.py starts and stops its daemons from a temporary folder.
+if ! command -v slurmctld >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "[test] installing Debian's slurm-wlm and munge for the Slurm tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null) \
+    || echo "[test] slurm-wlm could not be installed; the Slurm tests will be skipped"
+fi
 echo "[test] unit tier"
 .venv/bin/python -m pytest -m "not vllm" -q "$@"
 echo "[test] end-to-end tier (real vLLM on the CPU)"

@@ -246,3 +246,51 @@ def test_killed_job_is_reported_and_resume_completes_without_duplicates(cluster,
     summary = json.loads((run / "summary.json").read_text())
     assert {r["status"] for r in summary["rows"]} == {"ok"} and all(r["n_requests"] == 12 for r in summary["rows"])
     assert_nothing_left(cluster, tag, run)
+
+
+# Stands in for `vllm serve` where the arm has a --speculative-config (which the fake's
+# own CLI does not take): vLLM-only flags are accepted and ignored.
+FAKE_VLLM = '''\
+import argparse
+from speedbench.testing.fake_server import main
+ap = argparse.ArgumentParser()
+for flag, default in (("--host", "127.0.0.1"), ("--port", "0"), ("--model", "fake-model"), ("--k", "0"),
+                      ("--acceptance", ""), ("--t-step", "0.004")):
+    ap.add_argument(flag, default=default)
+a, _vllm_only = ap.parse_known_args()
+main(["--host", a.host, "--port", a.port, "--model", a.model, "--t-step", a.t_step, "--output-tokens", "8",
+      "--k", a.k] + (["--acceptance", a.acceptance] if a.acceptance else []))
+'''
+
+
+def test_nightly_matrix_of_two_checkpoints_builds_one_dashboard(cluster, tmp_path, tag):
+    fake = tmp_path / "fake_vllm.py"
+    fake.write_text(FAKE_VLLM)
+    prompts = write_prompts(tmp_path / "p.jsonl", ["q0", "q1", "q2"])
+    sc = scenario("nightly", prompts, server={**fake_local(), "command": [sys.executable, str(fake)]},
+                  arms=[{"name": "base"},
+                        {"name": "eagle3", "args": {"k": 3, "acceptance": "2,3"},
+                         "speculative_config": {"method": "eagle3", "model": "/ckpt/none", "num_speculative_tokens": 3}}],
+                  concurrency=[1])
+    sc["executor"] = {"slurm": {"speedbench": [sys.executable, "-m", "speedbench.cli"], "setup": [f"export PYTHONPATH={REPO}"],
+                                "mem": "1500M", "signal_before_s": 0}}
+    write_yaml(tmp_path / "s.yaml", sc)
+    matrix = write_yaml(tmp_path / "nightly.yaml", {
+        "results": str(tmp_path / "nightly"), "scenarios": ["s.yaml"],
+        "checkpoints": [{"name": "c1130", "set": ["arms.eagle3.speculative_config.model=/ckpt/1130", "arms.eagle3.args.acceptance=1,2"]},
+                        {"name": "c1201", "set": ["arms.eagle3.speculative_config.model=/ckpt/1201"]}],
+    })
+    res = sb(cluster, ["submit", str(matrix), "--skip-doctor"], tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "nightly").glob("matrix-*.json")]
+    assert [c["checkpoint"] for c in record["cells"]] == ["c1130", "c1201"]
+    assert len({c["run"] for c in record["cells"]}) == 2
+    ids = [j for c in record["cells"] for j in (*c["arm_jobs"], c["gather"])] + [record["dashboard_job"]]
+    states = wait_jobs(cluster, ids, timeout=180)
+    assert set(states.values()) == {"COMPLETED"}, (states, "\n".join(job_output(Path(c["run"])) for c in record["cells"]))
+    index = Path(record["site"]) / "index.html"
+    html = index.read_text()
+    assert "/ckpt/1130" in html and "/ckpt/1201" in html  # one dashboard, both checkpoints side by side
+    for c in record["cells"]:
+        assert (Path(c["run"]) / "summary.json").exists()
+    assert_nothing_left(cluster, tag, Path(record["cells"][0]["run"]))
