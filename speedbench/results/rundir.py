@@ -80,7 +80,7 @@ class RunDir:
             p = p.parent
         if not p.is_dir():
             raise UsageError(f"run folder not found: {p} -- fix: pass a folder under results/<scenario>/")
-        return cls(p, fsync=fsync, tag=_safe_part(tag) if tag else "")
+        return cls(p, fsync=fsync, tag=safe_part(tag) if tag else "")
 
     # ---- paths ----------------------------------------------------------------------
 
