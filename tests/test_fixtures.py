@@ -14,20 +14,30 @@ from safetensors import safe_open  # noqa: E402
 
 from speedbench.cli import main  # noqa: E402
 from speedbench.engine.provenance import draft_info  # noqa: E402
+from speedbench import fixtures  # noqa: E402
 from speedbench.fixtures import (  # noqa: E402
+    FOLDERS,
     MARKER,
+    TRAINING_REPORT,
     TinyParams,
+    TrainParams,
     build_tiny,
     ensure_tiny,
+    file_sha256,
     is_built,
     params_hash,
     silent_ids,
+    stale_drafts,
 )
+
+# Layout, caching and determinism do not need a useful draft: a few training steps keep
+# each build to seconds. test_training_still_learns checks the recipe itself.
+QUICK = TrainParams(num_sequences=12, gen_tokens=12, long_fraction=0.0, steps=4, batch_size=4, holdout=0)
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return build_tiny(tmp_path_factory.mktemp("fx") / "tiny", seed=0)
+    return build_tiny(tmp_path_factory.mktemp("fx") / "tiny", seed=0, train=QUICK)
 
 
 def tensors(path: Path) -> dict:
@@ -94,20 +104,57 @@ def test_special_and_unreadable_tokens_are_never_emitted(tiny):
     tok = AutoTokenizer.from_pretrained(str(tiny / "target"))
     silent = silent_ids(tok)
     assert tok.eos_token_id in silent and tok.convert_tokens_to_ids("<|im_start|>") in silent
-    for folder in ("target", "eagle3", "eagle3.1"):
+    for folder in FOLDERS:
         head = tensors(tiny / folder)["lm_head.weight"].float()
         assert head[silent].abs().sum() == 0
         assert head.abs().sum(dim=1).gt(0).sum() == 2048 - len(silent)
 
 
 def test_build_is_deterministic(tiny, tmp_path):
-    again = build_tiny(tmp_path / "again", seed=0)
-    for folder in ("target", "eagle3", "eagle3.1"):
+    again = build_tiny(tmp_path / "again", seed=0, train=QUICK)
+    for folder in FOLDERS:
         assert sha(tiny / folder / "model.safetensors") == sha(again / folder / "model.safetensors")
         assert sha(tiny / folder / "tokenizer.json") == sha(again / folder / "tokenizer.json")
-    other = build_tiny(tmp_path / "other", seed=1)
+    other = build_tiny(tmp_path / "other", seed=1, train=QUICK)
     assert sha(other / "target" / "model.safetensors") != sha(tiny / "target" / "model.safetensors")
     assert sha(tiny / "eagle3" / "model.safetensors") != sha(tiny / "eagle3.1" / "model.safetensors")
+
+
+def test_drafts_record_the_target_they_were_trained_against(tiny, tmp_path):
+    target_sha = file_sha256(tiny / "target" / "model.safetensors")
+    for name in ("eagle3", "eagle3.1"):
+        report = json.loads((tiny / name / TRAINING_REPORT).read_text())
+        assert report["target_sha256"] == target_sha
+        assert report["data"]["aux_layers"] == [2, 4, 5]  # vLLM's default for 8 layers
+        assert json.loads((tiny / name / "config.json").read_text())["eagle_aux_hidden_state_layer_ids"] == [2, 4, 5]
+    assert stale_drafts(tiny) == []
+    # A target that is not the one the drafts were trained for makes the build stale.
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny, copy)
+    (copy / "target" / "model.safetensors").write_bytes(b"another target")
+    assert stale_drafts(copy) == ["eagle3", "eagle3.1"]
+    assert not is_built(copy, train=QUICK)
+
+
+def test_both_drafts_start_from_the_same_weights(tiny):
+    # Same init, data and batch order: the untrained control is their common start, and
+    # the 3.0 and 3.1 tensors differ only through training (plus 3.1's fc_norm).
+    e3, e31, start = tensors(tiny / "eagle3"), tensors(tiny / "eagle3.1"), tensors(tiny / "eagle-random")
+    assert set(e31) - set(e3) == {f"fc_norm.{i}.weight" for i in range(3)}
+    assert set(e3) == set(start)
+    assert any(not (e3[k] == start[k]).all() for k in e3)  # trained
+
+
+def test_training_still_learns(tmp_path):
+    # The recipe at a small scale: the loss must fall well below its start and the draft
+    # must predict the target's next greedy token far above chance (1/2048).
+    root = build_tiny(tmp_path / "fx", seed=0, train=TrainParams().small())
+    for name in ("eagle3", "eagle3.1"):
+        report = json.loads((root / name / TRAINING_REPORT).read_text())
+        assert report["loss_last"] < 0.5 * report["loss_first"], report
+        assert report["holdout_accuracy"][0] > 0.1, report
 
 
 def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
@@ -116,9 +163,11 @@ def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
     root = tmp_path / "fx"
     ensure_tiny(root)
     assert len(calls) == 1  # nothing there yet: built
-    for d in ("target", "eagle3", "eagle3.1"):
+    for d in FOLDERS:
         (root / d).mkdir(parents=True)
         (root / d / "model.safetensors").write_bytes(b"x")
+    for d in ("eagle3", "eagle3.1"):
+        (root / d / TRAINING_REPORT).write_text(json.dumps({"target_sha256": sha(root / "target" / "model.safetensors")}))
     (root / MARKER).write_text(json.dumps({"hash": params_hash(TinyParams())}))
     assert is_built(root)
     ensure_tiny(root)
@@ -130,9 +179,10 @@ def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
     assert calls[-1] == (root, 5)
 
 
-def test_cli_builds_then_reports_up_to_date(tmp_path, capsys):
+def test_cli_builds_then_reports_up_to_date(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(fixtures, "TrainParams", lambda: QUICK)
     assert main(["fixtures", "tiny", str(tmp_path / "fx")]) == 0
-    assert "built target, eagle3, eagle3.1" in capsys.readouterr().out
+    assert "built target, trained eagle3, eagle3.1" in capsys.readouterr().out
     assert is_built(tmp_path / "fx")
     assert main(["fixtures", "tiny", str(tmp_path / "fx")]) == 0
     assert "up to date" in capsys.readouterr().out

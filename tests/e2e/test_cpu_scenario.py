@@ -1,6 +1,11 @@
 """The README's main job, for real: scenarios/cpu_tiny.yaml on vLLM's CPU build.
 
-One full run (5 server launches) is shared by every test in the module; a second,
+Only what the construction guarantees is asserted (no speed claims): the self-draft
+accepts everything, the untrained control accepts nothing, the trained drafts accept
+clearly more than the control, per-request AL equals Prometheus AL, the EAGLE version
+is read from each draft's config.
+
+One full run (6 server launches) is shared by every test in the module; a second,
 smaller run adds a system-prompt sweep and gives `compare` two runs to put side by side.
 """
 
@@ -21,7 +26,8 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-SPEC_ARMS = ("eagle3", "eagle3.1", "self-draft", "ngram")
+SPEC_ARMS = ("eagle3", "eagle3.1", "eagle3-untrained", "self-draft", "ngram")
+TRAINED = ("eagle3", "eagle3.1")
 
 
 def speedbench(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
@@ -91,11 +97,20 @@ def test_self_draft_accepts_everything(run):
         assert r["per_position_conditional"] == pytest.approx([1.0, 1.0, 1.0])
 
 
-@pytest.mark.parametrize("arm", ["eagle3", "eagle3.1"])
-def test_random_eagle_drafts_accept_nothing(run, arm):
+def test_untrained_control_accepts_nothing(run):
+    for r in rows(run["summary"], "eagle3-untrained"):
+        assert r["al_tokens"] == pytest.approx(1.0, abs=0.02)
+        assert r["al_prometheus"] == pytest.approx(1.0, abs=0.02)
+
+
+@pytest.mark.parametrize("arm", TRAINED)
+def test_trained_drafts_accept_clearly_more_than_the_untrained_one(run, arm):
+    control = {r["concurrency"]: r["al_prometheus"] for r in rows(run["summary"], "eagle3-untrained")}
     for r in rows(run["summary"], arm):
-        assert r["al_tokens"] == pytest.approx(1.0, abs=1e-9)
-        assert r["al_prometheus"] == pytest.approx(1.0, abs=1e-9)
+        # Training against this very target is what the fixture build guarantees; the
+        # size of the gain (and any speedup) belongs to the README, not to a test.
+        assert r["al_prometheus"] > control[r["concurrency"]] + 0.5, r
+        assert r["al_tokens"] > 1.5, r
 
 
 def test_per_request_al_equals_prometheus_al(run):
@@ -119,6 +134,7 @@ def test_provenance_tells_eagle_versions_apart(run):
     prov = json.loads((run["dir"] / "provenance.json").read_text())
     assert prov["eagle3.1"]["eagle_version"] == "3.1"
     assert prov["eagle3"]["eagle_version"] == "3"
+    assert prov["eagle3-untrained"]["eagle_version"] == "3"
     assert prov["eagle3.1"]["draft"]["config_sha256"] != prov["eagle3"]["draft"]["config_sha256"]
     assert prov["baseline"]["vllm_version"].startswith("0.32")
     assert "--speculative-config" not in prov["baseline"]["argv"]
@@ -159,9 +175,9 @@ def test_gate_passes_on_the_cpu_scenario(run, tmp_path):
 def test_system_prompt_sweep_gives_a_per_variant_table(variant_run):
     s = variant_run["summary"]
     assert {r["variant"] for r in s["rows"]} == {"plain", "pirate"}
-    for arm in ("eagle3", "eagle3.1"):
+    for arm in TRAINED:
         for r in rows(s, arm):
-            assert r["speedup_mean"] is not None and r["al_tokens"] == pytest.approx(1.0)
+            assert r["speedup_mean"] is not None and r["al_tokens"] > 1.5
     md = (variant_run["dir"] / "report.md").read_text()
     assert "pirate" in md and "plain" in md
     points = json.loads((variant_run["dir"] / "points.json").read_text())
