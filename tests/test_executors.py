@@ -227,3 +227,34 @@ def test_matrix_crosses_scenarios_checkpoints_and_overrides(tmp_path):
     bad.write_text("scenarios: [s.yaml]\ncheckpoints: []\n")
     with pytest.raises(ScenarioError, match="checkpoints"):
         load_matrix(bad)
+
+
+def test_jobs_and_gather_without_a_scheduler_and_gather_returns_the_gate_exit(tmp_path):
+    """`speedbench job` and `speedbench gather` are plain commands: two "jobs" run here one
+    after the other into one folder, and the gather's exit code is the gates' (a gate that
+    cannot pass) or 1 while a point is unfinished."""
+    from speedbench.scenario import load_scenario, resolved_dict
+    from test_reliability import fake_local, scenario, write_prompts, write_yaml
+
+    prompts = write_prompts(tmp_path / "p.jsonl", ["q0", "q1"])
+    sc = scenario("jobs", prompts, server=fake_local(**{"t-step": 0.002, "output-tokens": 8}),
+                  arms=[{"name": "a"}, {"name": "b"}], gates=[{"metric": "error_rate", "arm": "b", "max": -1.0}])
+    rd = RunDir.create(tmp_path / "out", "jobs")
+    rd.write_scenario(resolved_dict(load_scenario(write_yaml(tmp_path / "s.yaml", sc))))
+
+    def sb(*args):
+        return subprocess.run([sys.executable, "-m", "speedbench.cli", *args], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "200",
+                                                              "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+    r = sb("job", str(rd.path), "--arm", "a", "--tag", "j1", "--skip-doctor")
+    assert r.returncode == 0, r.stdout + r.stderr
+    g = sb("gather", str(rd.path))
+    assert g.returncode == 1 and "1 points unfinished or failed: b c=1" in g.stdout, g.stdout + g.stderr
+    r = sb("job", str(rd.path), "--arm", "b", "--tag", "j2", "--skip-doctor")
+    assert r.returncode == 0, r.stdout + r.stderr
+    g = sb("gather", str(rd.path), "--junit", str(tmp_path / "gates.xml"))
+    assert g.returncode == 1 and "gate FAIL" in g.stdout and "unfinished" not in g.stdout, g.stdout
+    assert (tmp_path / "gates.xml").exists() and (rd.path / "report.html").exists()
+    assert sorted(p.name for p in rd.path.glob("records*.jsonl")) == ["records-j1.jsonl", "records-j2.jsonl"]
+    assert len(json.loads((rd.path / "summary.json").read_text())["rows"]) == 2
