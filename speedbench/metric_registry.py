@@ -108,6 +108,13 @@ ROW_METRICS: tuple[Metric, ...] = (
     # the client itself, and notes
     _m("loop_lag_ms_max", "ms", "lower", "loop lag max",
        "worst overshoot of a 10 ms sleep on the client's event loop (max over repeats)", "the point"),
+    # load (rate mode) and goodput
+    _m("request_rate", "req/s", "", "request rate", "rate of the point's arrival schedule; null in closed loop",
+       "the point"),
+    _m("burstiness", "", "", "burstiness", "gamma shape of the arrival gaps (1 = Poisson); null in closed loop",
+       "the point"),
+    _m("goodput", "req/s", "higher", "goodput", "ok requests meeting every SLO of `slo:` / `wall_s`", _OK),
+    _m("goodput_share", "fraction", "higher", "within SLO", "those requests / `n_requests`", _ALL),
     _m("warnings", "list of text", "", "warnings", "what the point's figures need said next to them", "the point",
        "acceptance"),
 )

@@ -99,6 +99,8 @@ class PointInfo:
     loop_lag_ms_max: float | None = None
     status: str | None = None  # None = derive from records; "failed" when the server died
     failure: str | None = None
+    request_rate: float | None = None  # rate mode: requests/s of the arrival schedule; None = closed loop
+    burstiness: float | None = None
 
     @classmethod
     def from_results(cls, results: Iterable[Any]) -> PointInfo:
@@ -335,6 +337,30 @@ def proxy_speedup(spec: pd.DataFrame, base: pd.DataFrame, al: float) -> float:
     return _ratio(t_ar * al, t_sd)
 
 
+# ---- goodput ---------------------------------------------------------------------------
+
+SLO_KEYS = ("ttft_ms", "tpot_ms", "e2el_ms")
+
+
+def good_requests(ok: pd.DataFrame, slo: dict[str, Any] | None) -> int | None:
+    """Ok requests that meet every SLO given (ms): ``ttft_ms``, ``tpot_ms`` (a request
+    with fewer than 2 tokens has TPOT 0 here, as in vLLM's goodput), ``e2el_ms``
+    (end-to-end). None when no SLO is given."""
+    slo = {k: v for k, v in (slo or {}).items() if k in SLO_KEYS and v is not None}
+    if not slo:
+        return None
+    if len(ok) == 0:
+        return 0
+    good = np.ones(len(ok), dtype=bool)
+    if "ttft_ms" in slo:
+        good &= (ok["ttft_ms"] <= slo["ttft_ms"]).to_numpy()  # NaN (no token) is never good
+    if "tpot_ms" in slo:
+        good &= (ok["tpot_ms"].fillna(0.0) <= slo["tpot_ms"]).to_numpy()
+    if "e2el_ms" in slo:
+        good &= (ok["e2e_s"] * 1000.0 <= slo["e2el_ms"]).to_numpy()
+    return int(good.sum())
+
+
 # ---- summary rows ----------------------------------------------------------------------
 
 
@@ -382,7 +408,7 @@ def _overcount(ok: pd.DataFrame, k: Any) -> dict[str, Any]:
 
 def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray], arm: ArmInfo,
                point: PointInfo, prom: SpecCounters | None,
-               percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> dict[str, Any]:
+               percentiles: Iterable[float] = DEFAULT_PERCENTILES, slo: dict[str, Any] | None = None) -> dict[str, Any]:
     name, conc, variant = key
     ok = g[g["ok"]] if len(g) else g
     n, n_ok = len(g), len(ok)
@@ -412,6 +438,7 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     if overcount["spec_overcount_gt_k_share"] > 0:
         warnings.append(f"{overcount['spec_overcount_gt_k_share']:.0%} of requests report more accepted tokens "
                         "than EOS/max_tokens truncation of one step explains")
+    n_good = good_requests(ok, slo)
     # the latency block first, so the fixed keys below keep their own definitions
     return {**latency_stats(ok, itl, percentiles),
         "arm": name, "template": arm.template or name, "concurrency": int(conc), "variant": variant,
@@ -435,6 +462,9 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
         "acceptance_histogram": acc["hist"], "per_position_joint": joint, "per_position_conditional": cond,
         **overcount,
         "loop_lag_ms_max": point.loop_lag_ms_max if point.loop_lag_ms_max is not None else NAN,
+        "request_rate": point.request_rate, "burstiness": point.burstiness,
+        "goodput": n_good / wall if n_good is not None and wall > 0 else NAN,
+        "goodput_share": n_good / n if n_good is not None and n else NAN,
         "warnings": warnings,
     }
 
@@ -446,8 +476,10 @@ def summarize(
     arm_info: dict[str, Any],
     points: dict[PointKey, Any] | None = None,
     percentiles: Iterable[float] = DEFAULT_PERCENTILES,
+    slo: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (arm, concurrency, variant) with exactly ``row_keys(percentiles)``."""
+    """One row per (arm, concurrency, variant) with exactly ``row_keys(percentiles)``.
+    ``slo``: goodput thresholds in ms (``ttft_ms``, ``tpot_ms``, ``e2el_ms``)."""
     percentiles = tuple(percentiles)
     measured = [r for r in records if not r.warmup]
     df = request_table(measured)
@@ -466,7 +498,7 @@ def summarize(
     for k in keys:
         arm = _coerce(ArmInfo, arm_info.get(k[0]))
         rows[k] = _point_row(k, groups[k], itl_values(recs_by_key.get(k, [])), arm,
-                             _coerce(PointInfo, points.get(k)), prom_deltas.get(k), percentiles)
+                             _coerce(PointInfo, points.get(k)), prom_deltas.get(k), percentiles, slo)
     if baseline_arm is not None:
         for k, row in rows.items():
             bk = (baseline_arm, k[1], k[2])

@@ -40,12 +40,13 @@ class Plan:
 
     def points(self, arm: str | None = None) -> list[PointKey]:
         """Every point the run measures (of one arm, if given), in the order it runs them:
-        arm by arm, each variant, each concurrency level. The only enumeration of points."""
+        arm by arm, each variant, each concurrency level (or request rate). The only
+        enumeration of points."""
         sc = self.scenario
-        return [PointKey(ap.arm.name, c, v)
+        return [PointKey(ap.arm.name, c, label)
                 for ap in self.arms if arm is None or ap.arm.name == arm
                 for v in sc.variant_names
-                for c in sc.concurrency]
+                for c, label, _ in sc.load_points(v)]
 
     @property
     def n_points(self) -> int:

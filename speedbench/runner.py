@@ -1,4 +1,5 @@
-"""One benchmark point: closed-loop concurrency over a workload, with warmup first.
+"""One benchmark point: closed-loop concurrency (or open-loop arrivals) over a workload,
+with warmup first.
 
 :func:`measure` is a whole point as a run executes it: warmup, a settled Prometheus
 scrape, every measured repeat, a settled scrape again. :func:`run_point` is one pass.
@@ -94,6 +95,7 @@ async def run_point(
     on_record: Callable[[RequestRecord], Any] | None = None,
     server_alive: Callable[[], Any] | None = None,
     before_measure: Callable[[], Awaitable[Any]] | None = None,
+    arrivals: list[float] | None = None,
 ) -> PointResult:
     """Run warmup then measurement at one concurrency level.
 
@@ -103,7 +105,10 @@ async def run_point(
     server lives and a message once it died. ``before_measure()`` (async) runs between
     warmup and measurement, e.g. to scrape Prometheus counters so that their deltas
     exclude warmup traffic; a non-empty string it returns aborts the point with that
-    reason (the scrape found the server dead). Cancelling the task (Ctrl-C) records in-flight requests
+    reason (the scrape found the server dead). ``arrivals`` (seconds from the start, one
+    per prompt; see speedbench/arrivals.py) switches measurement to the open loop: each
+    prompt is sent at its arrival time, with at most ``concurrency`` in flight; warmup
+    stays closed-loop. Cancelling the task (Ctrl-C) records in-flight requests
     as "cancelled", hands them to ``on_record`` and re-raises.
     """
     warmup = list(warmup)
@@ -131,7 +136,10 @@ async def run_point(
         gc.freeze()
         helpers.append(asyncio.create_task(_lag_probe(lag)))
         phase = _Phase(arm, concurrency, variant, repeat, False, on_record)
-        await _run_phase(session, cfg, builder, prompts, phase, server_alive)
+        if arrivals is None:
+            await _run_phase(session, cfg, builder, prompts, phase, server_alive)
+        else:
+            await _open_loop(session, cfg, builder, prompts, phase, server_alive, arrivals)
         return PointResult(phase.records, _wall_s(phase.records), _lag_stats(lag), phase.aborted, warm_records)
     finally:
         for t in helpers:
@@ -178,8 +186,10 @@ async def measure(
     on_record: Callable[[RequestRecord], Any] | None = None,
     server_alive: ServerAlive | None = None,
     scrape: Callable[[str], Awaitable[str]] = scrape_metrics,
+    arrivals: list[float] | None = None,
 ) -> Measurement:
     """Warmup -> settled scrape -> ``repeats`` measured passes -> settled scrape.
+    ``arrivals``: rate mode, the same schedule in every repeat (see :func:`run_point`).
 
     The warmup runs once, before the first repeat, on the same connections. A scrape
     that fails because the server died aborts the point with the death as the reason;
@@ -195,7 +205,7 @@ async def measure(
     for r in range(repeats):
         res = await run_point(cfg, builder, prompts, arm=arm, concurrency=concurrency, variant=variant, repeat=r,
                               warmup=warmup if r == 0 else (), on_record=on_record, server_alive=server_alive,
-                              before_measure=before if r == 0 else None)
+                              before_measure=before if r == 0 else None, arrivals=arrivals)
         # The watchdog polls every 0.5 s; once a server is gone the remaining requests
         # fail in milliseconds, so a pass can end before it looks.
         res.aborted = res.aborted or await _ask(server_alive)
@@ -288,45 +298,110 @@ async def _worker(
             index, prompt = queue.get_nowait()
         except asyncio.QueueEmpty:
             return
-        t_queued = perf_counter_ns()
-        history: list[tuple[str, str]] = []
-        for turn in range(len(prompt.turns)):
+        await _conversation(session, cfg, builder, index, prompt, phase, server_alive, perf_counter_ns())
+
+
+async def _conversation(
+    session: aiohttp.ClientSession,
+    cfg: ClientConfig,
+    builder: Builder,
+    index: int,
+    prompt: Prompt,
+    phase: _Phase,
+    server_alive: Callable[[], Any] | None,
+    t_queued: int,
+) -> None:
+    """Every turn of one prompt, in order; ``t_queued`` stamps the first turn."""
+    history: list[tuple[str, str]] = []
+    for turn in range(len(prompt.turns)):
+        if phase.aborted:
+            return
+        if turn:
+            t_queued = perf_counter_ns()  # ready for the next turn
+        path, body = builder.build(prompt, turn, history)
+        rec = RequestRecord(
+            arm=phase.arm,
+            concurrency=phase.concurrency,
+            prompt_index=index,
+            prompt_id=prompt.id,
+            variant=phase.variant,
+            repeat=phase.repeat,
+            turn=turn,
+            category=prompt.category,
+            warmup=phase.warmup,
+            t_queued_ns=t_queued,
+            tags=dict(prompt.tags),
+        )
+        try:
+            await stream_request(session, cfg, path, body, rec)
+        except asyncio.CancelledError:
             if phase.aborted:
-                return
-            if turn:
-                t_queued = perf_counter_ns()  # ready for the next turn
-            path, body = builder.build(prompt, turn, history)
-            rec = RequestRecord(
-                arm=phase.arm,
-                concurrency=phase.concurrency,
-                prompt_index=index,
-                prompt_id=prompt.id,
-                variant=phase.variant,
-                repeat=phase.repeat,
-                turn=turn,
-                category=prompt.category,
-                warmup=phase.warmup,
-                t_queued_ns=t_queued,
-                tags=dict(prompt.tags),
-            )
-            try:
-                await stream_request(session, cfg, path, body, rec)
-            except asyncio.CancelledError:
-                if phase.aborted:
-                    rec.error, rec.error_detail = "server_died", phase.aborted
-                _finish(rec, phase)
-                raise
-            if rec.error in ("connection", "truncated") and server_alive is not None:
-                # Once the server is gone every queued request fails in a millisecond:
-                # stop here rather than record the rest of the queue as refused.
-                died = await _died(server_alive)
-                if died:
-                    phase.aborted = phase.aborted or died
-                    rec.error, rec.error_detail = "server_died", f"{died} ({rec.error_detail})"
+                rec.error, rec.error_detail = "server_died", phase.aborted
             _finish(rec, phase)
-            if rec.error is not None:
+            raise
+        if rec.error in ("connection", "truncated") and server_alive is not None:
+            # Once the server is gone every queued request fails in a millisecond:
+            # stop here rather than record the rest of the queue as refused.
+            died = await _died(server_alive)
+            if died:
+                phase.aborted = phase.aborted or died
+                rec.error, rec.error_detail = "server_died", f"{died} ({rec.error_detail})"
+        _finish(rec, phase)
+        if rec.error is not None:
+            break
+        history.append((prompt.turns[turn], rec.output_text))
+
+
+async def _open_loop(
+    session: aiohttp.ClientSession,
+    cfg: ClientConfig,
+    builder: Builder,
+    prompts: list[Prompt],
+    phase: _Phase,
+    server_alive: Callable[[], Any] | None,
+    arrivals: list[float],
+) -> None:
+    """Rate mode: prompt i starts its conversation ``arrivals[i]`` seconds after the
+    first, whatever is still in flight, with at most ``phase.concurrency`` in flight
+    (a later arrival waits for a slot). ``t_queued_ns`` is the scheduled arrival, so
+    ``queue_wait_ms`` is how late the request went out."""
+    slots = asyncio.Semaphore(max(1, phase.concurrency))
+    tasks: list[asyncio.Task] = []
+
+    async def one(i: int, p: Prompt, due: int) -> None:
+        try:
+            await _conversation(session, cfg, builder, i, p, phase, server_alive, due)
+        finally:
+            slots.release()
+
+    watchdog = None
+    try:
+        if server_alive:
+            watchdog = asyncio.create_task(_watch(server_alive, phase, tasks))
+        t0 = perf_counter_ns()
+        for i, (p, at) in enumerate(zip(prompts, arrivals)):
+            due = t0 + int(at * 1e9)
+            delay = (due - perf_counter_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await slots.acquire()
+            if phase.aborted:
+                slots.release()
                 break
-            history.append((prompt.turns[turn], rec.output_text))
+            tasks.append(asyncio.create_task(one(i, p, due)))
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+    except asyncio.CancelledError:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+            await asyncio.gather(watchdog, return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
+            raise r
 
 
 def _finish(rec: RequestRecord, phase: _Phase) -> None:

@@ -59,6 +59,8 @@ def _point_infos(points: dict) -> dict:
             loop_lag_ms_max=lag,
             status="failed" if status in ("failed", "interrupted") else None,
             failure=p.get("failure") or (status if status == "interrupted" else None),
+            request_rate=p.get("request_rate"),
+            burstiness=p.get("burstiness"),
         )
     return infos
 
@@ -82,7 +84,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
             failure=(failed[0].get("failure") if failed else None),
         )
     rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
-                             percentiles=sc.percentiles)
+                             percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None)
     summary = {
         "schema_version": SCHEMA_VERSION,
         "scenario": sc.name,
@@ -92,6 +94,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "baseline": sc.baseline_arm,
         "reference": sc.reference.model_dump(mode="json"),
         "percentiles": list(sc.percentiles),
+        "load": sc.load.model_dump(mode="json"),
+        "slo": sc.slo.model_dump(mode="json"),
         "rows": rows,
         "categories": metrics.category_rows(records, sc.baseline_arm),
     }

@@ -75,8 +75,14 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print(f"  running disjoint arms together saves about {saved:.0%} of the wall time of the launches")
     w = sc.workload
     variants = ", ".join(sc.variant_names) if sc.workload.variants else "none"
+    if sc.load.mode == "rate":
+        ld = sc.load
+        levels = (f"{len(ld.rates)} request rates {ld.rates} req/s (open loop, burstiness {ld.burstiness:g}"
+                  f"{' = Poisson' if ld.burstiness == 1 else ' gamma'}, seed {ld.seed}, at most {ld.max_concurrency} in flight)")
+    else:
+        levels = f"{len(sc.concurrency)} concurrency levels {sc.concurrency}"
     console.print(
-        f"\n[bold]work[/bold]: {len(plan.arms)} arms x {len(sc.concurrency)} concurrency levels {sc.concurrency} "
+        f"\n[bold]work[/bold]: {len(plan.arms)} arms x {levels} "
         f"x {len(sc.variant_names)} variants ({variants}) = {plan.n_points} points"
     )
     prompts = plan.n_prompts or "all matching"

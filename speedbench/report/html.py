@@ -186,6 +186,10 @@ def render_html(run: Run, drift_html: str = "") -> str:
     b.append("<h2>Speedup</h2>")
     tables = T.speedup_tables(run)
     b += [speedup_card(t, run.baseline) for t in tables] or [card(Safe("<p>No speculative arm with a baseline.</p>"))]
+    rate_rows = T.rate_table(run)
+    if rate_rows:
+        b += ["<h2>Request rate (open loop)</h2>",
+              card(Safe(f"<p class=\"muted\">{esc(M.RATE_NOTE)}</p>" + table(T.RATE_HEADERS, rate_rows)))]
     b.append("<h2>Plots</h2><div class=\"grid\">")
     b += [card(Safe(svg), caption) for caption, svg in run_plots(run)]
     b.append("</div><h2>All points</h2>")

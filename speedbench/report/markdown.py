@@ -76,6 +76,11 @@ LATENCY_NOTE = ("Over ok measured requests, in ms. TTFT, TPOT and E2E: one value
                 "ITL per chunk: one value per gap. std is the population standard deviation.")
 
 
+RATE_NOTE = ("Open loop: requests arrive on a fixed-seed schedule (the same in every arm) whatever is in flight. "
+             "Speedup: per-user TPS against the baseline at the same rate. Goodput: requests meeting every SLO "
+             "of the scenario's `slo:` per second of the point; within SLO: their share of all requests.")
+
+
 CATEGORY_NOTE = ("Ok measured requests of each category. Speedup: per-user TPS against the baseline arm's requests "
                  "of the same category at the same concurrency, paired by prompt, with a 95% bootstrap CI. "
                  "AL pooled over steps: 1 + Σaccepted / Σsteps; AL mean over requests: SPEED-Bench's per-category "
@@ -120,6 +125,10 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
         parts += [speedup_table_md(t, run.baseline), ""]
     if not tables:
         parts += ["No speculative arm with a baseline in this run.", ""]
+    rows = T.rate_table(run)
+    if rows:
+        parts += ["## Request rate (open loop)", "", RATE_NOTE, "",
+                  md_table(T.RATE_HEADERS, rows, "l" + "r" * (len(T.RATE_HEADERS) - 1)), ""]
     parts += ["## All points", "", md_table(DETAIL_HEADERS, detail_rows(run), "lllrrrrrrrr"), ""]
     headers, rows = T.latency_table(run)
     if rows:

@@ -406,3 +406,29 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
                          fmt(r["per_user_tps"], 1), fmt(r["speedup"], 2, "×"), fmt(r["al_requests"], 2)]
                         for r in rs]))
     return tables
+
+
+RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", "per-user TPS", "speedup [95% CI]",
+                "goodput (req/s)", "within SLO"]
+
+
+def _workload_variant(row: dict[str, Any]) -> str:
+    """A rate point's variant label without its rate (``code@2rps`` -> ``code``)."""
+    from speedbench.scenario import rate_label
+
+    v = str(row.get("variant") or "")
+    tag = rate_label(num(row.get("request_rate")))
+    return v[: -len(tag)].rstrip("@") if v.endswith(tag) else v
+
+
+def rate_table(run: Run) -> list[list[str]]:
+    """Rate-mode points (rows with a ``request_rate``), arm by arm in rate order: the
+    open-loop counterpart of the per-concurrency speedup tables, with goodput."""
+    rows = [r for r in run.rows if ok(r.get("request_rate"))]
+    rows.sort(key=lambda r: (run.arms().index(r.get("arm")) if r.get("arm") in run.arms() else 0,
+                             num(r.get("request_rate"))))
+    return [[label(str(r.get("arm")), _workload_variant(r)), fmt(r.get("request_rate"), 3).rstrip("0").rstrip("."),
+             fmt(r.get("burstiness"), 2), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
+             fmt(r.get("per_user_tps_mean"), 1),
+             fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
+             fmt(r.get("goodput"), 3), fmt(num(r.get("goodput_share")) * 100, 0, "%")] for r in rows]

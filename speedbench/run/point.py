@@ -1,8 +1,9 @@
-"""One (arm, concurrency, variant) point: build the requests, measure, keep every
+"""One (arm, concurrency, variant) point (concurrency level or request rate): build the requests, measure, keep every
 record as it completes, save the Prometheus snapshots and the point's status."""
 
 from __future__ import annotations
 
+from speedbench.arrivals import arrival_offsets
 from speedbench.client import ClientConfig
 from speedbench.engine import Server
 from speedbench.records import PointKey, RequestRecord
@@ -20,8 +21,12 @@ def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
     """Run one point to the end; returns why the arm failed, or None."""
     sc = ctx.scenario
     arm, conc, vname = key
-    variant = next((v for v in sc.workload.variants if v.name == vname), None)
-    wl = ctx.prepared.workloads[vname]
+    wname, rate = sc.point_load(vname)  # rate mode: the label names a workload variant and a rate
+    variant = next((v for v in sc.workload.variants if v.name == wname), None)
+    wl = ctx.prepared.workloads[wname]
+    # The same (count, rate, burstiness, seed) gives every arm the same arrival times.
+    arrivals = (arrival_offsets(len(wl.measured), rate, sc.load.burstiness, sc.load.seed)
+                if rate is not None else None)
     builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.prepared.tokenizer,
                              trust_remote_code=trust_remote_code(sc))
     builder.prepare([*wl.warmup, *wl.measured])  # padding / templating work stays off the timed path
@@ -51,7 +56,8 @@ def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
 
     # Each arm runs in its own thread, so each point gets its own event loop.
     m = run_async(measure(cfg, builder, wl.measured, arm=arm, concurrency=conc, variant=vname,
-                            repeats=sc.repeats, warmup=wl.warmup, on_record=on_record, server_alive=alive))
+                            repeats=sc.repeats, warmup=wl.warmup, on_record=on_record, server_alive=alive,
+                            arrivals=arrivals))
     aborted = m.aborted
     ctx.run_dir.save_prometheus(*key, m.before, m.after)
     failure = None
@@ -69,6 +75,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
         n_errors=m.n_errors,
         rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
         padding_unit=builder.padding_unit,
+        **({"request_rate": rate, "burstiness": sc.load.burstiness} if rate is not None else {}),
     )
     ctx.live.point_done(key)
     return failure

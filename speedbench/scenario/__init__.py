@@ -1,5 +1,6 @@
 """The scenario: the pydantic model (model.py; arms, speculative config and sweeps in
-arms.py; shared types in base.py) and reading it from YAML (load.py).
+arms.py; load shape and SLOs in traffic.py; shared types in base.py) and reading it
+from YAML (load.py).
 
 Everything is importable from ``speedbench.scenario`` as before the split.
 """
@@ -15,6 +16,7 @@ from speedbench.scenario.load import (
 from speedbench.scenario.arms import SWEEP_ROOTS, SWEEP_SUGAR, ArmSpec, SpeculativeConfig, SweepSpec, expand_arms
 from speedbench.scenario.base import ArgValue, EnvValue
 from speedbench.scenario.executor import ExecutorSpec, SlurmSpec
+from speedbench.scenario.traffic import LoadSpec, SloSpec, rate_label
 from speedbench.scenario.model import (
     DockerSpec,
     GateSpec,
@@ -31,5 +33,5 @@ __all__ = [
     "SWEEP_ROOTS", "SWEEP_SUGAR", "ArgValue", "ArmSpec", "DockerSpec", "EnvValue", "ExecutorSpec", "GateSpec",
     "Reference", "Scenario", "ServerSpec", "SlurmSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec", "apply_overrides",
     "expand_arms", "format_validation_error", "load_raw", "load_scenario", "parse_override", "resolved_dict",
-    "select_arms", "validate_data",
+    "select_arms", "validate_data", "LoadSpec", "SloSpec", "rate_label",
 ]

@@ -15,6 +15,7 @@ from speedbench.metric_registry import GATE_METRIC_NAMES
 from speedbench.scenario.arms import ArmSpec
 from speedbench.scenario.base import ArgValue, EnvValue, Strict, env_strings, safe_name
 from speedbench.scenario.executor import ExecutorSpec
+from speedbench.scenario.traffic import LoadSpec, SloSpec, load_points
 
 
 class DockerSpec(Strict):
@@ -151,6 +152,8 @@ class Scenario(Strict):
     gates: list[GateSpec] = Field(default_factory=list)
     # Where the arms run: this process (local) or one batch job per arm (slurm).
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    load: LoadSpec = Field(default_factory=LoadSpec)  # closed loop (default) or request rates
+    slo: SloSpec = Field(default_factory=SloSpec)  # goodput thresholds (docs/metrics.md, "Goodput")
 
     @field_validator("concurrency")
     @classmethod
@@ -214,6 +217,14 @@ class Scenario(Strict):
     @property
     def variant_names(self) -> list[str]:
         return [v.name for v in self.workload.variants] or [""]
+
+    def load_points(self, variant: str) -> list[tuple[int, str, float | None]]:
+        return load_points(self.load, self.concurrency, variant)
+
+    def point_load(self, label: str) -> tuple[str, float | None]:
+        """A point's variant label -> (workload variant name, request rate or None)."""
+        found = [(v, rate) for v in self.variant_names for _, lab, rate in self.load_points(v) if lab == label]
+        return found[0] if found else (label, None)
 
 
 def select_arms(sc: Scenario, names: list[str]) -> Scenario:

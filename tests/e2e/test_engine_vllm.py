@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import time
 import urllib.request
@@ -112,6 +113,44 @@ def test_provenance_reads_the_31_flags(server, scenario):
                               launch_spec(scenario, arm).env, base_url=server.base_url)
     assert prov["vllm_version_source"] == "server" and prov["vllm_version"]
     assert prov["eagle_version"] == "3.1"
+
+
+def test_rate_mode_point_reports_goodput(server, scenario):
+    """A request-rate (open-loop) point against the real server: the scenario's prompts
+    arrive as a Poisson process with a fixed seed, and the summary row reports goodput
+    against SLOs, per-user TPS and the rate, as `speedbench run` does in rate mode."""
+    import asyncio
+
+    from speedbench.arrivals import arrival_offsets
+    from speedbench.client import ClientConfig
+    from speedbench.metrics import ArmInfo, PointInfo, summarize
+    from speedbench.runner import run_point
+    from speedbench.workload import load_workload
+    from speedbench.workload.chat import RequestBuilder
+
+    wl = load_workload(scenario.workload)
+    builder = RequestBuilder(scenario.workload, server.model_name, None, None)
+    builder.prepare([*wl.warmup, *wl.measured])
+    rate, seed = 4.0, 0
+    arrivals = arrival_offsets(len(wl.measured), rate, 1.0, seed)
+    cfg = ClientConfig(server.base_url, request_timeout_s=120, idle_timeout_s=30)
+    res = asyncio.run(run_point(cfg, builder, wl.measured, arm=ARM, concurrency=1000, variant="4rps",
+                                warmup=wl.warmup, arrivals=arrivals))
+    n_turns = sum(len(p.turns) for p in wl.measured)  # the sample has multi-turn prompts
+    assert res.aborted is None and len(res.records) == n_turns and all(r.ok for r in res.records)
+    recs = sorted((r for r in res.records if r.turn == 0), key=lambda r: r.prompt_index)  # turn 0 arrives
+    t0 = recs[0].t_queued_ns
+    assert all(abs((r.t_queued_ns - t0) / 1e9 - at) < 0.002 for r, at in zip(recs, arrivals))
+    slo = {"ttft_ms": 1000.0, "tpot_ms": 200.0}
+    (row,) = summarize(res.records, None, None, {ARM: ArmInfo(speculative=True)},
+                       {(ARM, 1000, "4rps"): PointInfo(wall_s=res.wall_s, request_rate=rate, burstiness=1.0)},
+                       slo=slo)
+    print(f"rate {rate}/s Poisson seed {seed}: {row['n_ok']} ok in {res.wall_s:.2f} s, "
+          f"goodput {row['goodput']:.3f} req/s ({row['goodput_share']:.0%} within TTFT<=1000 ms, TPOT<=200 ms), "
+          f"per-user TPS mean {row['per_user_tps_mean']:.1f}, TTFT p50 {row['ttft_ms_median']:.1f} ms, "
+          f"TPOT p50 {row['tpot_ms_median']:.2f} ms, max lateness {max(r.t_sent_ns - r.t_queued_ns for r in recs) / 1e6:.1f} ms")
+    assert row["request_rate"] == rate and math.isfinite(row["goodput"]) and 0 <= row["goodput_share"] <= 1
+    assert row["per_user_tps_mean"] > 0
 
 
 def test_stop_leaves_no_process(server):
