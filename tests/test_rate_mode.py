@@ -52,7 +52,7 @@ def test_rate_points_in_the_plan(tmp_path):
     sc = _cpu_tiny(tmp_path, {"mode": "rate", "rates": [0.5, 2], "burstiness": 0.5, "max_concurrency": 8})
     plan = build_plan(sc)
     assert plan.points("baseline") == [("baseline", 8, "0.5rps"), ("baseline", 8, "2rps")]
-    assert plan.n_points == 5 * 2
+    assert plan.n_points == len(sc.arms) * 2
     assert sc.point_load("2rps") == ("", 2.0) and sc.point_load("") == ("", None)
     closed = load_scenario(ROOT / "scenarios/cpu_tiny.yaml")
     assert closed.load.mode == "concurrency"  # SPEED-Bench's closed loop stays the default
