@@ -109,8 +109,8 @@ def test_trained_drafts_accept_clearly_more_than_the_untrained_one(run, arm):
     for r in rows(run["summary"], arm):
         # Training against this very target is what the fixture build guarantees; the
         # size of the gain (and any speedup) belongs to the README, not to a test.
-        assert r["al_prometheus"] > control[r["concurrency"]] + 0.5, r
-        assert r["al_tokens"] > 1.5, r
+        assert r["al_prometheus"] > control[r["concurrency"]] + 0.2, r
+        assert r["al_tokens"] > 1.2, r
 
 
 def test_per_request_al_equals_prometheus_al(run):
@@ -177,7 +177,7 @@ def test_system_prompt_sweep_gives_a_per_variant_table(variant_run):
     assert {r["variant"] for r in s["rows"]} == {"plain", "pirate"}
     for arm in TRAINED:
         for r in rows(s, arm):
-            assert r["speedup_mean"] is not None and r["al_tokens"] > 1.5
+            assert r["speedup_mean"] is not None and r["al_tokens"] > 1.2
     md = (variant_run["dir"] / "report.md").read_text()
     assert "pirate" in md and "plain" in md
     points = json.loads((variant_run["dir"] / "points.json").read_text())
