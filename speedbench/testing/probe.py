@@ -63,6 +63,13 @@ class Exchange:
         return b"transfer-encoding: chunked" in head
 
 
+async def _read_now(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await asyncio.wait_for(reader.read(1 << 16), 0.5)
+    except asyncio.TimeoutError:
+        return b""
+
+
 def _read_at(reads: list[Read], offset: int) -> int:
     """Index of the read holding byte ``offset - 1`` (the read that completed it)."""
     total = 0
@@ -130,9 +137,14 @@ async def probe(base_url: str, requests: list[tuple[str, dict]], gap_s: float = 
             async with asyncio.timeout(timeout_s):
                 # the body ends with the chunked terminator after the [DONE] event
                 while not (b"[DONE]" in buf and buf.endswith(b"\r\n0\r\n\r\n")):
+                    if buf.startswith(b"HTTP/") and b"\r\n\r\n" in buf and not buf.startswith(b"HTTP/1.1 200"):
+                        await asyncio.sleep(0.2)  # let the error body arrive, then say what it was
+                        buf += await _read_now(reader)
+                        raise ConnectionError(f"{path} answered {buf[:600]!r}")
                     data = await reader.read(1 << 16)
                     if not data:
-                        raise ConnectionError("the server closed the connection")
+                        raise ConnectionError(f"the server closed the connection during {path} "
+                                              f"after {len(buf)} bytes: {buf[:300]!r}")
                     ex.reads.append(Read(perf_counter_ns(), data))
                     buf += data
             _parse(ex)

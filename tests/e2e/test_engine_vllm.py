@@ -170,8 +170,9 @@ def test_http_write_timing_of_vllm(server):
 
     from speedbench.testing.probe import probe
 
-    # a long prompt makes prefill take a while on the CPU, so the gap is measurable
-    text = " ".join(f"def f{i}(x): return x * {i}" for i in range(60))
+    # a longer prompt makes prefill take a while on the CPU, so the gap is measurable
+    # (kept well inside the scenario's max-model-len of 1024 tokens)
+    text = " ".join(f"def f{i}(x): return x * {i}" for i in range(20))
     reqs = []
     for _ in range(2):
         reqs.append(("/v1/completions", {"model": server.model_name, "prompt": text, "max_tokens": 8,
