@@ -153,14 +153,6 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     assert row["per_user_tps_mean"] > 0
 
 
-def test_stop_leaves_no_process(server):
-    server.stop()
-    assert server.dead() is not None
-    assert not _group_alive(server.pgid)
-    with pytest.raises(ProcessLookupError):
-        os.kill(server.pid, 0)  # reaped, not a zombie
-
-
 def test_http_write_timing_of_vllm(server):
     """What the fake server must copy (tests/test_fake_likeness.py runs the same probe
     on the fake): vLLM's headers leave before the first token, in reads of their own;
@@ -194,3 +186,11 @@ def test_http_write_timing_of_vllm(server):
             assert ex.events[0][0] <= ex.first_token_read
         else:
             assert "role" not in (ex.first_event["choices"][0].get("delta") or {})
+
+
+def test_stop_leaves_no_process(server):
+    server.stop()
+    assert server.dead() is not None
+    assert not _group_alive(server.pgid)
+    with pytest.raises(ProcessLookupError):
+        os.kill(server.pid, 0)  # reaped, not a zombie
