@@ -96,7 +96,7 @@ class SpecCounters:
     """vLLM spec-decode counters summed over engines and label sets.
 
     ``series`` keeps each counter series (one per engine with data parallelism, one per
-    position) as ``key -> [value, created]`` so :func:`delta` can see a reset of one
+    position) as ``key -> [value, created, field, position]`` so :func:`delta` can see a reset of one
     series; ``warnings`` says what :func:`delta` had to correct."""
 
     drafts: float = 0.0  # drafting steps
@@ -104,7 +104,7 @@ class SpecCounters:
     accepted: float = 0.0
     # per_position[i]: steps that accepted at least i+1 drafts (vLLM's per-position count)
     per_position: list[float] = field(default_factory=list)
-    series: dict[str, list] = field(default_factory=dict)
+    series: dict[str, list] = field(default_factory=dict)  # key -> [value, created, field, position]
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -133,6 +133,18 @@ def _samples(parsed: Parsed, base: str) -> list[tuple[dict[str, str], float]]:
     return parsed.get(base + "_total") or parsed.get(base) or []
 
 
+def _add(out: SpecCounters, per: dict[int, float], attr: str, pos: int | None, v: float) -> None:
+    """Fold one series' value into the summed counters (per position for PER_POS)."""
+    if attr != "per_position":
+        setattr(out, attr, getattr(out, attr) + v)
+    elif pos is not None:
+        per[pos] = per.get(pos, 0.0) + v
+
+
+def _positions(per: dict[int, float]) -> list[float]:
+    return [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
+
+
 def spec_counters(parsed: Parsed) -> SpecCounters:
     out = SpecCounters()
     per: dict[int, float] = {}
@@ -140,16 +152,14 @@ def spec_counters(parsed: Parsed) -> SpecCounters:
         created = {_series_key(base, lab): v for lab, v in parsed.get(base + "_created", [])}
         for labels, v in _samples(parsed, base):
             key = _series_key(base, labels)
-            out.series[key] = [v, created.get(key)]
-            if attr != "per_position":
-                setattr(out, attr, getattr(out, attr) + v)
-                continue
             try:
-                pos = int(labels.get("position", ""))
-            except ValueError:
-                continue
-            per[pos] = per.get(pos, 0.0) + v
-    out.per_position = [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
+                pos = int(labels["position"]) if attr == "per_position" else None
+            except (KeyError, ValueError):
+                continue  # a per-position sample without a usable position counts nowhere
+            # [value, created, field, position]: what delta() needs, no key parsing
+            out.series[key] = [v, created.get(key), attr, pos]
+            _add(out, per, attr, pos, v)
+    out.per_position = _positions(per)
     return out
 
 
@@ -166,26 +176,15 @@ def delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
     out = SpecCounters()
     per: dict[int, float] = {}
     resets: list[str] = []
-    for key, (a, a_created) in after.series.items():
-        b, b_created = before.series.get(key, (0.0, a_created))
+    for key, (a, a_created, attr, pos) in after.series.items():
+        b, b_created = before.series.get(key, (0.0, a_created))[:2]
         if (a_created is not None and b_created is not None and a_created != b_created) or a < b:
             resets.append(key)
             d = a
         else:
             d = a - b
-        base = key[:key.index("{")]
-        attr = _BASES[base]
-        if attr != "per_position":
-            setattr(out, attr, getattr(out, attr) + d)
-            continue
-        pos = key.find("position=")
-        if pos != -1:
-            try:
-                p = int(key[pos + 9:].split(",")[0].rstrip("}"))
-            except ValueError:
-                continue
-            per[p] = per.get(p, 0.0) + d
-    out.per_position = [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
+        _add(out, per, attr, pos, d)
+    out.per_position = _positions(per)
     gone = [k for k in before.series if k not in after.series]
     if resets:
         out.warnings.append(f"Prometheus counter reset during the point (engine restarted?) in {len(resets)} series, "
