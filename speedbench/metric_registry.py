@@ -4,18 +4,20 @@ A :class:`Metric` says what a summary-row key is: unit, direction (``higher`` or
 ``lower`` is better, ``""`` for none), the label reports show, the formula and what it
 is aggregated over. From these declarations come:
 
-- ``ROW_KEYS`` (the fixed keys of a summary row, in order; metrics.py fills them),
-- the latency families whose mean/std/percentiles rows carry (``LATENCY``),
+- ``ROW_KEYS`` (the fixed keys of a summary row, in order; speedbench.metrics fills them),
+- the latency families whose mean/std/percentiles rows carry (``LATENCY``), and with
+  the chosen percentiles every key of a row (``row_keys``),
 - the gate's metrics, their row column and direction (``GATES``; ``GateSpec.metric``),
 - report labels (``label``), and
 - the tables in docs/metrics.md (``docs_tables``; a test fails when they disagree).
 
-Adding a metric is one entry here plus its formula in metrics.py. Pure data: this module
-imports nothing from speedbench.
+Adding a metric is one entry here plus its formula in speedbench/metrics/. Pure data (and
+the key names derived from it): this module imports nothing from speedbench.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -123,7 +125,7 @@ ROW_KEYS: tuple[str, ...] = tuple(m.key for m in ROW_METRICS)
 BY_KEY: dict[str, Metric] = {m.key: m for m in ROW_METRICS}
 
 # Latency families: every row carries `<key>_mean`, `<key>_std` and `<key>_p<P>` for the
-# scenario's percentiles (metrics.latency_keys).
+# scenario's percentiles (latency_keys).
 LATENCY: tuple[Metric, ...] = (
     _m("ttft_ms", "ms", "lower", "TTFT", "`ttft_ms` of each ok request", _OK, "latency"),
     _m("tpot_ms", "ms", "lower", "TPOT", "`tpot_ms` of each ok request (NaN ones skipped)", _OK, "latency"),
@@ -135,6 +137,27 @@ LATENCY: tuple[Metric, ...] = (
 )
 LATENCY_METRICS: tuple[str, ...] = tuple(m.key for m in LATENCY)
 LATENCY_LABELS: dict[str, str] = {m.key: m.label for m in LATENCY}
+
+# Latency distributions: for each of LATENCY_METRICS, `<name>_mean`, `<name>_std` and
+# `<name>_p<P>` for every chosen percentile P (90 -> p90, 99.9 -> p99_9). Rows keep the
+# fixed ROW_KEYS first; `row_keys(percentiles)` appends these (skipping ones already there).
+DEFAULT_PERCENTILES = (50.0, 90.0, 95.0, 99.0)
+
+
+def percentile_tag(p: float) -> str:
+    """90 -> 'p90', 99.9 -> 'p99_9' (a dot would not survive as a column or gate name)."""
+    text = f"{float(p):g}"
+    return "p" + text.replace(".", "_")
+
+
+def latency_keys(percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> tuple[str, ...]:
+    tags = [percentile_tag(p) for p in percentiles]
+    return tuple(f"{m}_{s}" for m in LATENCY_METRICS for s in ("mean", "std", *tags))
+
+
+def row_keys(percentiles: Iterable[float] = DEFAULT_PERCENTILES) -> tuple[str, ...]:
+    """Every key of a summary row for these percentiles: ROW_KEYS, then the latency block."""
+    return ROW_KEYS + tuple(k for k in latency_keys(percentiles) if k not in ROW_KEYS)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.analysis import num
-from speedbench.metric_registry import LATENCY_LABELS
+from speedbench.metric_registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
 from speedbench.metric_registry import label as metric_label
 from speedbench.results import Run
 
@@ -334,8 +334,6 @@ def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str],
 
 def run_percentiles(run: Run) -> list[float]:
     """The percentiles a run's rows carry: summary.json's list, else the scenario's, else the default."""
-    from speedbench.metrics import DEFAULT_PERCENTILES
-
     for source in (run.summary.get("percentiles"), (run.scenario or {}).get("percentiles")):
         if isinstance(source, list) and source:
             return [float(p) for p in source]
@@ -347,8 +345,6 @@ def latency_table(run: Run) -> tuple[list[str], list[list[str]]]:
 
     A run summarised before the latency block existed has none of these keys; it then
     yields no rows rather than a table of dashes."""
-    from speedbench.metrics import LATENCY_METRICS, percentile_tag
-
     pcts = run_percentiles(run)
     tags = [percentile_tag(p) for p in pcts]
     headers = ["arm", "c", "metric (ms)", "mean", "std"] + [t.replace("_", ".") for t in tags]

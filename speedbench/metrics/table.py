@@ -1,0 +1,76 @@
+"""Per request: records -> one table row each, and the pooled inter-token latencies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from speedbench.metrics.numbers import NAN
+from speedbench.records import RequestRecord
+
+_COLUMNS = [
+    "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
+    "error", "ok", "n_out", "n_chunks", "ttft_ms", "e2e_s", "decode_s", "tpot_ms", "per_user_tps",
+    "per_user_e2e_tps", "queue_wait_ms", "t_sent_ns", "t_end_ns", "spec_steps", "spec_accepted",
+    "spec_draft_tokens", "spec_hist", "has_spec", "spec_malformed", "spec_overcount",
+]
+
+
+def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
+    """One row per record. Times: ttft_ms, tpot_ms, queue_wait_ms in ms; e2e_s, decode_s
+    in s. NaN where undefined (no token; fewer than 2 tokens; all tokens in one chunk)."""
+    rows = []
+    for r in records:
+        n = r.n_output
+        first = r.chunk_ns[0] if r.chunk_ns else None
+        last = r.chunk_ns[-1] if r.chunk_ns else None
+        decode_ns = (last - first) if first is not None else 0
+        timed = n >= 2 and decode_ns > 0  # (n-1)/(t_last-t_first) needs both
+        e2e = (r.t_end_ns - r.t_sent_ns) / 1e9 if r.t_end_ns and r.t_sent_ns else NAN
+        sp = r.spec
+        rows.append({
+            "arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, "repeat": r.repeat,
+            "prompt_index": r.prompt_index, "prompt_id": r.prompt_id, "turn": r.turn,
+            "category": r.category, "warmup": r.warmup, "error": r.error, "ok": r.error is None,
+            "n_out": n, "n_chunks": len(r.chunk_ns),
+            "ttft_ms": (first - r.t_sent_ns) / 1e6 if first is not None else NAN,
+            "e2e_s": e2e,
+            "decode_s": decode_ns / 1e9 if first is not None else NAN,
+            "tpot_ms": decode_ns / (n - 1) / 1e6 if timed else NAN,
+            "per_user_tps": (n - 1) / (decode_ns / 1e9) if timed else NAN,
+            "per_user_e2e_tps": n / e2e if e2e and e2e > 0 else NAN,
+            "queue_wait_ms": (r.t_sent_ns - r.t_queued_ns) / 1e6 if r.t_queued_ns else NAN,
+            "t_sent_ns": r.t_sent_ns, "t_end_ns": r.t_end_ns,
+            "spec_steps": sp.num_spec_steps if sp else 0,
+            "spec_accepted": sp.num_accepted_tokens if sp else 0,
+            "spec_draft_tokens": sp.num_draft_tokens if sp else 0,
+            "spec_hist": list(sp.acceptance_histogram) if sp else [],
+            "has_spec": sp is not None and sp.num_spec_steps > 0,
+            "spec_malformed": r.spec_error is not None,
+            # Tokens the server's counters imply (the prefill token, then 1 + accepted
+            # per step) minus the tokens delivered: > 0 when EOS or max_tokens cut a
+            # step inside its accepted drafts, which vLLM still counts as accepted.
+            "spec_overcount": (1 + sp.num_spec_steps + sp.num_accepted_tokens - n)
+            if sp is not None and sp.num_spec_steps > 0 and r.output_tokens is not None else 0,
+        })
+    return pd.DataFrame(rows, columns=_COLUMNS)
+
+
+def itl_values(records: Iterable[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled inter-token latencies in ms. Inter-chunk: every gap between consecutive
+    token chunks. Per-token: each gap divided by the tokens of the later chunk and
+    counted once per such token (token-weighted), so a 3-token chunk after 30 ms gives
+    three 10 ms values."""
+    chunk: list[np.ndarray] = []
+    token: list[np.ndarray] = []
+    for r in records:
+        if len(r.chunk_ns) < 2:
+            continue
+        gaps = np.diff(np.asarray(r.chunk_ns, dtype=np.int64)) / 1e6
+        n = np.asarray(r.chunk_tokens[1:], dtype=np.int64)
+        chunk.append(gaps)
+        token.append(np.repeat(gaps / np.maximum(n, 1), np.maximum(n, 1)))
+    cat = lambda xs: np.concatenate(xs) if xs else np.empty(0)
+    return cat(chunk), cat(token)
