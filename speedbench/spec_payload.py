@@ -1,0 +1,96 @@
+"""The usage chunk and the per-request spec-decode stats a server streams back.
+
+vLLM 0.32 sends ``metrics.speculative_decoding`` next to the final ``usage`` (accepted
+inside ``usage`` too); older servers sent ``speculative_decoding_stats`` per choice.
+Both normalise to :class:`SpecStats` on the record. A malformed payload is noted on the
+record (``spec_error``) and never fails the request: its tokens and timings are still good.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from speedbench.records import RequestRecord, SpecStats
+
+
+def read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
+    if usage.get("prompt_tokens") is not None:
+        rec.prompt_tokens = int(usage["prompt_tokens"])
+    if usage.get("completion_tokens") is not None:
+        rec.output_tokens = int(usage["completion_tokens"])
+    # vLLM 0.32 puts metrics next to usage; accept it inside usage too.
+    for holder in (obj.get("metrics"), usage.get("metrics"), usage):
+        if isinstance(holder, dict) and isinstance(holder.get("speculative_decoding"), dict):
+            if set_spec(rec, holder["speculative_decoding"]):
+                return
+
+
+def set_spec(rec: RequestRecord, payload: Any) -> bool:
+    """Store the request's spec stats; a malformed payload is noted on the record and
+    never fails the request (its tokens and timings are still good)."""
+    try:
+        spec = parse_spec(payload)
+    except (TypeError, ValueError) as e:
+        rec.spec = None
+        rec.spec_error = f"{type(e).__name__}: {e}; payload {json.dumps(payload, default=str)[:300]}"
+        return True
+    if spec is not None:
+        rec.spec = spec
+        return True
+    return False
+
+
+def _first_int(d: dict, *keys: str) -> int | None:
+    for k in keys:
+        v = d.get(k)
+        if v is not None:
+            return int(v)
+    return None
+
+
+def parse_spec(d: Any) -> SpecStats | None:
+    """Normalise either server shape to :class:`SpecStats`.
+
+    Current (vLLM 0.32 ``metrics.speculative_decoding``): a dense histogram list,
+    ``num_spec_steps``, ``num_accepted_draft_tokens``, ``num_draft_tokens``. Older
+    per-choice ``speculative_decoding_stats``: a sparse histogram ``{"j": count}`` and
+    ``num_drafts`` / ``num_accepted_tokens``. Missing totals are derived from the
+    histogram (steps = sum(h), accepted = sum(j * h[j])). Raises ``TypeError`` /
+    ``ValueError`` for a payload that is present but unusable.
+    """
+    if not isinstance(d, dict):
+        return None
+    raw = d.get("acceptance_histogram", d.get("histogram"))
+    hist: list[int] = []
+    if isinstance(raw, dict):
+        pairs = {int(k): int(v) for k, v in raw.items()}  # TypeError/ValueError: malformed
+        if pairs:
+            hist = [0] * (max(pairs) + 1)
+            for j, v in pairs.items():
+                if j < 0 or v < 0:
+                    raise ValueError(f"negative histogram entry {j}: {v}")
+                hist[j] = v
+    elif isinstance(raw, list):
+        hist = [int(v) for v in raw]  # int(None) -> TypeError: malformed
+        if any(v < 0 for v in hist):
+            raise ValueError("negative histogram count")
+    elif raw is not None:
+        raise TypeError(f"acceptance_histogram is a {type(raw).__name__}")
+    steps = _first_int(d, "num_spec_steps", "num_drafts", "num_steps")
+    accepted = _first_int(d, "num_accepted_draft_tokens", "num_accepted_tokens", "accepted_tokens")
+    drafts = _first_int(d, "num_draft_tokens", "draft_tokens")
+    if steps is None and hist:
+        steps = sum(hist)
+    if accepted is None and hist:
+        accepted = sum(j * v for j, v in enumerate(hist))
+    if steps is None and accepted is None:
+        return None
+    mal = d.get("mean_acceptance_length")
+    return SpecStats(
+        num_spec_steps=steps or 0,
+        num_draft_tokens=drafts or 0,
+        num_accepted_tokens=accepted or 0,
+        acceptance_histogram=hist,
+        mean_acceptance_length=float(mal) if isinstance(mal, (int, float)) else None,
+    )
