@@ -18,33 +18,15 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from speedbench.cells import as_list, num
+
 # Two AL curves "separate" where they differ by more than this fraction of arm A's AL
 # (and by more than the rows' own measurement disagreement, see separation()).
 SEPARATION_REL = 0.02
 USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 
 
-# ---- row access (rows may come from summary.json or from CSV, where lists are JSON) ----
-
-
-def num(x: Any) -> float:
-    """Summary cell -> float; None, "", booleans and non-numbers are NaN (summary.json
-    stores NaN as null). The one cell reader: report/ uses it too."""
-    if isinstance(x, bool) or x is None:
-        return math.nan
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def as_list(x: Any) -> list[float]:
-    if isinstance(x, str):
-        try:
-            x = json.loads(x) if x.strip() else []
-        except ValueError:
-            return []
-    return [num(v) for v in x] if isinstance(x, (list, tuple)) else []
+# ---- row facts: k, AL, series, per-position rates (cells are read by speedbench/cells.py)
 
 
 def k_of(row: dict) -> int | None:

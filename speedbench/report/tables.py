@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from speedbench.analysis import num
+from speedbench.cells import num
 from speedbench.metric_registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
 from speedbench.metric_registry import label as metric_label
 from speedbench.results import Run
