@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speedbench import __version__
+from speedbench.report import breakdowns as B
 from speedbench.report import markdown as M
 from speedbench.report import plots as P
 from speedbench.report import tables as T
@@ -186,10 +187,10 @@ def render_html(run: Run, drift_html: str = "") -> str:
     b.append("<h2>Speedup</h2>")
     tables = T.speedup_tables(run)
     b += [speedup_card(t, run.baseline) for t in tables] or [card(Safe("<p>No speculative arm with a baseline.</p>"))]
-    rate_rows = T.rate_table(run)
+    rate_rows = B.rate_table(run)
     if rate_rows:
         b += ["<h2>Request rate (open loop)</h2>",
-              card(Safe(f"<p class=\"muted\">{esc(M.RATE_NOTE)}</p>" + table(T.RATE_HEADERS, rate_rows)))]
+              card(Safe(f"<p class=\"muted\">{esc(M.RATE_NOTE)}</p>" + table(B.RATE_HEADERS, rate_rows)))]
     b.append("<h2>Plots</h2><div class=\"grid\">")
     b += [card(Safe(svg), caption) for caption, svg in run_plots(run)]
     b.append("</div><h2>All points</h2>")
@@ -202,24 +203,24 @@ def render_html(run: Run, drift_html: str = "") -> str:
         b.append(card(table(["arm", "concurrency", "failure"], [[a, c, Cell(f, cls="l")] for a, c, f in failures],
                             left=1),
                       "Failures"))
-    headers, rows = T.latency_table(run)
+    headers, rows = B.latency_table(run)
     if rows:
         b += ["<h2>Latency distributions</h2>",
               card(Safe(f"<p class=\"muted\">{esc(M.LATENCY_NOTE)}</p>" + table(headers, rows, left=3)))]
     headers, rows = M.category_rows(run)
     if rows:
         b += ["<h2>Acceptance length per category</h2>", card(table(headers, rows))]
-    rows = T.category_table(run)
+    rows = B.category_table(run)
     if rows:
         b += ["<h2>Per category</h2>", card(Safe(f"<p class=\"muted\">{esc(M.CATEGORY_NOTE)}</p>"
-                                                 + table(T.CATEGORY_HEADERS, rows, left=3)))]
-    prompt_tables = T.prompt_tables(run)
+                                                 + table(B.CATEGORY_HEADERS, rows, left=3)))]
+    prompt_tables = B.prompt_tables(run)
     if prompt_tables:
         b.append("<h2>Per question</h2><p class=\"muted\">One row per question_id of each speculative point "
                  "(every turn and repeat of the prompt pooled), the lowest speedup first: where a regression "
                  "comes from.</p>")
         b += [Safe(f"<details class=\"card\"><summary>{esc(title)} ({len(rows)} questions)</summary>"
-                   + table(T.PROMPT_HEADERS, rows, left=2) + "</details>") for title, rows in prompt_tables]
+                   + table(B.PROMPT_HEADERS, rows, left=2) + "</details>") for title, rows in prompt_tables]
     headers, rows = M.position_rows(run)
     if rows:
         b += ["<h2>Per-position acceptance</h2>",

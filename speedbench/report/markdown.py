@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from speedbench.report import breakdowns as B
 from speedbench.report import tables as T
 from speedbench.results import Run
 
@@ -125,12 +126,12 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
         parts += [speedup_table_md(t, run.baseline), ""]
     if not tables:
         parts += ["No speculative arm with a baseline in this run.", ""]
-    rows = T.rate_table(run)
+    rows = B.rate_table(run)
     if rows:
         parts += ["## Request rate (open loop)", "", RATE_NOTE, "",
-                  md_table(T.RATE_HEADERS, rows, "l" + "r" * (len(T.RATE_HEADERS) - 1)), ""]
+                  md_table(B.RATE_HEADERS, rows, "l" + "r" * (len(B.RATE_HEADERS) - 1)), ""]
     parts += ["## All points", "", md_table(DETAIL_HEADERS, detail_rows(run), "lllrrrrrrrr"), ""]
-    headers, rows = T.latency_table(run)
+    headers, rows = B.latency_table(run)
     if rows:
         parts += ["## Latency distributions", "", LATENCY_NOTE, "",
                   md_table(headers, rows, "lll" + "r" * (len(headers) - 3)), ""]
@@ -140,10 +141,10 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
                   "Mean over requests of each request's AL, the definition SPEED-Bench publishes per category "
                   "(the main table also gives the AL pooled over steps and from Prometheus).", "",
                   md_table(headers, rows), ""]
-    rows = T.category_table(run)
+    rows = B.category_table(run)
     if rows:
         parts += ["## Per category", "", CATEGORY_NOTE, "",
-                  md_table(T.CATEGORY_HEADERS, rows, "lll" + "r" * (len(T.CATEGORY_HEADERS) - 3)), ""]
+                  md_table(B.CATEGORY_HEADERS, rows, "lll" + "r" * (len(B.CATEGORY_HEADERS) - 3)), ""]
     headers, rows = position_rows(run)
     if rows:
         parts += ["## Per-position acceptance", "",

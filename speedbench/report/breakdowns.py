@@ -1,0 +1,116 @@
+"""Tables that break a run down: latency distributions per point, per category, per prompt
+(slowest first) and per request rate. Plain rows of strings; markdown.py and html.py lay
+them out."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from speedbench.cells import num
+from speedbench.metric_registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
+from speedbench.report.tables import fmt, fmt_speedup, label, ok, spec_arms
+from speedbench.results import Run
+
+
+# Latency distributions (metric_registry.LATENCY): one row per point and metric.
+
+
+def run_percentiles(run: Run) -> list[float]:
+    """The percentiles a run's rows carry: summary.json's list, else the scenario's, else the default."""
+    for source in (run.summary.get("percentiles"), (run.scenario or {}).get("percentiles")):
+        if isinstance(source, list) and source:
+            return [float(p) for p in source]
+    return list(DEFAULT_PERCENTILES)
+
+
+def latency_table(run: Run) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: arm, c, metric, mean, std, then each percentile (ms).
+
+    A run summarised before the latency block existed has none of these keys; it then
+    yields no rows rather than a table of dashes."""
+    pcts = run_percentiles(run)
+    tags = [percentile_tag(p) for p in pcts]
+    headers = ["arm", "c", "metric (ms)", "mean", "std"] + [t.replace("_", ".") for t in tags]
+    rows = []
+    for r in run.rows:
+        if r.get("status") == "failed" or f"{LATENCY_METRICS[0]}_std" not in r:
+            continue
+        for m in LATENCY_METRICS:
+            digits = 2 if m in ("tpot_ms", "itl_token_ms", "itl_chunk_ms") else 1
+            rows.append([label(str(r.get("arm")), str(r.get("variant") or "")), str(r.get("concurrency")),
+                         LATENCY_LABELS[m]] + [fmt(r.get(f"{m}_{s}"), digits) for s in ("mean", "std", *tags)])
+    return headers, rows
+
+
+CATEGORY_HEADERS = ["arm", "c", "category", "ok", "per-user TPS", "speedup [95% CI]",
+                    "AL pooled over steps", "AL mean over requests"]
+
+
+def category_table(run: Run) -> list[list[str]]:
+    """One row per (arm, variant, concurrency, category) of summary.json's categories:
+    per-user TPS, speedup against the baseline's requests of the same category, both ALs.
+    Runs summarised before the per-category TPS existed yield no rows."""
+    rows = []
+    for c in run.categories:
+        if "per_user_tps_mean" not in c:
+            continue
+        rows.append([label(str(c.get("arm")), str(c.get("variant") or "")), str(c.get("concurrency")),
+                     str(c.get("category") or ""), str(c.get("n_ok", "–")), fmt(c.get("per_user_tps_mean"), 1),
+                     fmt_speedup(c.get("speedup_mean"), c.get("speedup_ci_low"), c.get("speedup_ci_high")),
+                     fmt(c.get("al_tokens"), 3), fmt(c.get("al_requests"), 3)])
+    return rows
+
+
+PROMPT_HEADERS = ["question_id", "category", "ok", "baseline per-user TPS", "per-user TPS", "speedup",
+                  "AL mean over requests"]
+
+
+def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
+    """Per speculative point (title, rows): one row per question_id, slowest speedup
+    first, so a regression leads to the prompts that caused it. From the records."""
+    # Here, not at the top: speedbench.metrics loads pandas, which no other table needs.
+    from speedbench.metrics import prompt_rows
+
+    rows = prompt_rows(run.records, run.baseline)
+    out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    spec = set(spec_arms(run))
+    for r in rows:
+        if r["arm"] in spec:
+            out.setdefault((r["arm"], r["concurrency"], r["variant"]), []).append(r)
+    tables = []
+    for (arm, c, v), rs in out.items():
+        rs.sort(key=lambda r: (num(r["speedup"]) if ok(r["speedup"]) else math.inf, str(r["prompt_id"])))
+        tables.append((f"{label(arm, v)} c={c}",
+                       [[str(r["prompt_id"]), str(r["category"]), str(r["n_ok"]), fmt(r["baseline_per_user_tps"], 1),
+                         fmt(r["per_user_tps"], 1), fmt(r["speedup"], 2, "×"), fmt(r["al_requests"], 2)]
+                        for r in rs]))
+    return tables
+
+
+RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", "per-user TPS", "speedup [95% CI]",
+                "goodput (req/s)", "within SLO"]
+
+
+def _workload_variant(row: dict[str, Any]) -> str:
+    """A rate point's variant label without its rate (``code@2rps`` -> ``code``)."""
+    # Here, not at the top: speedbench.scenario loads pydantic, which rendering a report
+    # otherwise never needs.
+    from speedbench.scenario import rate_label
+
+    v = str(row.get("variant") or "")
+    tag = rate_label(num(row.get("request_rate")))
+    return v[: -len(tag)].rstrip("@") if v.endswith(tag) else v
+
+
+def rate_table(run: Run) -> list[list[str]]:
+    """Rate-mode points (rows with a ``request_rate``), arm by arm in rate order: the
+    open-loop counterpart of the per-concurrency speedup tables, with goodput."""
+    rows = [r for r in run.rows if ok(r.get("request_rate"))]
+    rows.sort(key=lambda r: (run.arms().index(r.get("arm")) if r.get("arm") in run.arms() else 0,
+                             num(r.get("request_rate"))))
+    return [[label(str(r.get("arm")), _workload_variant(r)), fmt(r.get("request_rate"), 3).rstrip("0").rstrip("."),
+             fmt(r.get("burstiness"), 2), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
+             fmt(r.get("per_user_tps_mean"), 1),
+             fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
+             fmt(r.get("goodput"), 3), fmt(num(r.get("goodput_share")) * 100, 0, "%")] for r in rows]
