@@ -19,6 +19,7 @@ side by side: its trend lines follow arm and draft checkpoint, night over night.
 from __future__ import annotations
 
 import itertools
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from speedbench.errors import ScenarioError
+from speedbench.executors.slurm import speedbench_argv
 from speedbench.scenario import Scenario, load_scenario
 
 
@@ -92,10 +94,6 @@ def cells(m: Matrix, base: Path | None = None) -> list[Cell]:
 
 def dashboard_script(sc: Scenario, results: Path, site: Path, *, cwd: Path) -> str:
     """The job that rebuilds the dashboard once every cell's gather has ended."""
-    import shlex
-
-    from speedbench.executors.slurm import speedbench_argv
-
     spec = sc.executor.slurm
     head = [f"--job-name=sb-dashboard", f"--output={results}/slurm-dashboard-%j.out", f"--chdir={cwd}",
             "--nodes=1", "--ntasks=1", "--cpus-per-task=1"]

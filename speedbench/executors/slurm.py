@@ -29,6 +29,8 @@ from typing import Any
 
 from speedbench.errors import ServerError, UsageError
 from speedbench.executors import ACTIVE_STATES, ArmJob
+from speedbench.plan import build_plan
+from speedbench.results import atomic_write
 from speedbench.scenario import Scenario, SlurmSpec
 
 DIR = "slurm"  # inside the run folder: scripts, jobs.json, job output, exit codes
@@ -72,9 +74,22 @@ def _launcher(spec: SlurmSpec, cwd: Path) -> str:
     return shlex.join(words) + " "
 
 
+def _script_head(sc: Scenario, run_path: Path | str, *, what: str, job: str, cwd: Path, arm_job: bool) -> str:
+    """What both job scripts start with: the shebang, what the script is, its #SBATCH
+    lines (job name and output file from ``job``), ``RUN=`` and the scenario's setup lines."""
+    spec = sc.executor.slurm
+    return (
+        "#!/bin/bash\n"
+        f"# speedbench: {what} of scenario {sc.name} (generated; docs/slurm.md)\n"
+        + "\n".join(_header(spec, name=f"sb-{sc.name}-{job}", output=f"{run_path}/{DIR}/{job}-%j.out",
+                            cwd=cwd, arm_job=arm_job)) + "\n"
+        f"RUN={shlex.quote(str(run_path))}\n"
+        + "".join(f"{ln}\n" for ln in spec.setup)
+    )
+
+
 def arm_script(sc: Scenario, run_path: Path | str, arm: str, *, cwd: Path, skip_doctor: bool = False) -> str:
     spec = sc.executor.slurm
-    run_q = shlex.quote(str(run_path))
     cmd = (_launcher(spec, cwd) + shlex.join([*speedbench_argv(spec), "job"]) + ' "$RUN" '
            + shlex.join(["--arm", arm] + (["--skip-doctor"] if skip_doctor else [])))
     requeue = (
@@ -84,12 +99,7 @@ def arm_script(sc: Scenario, run_path: Path | str, arm: str, *, cwd: Path, skip_
         'fi\n' if spec.requeue else ""
     )
     return (
-        "#!/bin/bash\n"
-        f"# speedbench: arm {arm} of scenario {sc.name} (generated; docs/slurm.md)\n"
-        + "\n".join(_header(spec, name=f"sb-{sc.name}-{arm}", output=f"{run_path}/{DIR}/{arm}-%j.out",
-                            cwd=cwd, arm_job=True)) + "\n"
-        f"RUN={run_q}\n"
-        + "".join(f"{ln}\n" for ln in spec.setup)
+        _script_head(sc, run_path, what=f"arm {arm}", job=arm, cwd=cwd, arm_job=True)
         + "# speedbench runs in the background so that this shell can pass on Slurm's SIGTERM\n"
         f"{cmd} &\n"
         "pid=$!\n"
@@ -105,15 +115,7 @@ def arm_script(sc: Scenario, run_path: Path | str, arm: str, *, cwd: Path, skip_
 def gather_script(sc: Scenario, run_path: Path | str, *, cwd: Path) -> str:
     spec = sc.executor.slurm
     cmd = " ".join(shlex.quote(w) for w in [*speedbench_argv(spec), "gather"]) + ' "$RUN"'
-    return (
-        "#!/bin/bash\n"
-        f"# speedbench: gather of scenario {sc.name} (generated; docs/slurm.md)\n"
-        + "\n".join(_header(spec, name=f"sb-{sc.name}-gather", output=f"{run_path}/{DIR}/gather-%j.out",
-                            cwd=cwd, arm_job=False)) + "\n"
-        f"RUN={shlex.quote(str(run_path))}\n"
-        + "".join(f"{ln}\n" for ln in spec.setup)
-        + f"{_launcher(spec, cwd)}{cmd}\n"
-    )
+    return _script_head(sc, run_path, what="gather", job="gather", cwd=cwd, arm_job=False) + f"{_launcher(spec, cwd)}{cmd}\n"
 
 
 # ---- the Slurm commands --------------------------------------------------------------
@@ -169,8 +171,6 @@ def load_jobs(run_path: Path) -> dict[str, Any]:
 
 
 def _save_jobs(run_path: Path, jobs: dict[str, Any]) -> None:
-    from speedbench.results import atomic_write
-
     atomic_write(Path(run_path) / DIR / JOBS, json.dumps(jobs, indent=2) + "\n")
 
 
@@ -216,8 +216,6 @@ def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[Arm
     run_path = Path(run_dir.path)
     jobs = load_jobs(run_path)
     points = run_dir.all_points()
-    from speedbench.plan import build_plan
-
     plan = build_plan(sc)
     out = []
     for arm, ids in jobs["arms"].items():
