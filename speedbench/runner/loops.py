@@ -82,12 +82,8 @@ async def closed_loop(
         await asyncio.gather(*workers, return_exceptions=True)
         raise
     finally:
-        if watchdog is not None:
-            watchdog.cancel()
-            await asyncio.gather(watchdog, return_exceptions=True)
-    for r in results:
-        if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
-            raise r
+        await _stop(watchdog)
+    _raise_first_error(results)
 
 
 async def _worker(
@@ -201,9 +197,20 @@ async def open_loop(
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     finally:
-        if watchdog is not None:
-            watchdog.cancel()
-            await asyncio.gather(watchdog, return_exceptions=True)
+        await _stop(watchdog)
+    _raise_first_error(results)
+
+
+async def _stop(task: asyncio.Task | None) -> None:
+    """Cancel a helper task (the watchdog) and wait until it has ended."""
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def _raise_first_error(results: list[Any]) -> None:
+    """gather(..., return_exceptions=True) keeps one task's failure from stopping the
+    others; a real error still surfaces here. Cancellations (the watchdog's) are expected."""
     for r in results:
         if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError):
             raise r
