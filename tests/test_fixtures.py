@@ -1,4 +1,5 @@
-"""The tiny fixtures: layout vLLM loads, determinism, caching, tokenizer and CLI."""
+"""The tiny fixtures: committed weights and their hash check, layout vLLM loads,
+determinism, caching, tokenizer, CLI, and the training recipe at a small scale."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from safetensors import safe_open  # noqa: E402
 
 from speedbench.cli import main  # noqa: E402
 from speedbench.engine.provenance import draft_info  # noqa: E402
-from speedbench import fixtures  # noqa: E402
+from speedbench.errors import UsageError  # noqa: E402
+from speedbench.fixture_weights import FILES, SUMS, WEIGHTS, verify  # noqa: E402
 from speedbench.fixtures import (  # noqa: E402
     FOLDERS,
     MARKER,
     TRAINING_REPORT,
     TinyParams,
-    TrainParams,
     build_tiny,
     ensure_tiny,
     file_sha256,
@@ -30,14 +31,10 @@ from speedbench.fixtures import (  # noqa: E402
     stale_drafts,
 )
 
-# Layout, caching and determinism do not need a useful draft: a few training steps keep
-# each build to seconds. test_training_still_learns checks the recipe itself.
-QUICK = TrainParams(num_sequences=12, gen_tokens=12, long_fraction=0.0, steps=4, batch_size=4, holdout=0)
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return build_tiny(tmp_path_factory.mktemp("fx") / "tiny", seed=0, train=QUICK)
+    return build_tiny(tmp_path_factory.mktemp("fx") / "tiny", seed=0)
 
 
 def tensors(path: Path) -> dict:
@@ -92,9 +89,10 @@ def test_tokenizer_and_chat_template(tiny):
     msgs = [{"role": "user", "content": "Write a function that returns the sum of squares."}]
     text = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
     assert text.endswith("<|im_start|>assistant\n") and "Write a function" in text
-    ids = tok.encode("def fibonacci(n): return the capital of France")
-    assert len(ids) < 15  # words of the corpus are whole tokens, not bytes
-    assert tok.decode(ids) == "def fibonacci(n): return the capital of France"
+    text = "    def __init__(self, name):\n        return self.name"
+    ids = tok.encode(text)
+    assert len(ids) < 16  # the vocabulary is trained on code: keywords are whole tokens
+    assert tok.decode(ids) == text
     assert tok.decode(tok.encode("Ünïcødé ✓")) == "Ünïcødé ✓"  # the byte alphabet is complete
 
 
@@ -104,20 +102,57 @@ def test_special_and_unreadable_tokens_are_never_emitted(tiny):
     tok = AutoTokenizer.from_pretrained(str(tiny / "target"))
     silent = silent_ids(tok)
     assert tok.eos_token_id in silent and tok.convert_tokens_to_ids("<|im_start|>") in silent
+    keep = [i for i in range(2048) if i not in set(silent)]
     for folder in FOLDERS:
         head = tensors(tiny / folder)["lm_head.weight"].float()
         assert head[silent].abs().sum() == 0
         assert head.abs().sum(dim=1).gt(0).sum() == 2048 - len(silent)
+        # Centred: the other rows' logits sum to ~0, so their maximum is positive and
+        # beats the silenced tokens' zero logit at every position.
+        assert head[keep].mean(0).abs().max() < 1e-3 * head[keep].abs().mean()
+    recipe = json.loads((WEIGHTS / "recipe.json").read_text())
+    assert recipe["data"]["silenced_tokens_generated"] == 0 and recipe["data"]["generated_tokens"] > 10000
 
 
 def test_build_is_deterministic(tiny, tmp_path):
-    again = build_tiny(tmp_path / "again", seed=0, train=QUICK)
+    again = build_tiny(tmp_path / "again", seed=0)
     for folder in FOLDERS:
         assert sha(tiny / folder / "model.safetensors") == sha(again / folder / "model.safetensors")
         assert sha(tiny / folder / "tokenizer.json") == sha(again / folder / "tokenizer.json")
-    other = build_tiny(tmp_path / "other", seed=1, train=QUICK)
-    assert sha(other / "target" / "model.safetensors") != sha(tiny / "target" / "model.safetensors")
+    # The seed only draws the untrained control; the trained weights are the committed ones.
+    other = build_tiny(tmp_path / "other", seed=1)
+    assert sha(other / "eagle-random" / "model.safetensors") != sha(tiny / "eagle-random" / "model.safetensors")
+    for folder in ("target", "eagle3", "eagle3.1"):
+        assert sha(other / folder / "model.safetensors") == sha(tiny / folder / "model.safetensors")
     assert sha(tiny / "eagle3" / "model.safetensors") != sha(tiny / "eagle3.1" / "model.safetensors")
+    assert sha(tiny / "target" / "model.safetensors") == sha(WEIGHTS / "target.safetensors")
+
+
+def test_committed_weights_match_their_checksums():
+    text = verify(WEIGHTS)
+    assert [line.split("  ")[1] for line in text.splitlines()] == list(FILES)
+
+
+@pytest.mark.parametrize("damage", ["flip", "missing", "no_sums"])
+def test_damaged_weights_are_refused_with_the_file_and_the_fix(tmp_path, damage):
+    import shutil
+
+    copy = tmp_path / "weights"
+    shutil.copytree(WEIGHTS, copy)
+    victim = copy / "eagle3.1.safetensors"
+    if damage == "flip":
+        data = bytearray(victim.read_bytes())
+        data[len(data) // 2] ^= 1
+        victim.write_bytes(bytes(data))
+    elif damage == "missing":
+        victim.unlink()
+    else:
+        victim = copy / SUMS
+        victim.unlink()
+    with pytest.raises(UsageError) as e:
+        build_tiny(tmp_path / "fx", weights=copy)
+    assert str(victim) in str(e.value) and "fix:" in str(e.value)
+    assert not (tmp_path / "fx" / "target").exists()  # nothing half-built
 
 
 def test_drafts_record_the_target_they_were_trained_against(tiny, tmp_path):
@@ -135,7 +170,7 @@ def test_drafts_record_the_target_they_were_trained_against(tiny, tmp_path):
     shutil.copytree(tiny, copy)
     (copy / "target" / "model.safetensors").write_bytes(b"another target")
     assert stale_drafts(copy) == ["eagle3", "eagle3.1"]
-    assert not is_built(copy, train=QUICK)
+    assert not is_built(copy)
 
 
 def test_both_drafts_start_from_the_same_weights(tiny):
@@ -147,14 +182,23 @@ def test_both_drafts_start_from_the_same_weights(tiny):
     assert any(not (e3[k] == start[k]).all() for k in e3)  # trained
 
 
-def test_training_still_learns(tmp_path):
-    # The recipe at a small scale: the loss must fall well below its start and the draft
-    # must predict the target's next greedy token far above chance (1/2048).
-    root = build_tiny(tmp_path / "fx", seed=0, train=TrainParams().small())
+def test_the_recipe_still_learns_at_a_small_scale(tmp_path):
+    # The whole committed recipe (scripts/train_tiny_fixtures.py --small): the target's
+    # loss falls on the standard library, and both drafts learn the target's greedy
+    # continuations far above chance (1/2048), on held-out sequences.
+    from speedbench.draft_training import TrainParams
+    from speedbench.target_training import TargetTrainParams
+    from speedbench.tiny_recipe import train_all
+
+    recipe = train_all(tmp_path / "w", seed=0, target_tp=TargetTrainParams().small(), draft_tp=TrainParams().small())
+    assert recipe["target"]["loss_last"] < recipe["target"]["loss_first"] - 0.7, recipe["target"]
+    assert recipe["target"]["heldout_loss"] < recipe["target"]["loss_first"] - 0.7, recipe["target"]
     for name in ("eagle3", "eagle3.1"):
-        report = json.loads((root / name / TRAINING_REPORT).read_text())
+        report = recipe["drafts"][name]
         assert report["loss_last"] < 0.5 * report["loss_first"], report
         assert report["holdout_accuracy"][0] > 0.1, report
+    verify(tmp_path / "w")  # a retrained folder carries its own checksums
+    assert build_tiny(tmp_path / "fx", weights=tmp_path / "w") == tmp_path / "fx"
 
 
 def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
@@ -168,7 +212,7 @@ def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
         (root / d / "model.safetensors").write_bytes(b"x")
     for d in ("eagle3", "eagle3.1"):
         (root / d / TRAINING_REPORT).write_text(json.dumps({"target_sha256": sha(root / "target" / "model.safetensors")}))
-    (root / MARKER).write_text(json.dumps({"hash": params_hash(TinyParams())}))
+    (root / MARKER).write_text(json.dumps({"hash": params_hash(TinyParams(), verify(WEIGHTS))}))
     assert is_built(root)
     ensure_tiny(root)
     assert len(calls) == 1  # cached
@@ -180,9 +224,8 @@ def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
 
 
 def test_cli_builds_then_reports_up_to_date(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(fixtures, "TrainParams", lambda: QUICK)
     assert main(["fixtures", "tiny", str(tmp_path / "fx")]) == 0
-    assert "built target, trained eagle3, eagle3.1" in capsys.readouterr().out
+    assert "assembled target, eagle3, eagle3.1" in capsys.readouterr().out
     assert is_built(tmp_path / "fx")
     assert main(["fixtures", "tiny", str(tmp_path / "fx")]) == 0
     assert "up to date" in capsys.readouterr().out

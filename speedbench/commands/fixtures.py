@@ -11,18 +11,20 @@ from speedbench.fixtures import MARKER, ensure_tiny, is_built
 def register(sub) -> None:
     p = sub.add_parser(
         "fixtures",
-        help="build tiny local models (a random Llama target and trained EAGLE 3 / 3.1 drafts)",
-        description="Build deterministic tiny fixtures with no download: DIR/target (Llama, "
-        "hidden 128, 8 layers, byte-level BPE vocabulary of 2048 with a chat template), "
-        "DIR/eagle3 and DIR/eagle3.1 (drafts in vLLM's EAGLE3 layout, trained against the "
-        "target during the build: a few minutes on two cores) and DIR/eagle-random (their "
-        "untrained start, a control that accepts nothing). "
+        help="build tiny local models (a Llama trained on code, trained EAGLE 3 / 3.1 drafts)",
+        description="Assemble the tiny fixtures, with no download and no training, from the "
+        "weights committed in speedbench/data/tiny (checked against their SHA256SUMS): "
+        "DIR/target (Llama, hidden 128, 8 layers, trained on the Python standard library, "
+        "byte-level BPE vocabulary of 2048 with a chat template), DIR/eagle3 and DIR/eagle3.1 "
+        "(drafts in vLLM's EAGLE3 layout trained against that target) and DIR/eagle-random "
+        "(their untrained start, a control that accepts nothing). Retraining the committed "
+        "weights is scripts/train_tiny_fixtures.py (docs/fixtures.md). "
         f"An existing identical build (DIR/{MARKER}) is kept unless --force.",
     )
     p.add_argument("kind", choices=["tiny"], help="which fixture set to build")
     p.add_argument("dir", help="output folder, e.g. .fixtures/tiny")
     p.add_argument("--force", action="store_true", help="rebuild even when an identical build exists")
-    p.add_argument("--seed", type=int, default=0, help="weight seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the untrained control's weights (default 0, the trained drafts' start)")
     p.set_defaults(func=run)
 
 
@@ -33,5 +35,5 @@ def run(args) -> int:
         return 0
     t0 = time.monotonic()
     ensure_tiny(root, force=args.force, seed=args.seed)
-    print(f"{root}: built target, trained eagle3, eagle3.1 (and eagle-random) in {time.monotonic() - t0:.1f} s")
+    print(f"{root}: assembled target, eagle3, eagle3.1 (and eagle-random) in {time.monotonic() - t0:.1f} s")
     return 0
