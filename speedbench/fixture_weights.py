@@ -52,10 +52,11 @@ def read_sums(folder: Path) -> dict[str, str]:
     return sums
 
 
-def verify(folder: Path = WEIGHTS) -> str:
-    """Check every weight file against ``SHA256SUMS``; returns the sums' text (the build's
-    identity). Raises UsageError naming the file and the fix on any mismatch."""
-    folder = Path(folder)
+def verify(folder: Path | None = None) -> str:
+    """Check every weight file in ``folder`` (default :data:`WEIGHTS`) against
+    ``SHA256SUMS``; returns the sums' text (the build's identity). Raises UsageError
+    naming the file and the fix on any mismatch."""
+    folder = Path(folder) if folder is not None else WEIGHTS
     sums = read_sums(folder)
     for name in FILES:
         path = folder / name

@@ -79,7 +79,7 @@ def train_target_stage(out: Path, seed: int, tp: TargetTrainParams) -> dict:
         torch.manual_seed(seed)
         config = fx._llama_config(params, tok, architectures=["LlamaForCausalLM"])
         model = LlamaForCausalLM(config).float()
-        ids = torch.tensor(tok.encode(text, add_special_tokens=False))
+        ids = torch.tensor(tok.encode(text, add_special_tokens=False, verbose=False))  # one long stream, on purpose
         report = {**train_target(model, ids, tp, seed), "tokens": len(ids), "source": source,
                   "params": asdict(tp), "seed": seed}
         tensors = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()}

