@@ -36,6 +36,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from speedbench.optim import set_lr, update
 
 log = logging.getLogger(__name__)
 
@@ -233,19 +234,13 @@ def train_draft(seqs: list[dict], embed, cfg: dict, init: dict, *, v31: bool, tp
     losses = []
     t0 = time.monotonic()
     for step in range(tp.steps):
-        lr = tp.lr * min(1.0, (step + 1) / tp.warmup) * 0.5 * (1 + math.cos(math.pi * step / tp.steps))
-        for g in opt.param_groups:
-            g["lr"] = lr
+        set_lr(opt, step, tp.steps, tp.lr, tp.warmup)
         b = batches[int(torch.randint(len(batches), (1,), generator=gen))]
         batch = _collate(train, b, tp.ttt_steps, tp.context_positions)
         logits = model(batch, embed)
         loss = sum(torch.nn.functional.cross_entropy(lg.flatten(0, 1), lb.flatten(), ignore_index=-100)
                    for lg, lb in zip(logits, batch["labels"])) / len(logits)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(float(loss.detach()))
+        losses.append(update(model, opt, loss))
         if step % 10 == 0 or step == tp.steps - 1:
             log.info("%s step %d/%d loss %.3f (%.0f s)", "eagle3.1" if v31 else "eagle3", step, tp.steps,
                      losses[-1], time.monotonic() - t0)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import sys
 import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from speedbench.optim import set_lr, update
 
 log = logging.getLogger(__name__)
 
@@ -79,17 +80,10 @@ def train_target(model, ids, tp: TargetTrainParams, seed: int) -> dict:
     t0 = time.monotonic()
     model.train()
     for step in range(tp.steps):
-        lr = tp.lr * min(1.0, (step + 1) / tp.warmup) * 0.5 * (1 + math.cos(math.pi * step / tp.steps))
-        for g in opt.param_groups:
-            g["lr"] = lr
+        set_lr(opt, step, tp.steps, tp.lr, tp.warmup)
         starts = torch.randint(0, n, (tp.batch_size,), generator=gen)
         x = torch.stack([ids[s:s + tp.seq_len] for s in starts.tolist()])
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(float(loss.detach()))
+        losses.append(update(model, opt, model(input_ids=x, labels=x).loss))
         if step % 20 == 0 or step == tp.steps - 1:
             log.info("target step %d/%d loss %.3f (%.0f s)", step, tp.steps, losses[-1], time.monotonic() - t0)
     model.eval()
