@@ -107,10 +107,11 @@ def test_untrained_control_accepts_nothing(run):
 def test_trained_drafts_accept_clearly_more_than_the_untrained_one(run, arm):
     control = {r["concurrency"]: r["al_prometheus"] for r in rows(run["summary"], "eagle3-untrained")}
     for r in rows(run["summary"], arm):
-        # Training against this very target is what the fixture build guarantees; the
-        # size of the gain (and any speedup) belongs to the README, not to a test.
-        assert r["al_prometheus"] > control[r["concurrency"]] + 0.2, r
-        assert r["al_tokens"] > 1.2, r
+        # The committed drafts were trained against this very target (held-out agreement
+        # ~0.8 per step, docs/fixtures.md): at least one extra token per step is far inside
+        # what they serve (AL ~3). The exact gain and any speedup belong to the README.
+        assert r["al_prometheus"] > control[r["concurrency"]] + 1.0, r
+        assert r["al_tokens"] > 2.0, r
 
 
 def test_per_request_al_equals_prometheus_al(run):
