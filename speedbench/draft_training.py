@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TrainParams:
-    """Size of the training run. The defaults are the fixture build's (docs/fixtures.md)."""
+    """Size of the drafts' training run. The defaults are the committed recipe's (docs/fixtures.md)."""
 
     num_sequences: int = 512  # prompts; each gets the target's greedy continuation (~0.1 s each)
     gen_tokens: int = 64  # greedy tokens per prompt (the scenarios ask for 48-64)
