@@ -220,7 +220,11 @@ def test_ctrl_c_stops_vllm_saves_and_hints_resume(vllm_slot, tmp_path, tag):
         cmd("run", str(CPU_TINY), "-o", str(out), "--skip-doctor", "--arms", "baseline",
             "--set", "concurrency=[1,4]", "--set", "workload.max_tokens=200", "--set", "workload.num_prompts=16",
             "--set", "workload.warmup=0"),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env_for(tag))
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env_for(tag),
+        # A foreground process in a terminal has SIGINT at its default. When the tests
+        # themselves run in the background of a non-interactive shell, SIGINT arrives
+        # ignored (POSIX) and Python would inherit that, so restore the terminal's case.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 500
         run = None
