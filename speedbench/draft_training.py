@@ -36,7 +36,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from speedbench.optim import set_lr, update
+from speedbench.optim import set_lr, threads, update
 
 log = logging.getLogger(__name__)
 
@@ -284,9 +284,7 @@ def train_pair(seqs: list[dict], target: dict, cfg: dict, init: dict, tp: TrainP
     """
     import torch
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(min(threads, tp.threads))
-    try:
+    with threads(tp.threads):
         torch.manual_seed(seed)
         embed, head = target["model.embed_tokens.weight"], target["lm_head.weight"]
         if tp.head_init == "embed":
@@ -299,5 +297,3 @@ def train_pair(seqs: list[dict], target: dict, cfg: dict, init: dict, tp: TrainP
         base = {k: v for k, v in init.items() if not k.startswith("fc_norm")}
         return {"eagle3": train_draft(seqs, embed, cfg, base, v31=False, tp=tp, seed=seed),
                 "eagle3.1": train_draft(seqs, embed, cfg, init, v31=True, tp=tp, seed=seed)}
-    finally:
-        torch.set_num_threads(threads)

@@ -254,11 +254,19 @@ class _Weights:
     def silence(self, name: str, ids: list[int]) -> None:
         self.tensors[name] = centre_and_silence(self.tensors[name], ids)
 
-    def save(self, path: Path) -> None:
-        from safetensors.torch import save_file
 
-        save_file({k: v.contiguous() for k, v in self.tensors.items()}, str(path), metadata={"format": "pt"})
-        os.chmod(path, 0o644)  # safetensors writes 0600; a container user may need to read it
+def save_tensors(tensors: dict, path: Path) -> None:
+    """A safetensors file every user can read."""
+    from safetensors.torch import save_file
+
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(path), metadata={"format": "pt"})
+    os.chmod(path, 0o644)  # safetensors writes 0600; a container user may need to read it
+
+
+def _install(weights: Path, out: Path) -> None:
+    """A committed weights file as ``out``/model.safetensors, readable by every user."""
+    shutil.copyfile(weights, out / "model.safetensors")
+    os.chmod(out / "model.safetensors", 0o644)
 
 
 def _attn_mlp(w: _Weights, prefix: str, p: TinyParams, qkv_in: int) -> None:
@@ -303,8 +311,7 @@ def centre_and_silence(head, ids: list[int]):
 def write_target(out: Path, p: TinyParams, tok, weights: Path) -> None:
     """The target folder vLLM serves: config, tokenizer files and the committed weights."""
     _write_common(out, _llama_config(p, tok, architectures=["LlamaForCausalLM"]), tok)
-    shutil.copyfile(weights, out / "model.safetensors")
-    os.chmod(out / "model.safetensors", 0o644)
+    _install(weights, out)
 
 
 def _draft_config(p: TinyParams, tok, v31: bool):
@@ -345,11 +352,9 @@ def write_eagle3(out: Path, p: TinyParams, tok, weights: Path | dict, *, v31: bo
     """A draft folder in vLLM's EAGLE3 layout, from a weights file or from tensors."""
     _write_common(out, _draft_config(p, tok, v31), tok)
     if isinstance(weights, dict):
-        w = _Weights(0, p.init_std)
-        w.tensors = {k: v for k, v in weights.items() if v31 or not k.startswith("fc_norm")}
-        w.save(out / "model.safetensors")
+        save_tensors({k: v for k, v in weights.items() if v31 or not k.startswith("fc_norm")},
+                     out / "model.safetensors")
     else:
-        shutil.copyfile(weights, out / "model.safetensors")
-        os.chmod(out / "model.safetensors", 0o644)
+        _install(weights, out)
     if report is not None:
         (out / TRAINING_REPORT).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

@@ -3,6 +3,23 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+
+
+@contextmanager
+def threads(n: int):
+    """At most ``n`` torch threads inside the block, the previous count restored after.
+
+    One thread is the recipe's choice: on the shared 2-core machine two OpenMP threads
+    spent most of their time waiting at barriers for a core."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(min(before, n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def set_lr(opt, step: int, steps: int, peak: float, warmup: int) -> None:

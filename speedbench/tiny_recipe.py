@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
 from speedbench import fixtures as fx
 from speedbench.draft_training import TrainParams, aux_layer_ids, train_pair
 from speedbench.fixture_weights import FILES, write_sums
+from speedbench.optim import threads
 from speedbench.target_training import TargetTrainParams, stdlib_text, train_target
 from speedbench.training_data import prompts, target_data
 
@@ -72,7 +71,7 @@ def train_target_stage(out: Path, seed: int, tp: TargetTrainParams) -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     params = fx.TinyParams()
-    with _threads(tp.threads):
+    with threads(tp.threads):
         text, source = stdlib_text(tp.max_chars)
         train_tokenizer(text + "\n" + fx.corpus(), params.vocab_size).save(str(out / "tokenizer.json"))
         tok = fx.load_tokenizer(out / "tokenizer.json", params.max_position_embeddings)
@@ -84,7 +83,7 @@ def train_target_stage(out: Path, seed: int, tp: TargetTrainParams) -> dict:
                   "params": asdict(tp), "seed": seed}
         tensors = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()}
         tensors["lm_head.weight"] = fx.centre_and_silence(tensors["lm_head.weight"], fx.silent_ids(tok))
-        _save(tensors, out / "target.safetensors")
+        fx.save_tensors(tensors, out / "target.safetensors")
     return report
 
 
@@ -95,7 +94,7 @@ def train_drafts_stage(out: Path, seed: int, tp: TrainParams, target_report: dic
     out = Path(out)
     params = fx.TinyParams()
     t0 = time.monotonic()
-    with _threads(tp.threads):
+    with threads(tp.threads):
         tok = fx.load_tokenizer(out / "tokenizer.json", params.max_position_embeddings)
         silent = set(fx.silent_ids(tok))
         text, _ = stdlib_text(target_report["params"]["max_chars"])
@@ -118,7 +117,7 @@ def train_drafts_stage(out: Path, seed: int, tp: TrainParams, target_report: dic
         drafts = {}
         for name, (draft, report) in trained.items():
             draft["lm_head.weight"] = fx.centre_and_silence(draft["lm_head.weight"], sorted(silent))
-            _save(draft, out / f"{name}.safetensors")
+            fx.save_tensors(draft, out / f"{name}.safetensors")
             drafts[name] = report
     return {"seed": seed, "params": asdict(params), "target": target_report, "data": data, "drafts": drafts,
             "seconds": round(time.monotonic() - t0, 1)}
@@ -143,24 +142,3 @@ def _write_recipe(out: Path, recipe: dict) -> dict:
     (Path(out) / "recipe.json").write_text(json.dumps(recipe, indent=2, sort_keys=True) + "\n")
     write_sums(out)
     return recipe
-
-
-def _save(tensors: dict, path: Path) -> None:
-    from safetensors.torch import save_file
-
-    save_file({k: v.contiguous() for k, v in tensors.items()}, str(path), metadata={"format": "pt"})
-    os.chmod(path, 0o644)  # safetensors writes 0600
-
-
-@contextmanager
-def _threads(n: int):
-    # One thread: on the shared 2-core machine two OpenMP threads spent most of their
-    # time waiting at barriers for a core.
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(min(before, n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)

@@ -81,13 +81,18 @@ def check_workload(ctx: Context) -> list[Check]:
         return [Check("workload", "warn", f"the workload check itself failed: {type(e).__name__}: {e}")]
     ok, message = bool(getattr(res, "ok", False)), str(getattr(res, "message", "") or "")
     n_rows, n_ph = getattr(res, "n_rows", None), getattr(res, "n_placeholder", 0) or 0
-    # The loader writes "problem -- fix: remedy"; keep the two apart for the table.
-    message, _, fix = message.partition(" -- fix: ")
+    message, fix = _split_fix(message)
     counts = f"{n_rows} rows, {n_ph} placeholders" if n_rows is not None else ""
     detail = f"{spec.source}: {message or counts}"
     if ok:
         return [Check("workload", "ok", detail)]
     return [Check("workload", "fail", detail, fix or "prepare the data (`speedbench data`, see README) or change workload.source")]
+
+
+def _split_fix(message: str) -> tuple[str, str]:
+    """Errors here read "problem -- fix: remedy"; the table keeps the two apart."""
+    problem, _, fix = message.partition(" -- fix: ")
+    return problem, fix
 
 
 def check_fixtures(ctx: Context) -> list[Check]:
@@ -97,8 +102,7 @@ def check_fixtures(ctx: Context) -> list[Check]:
     try:
         verify()  # the committed weights the fixtures are assembled from (5.5 MB: fast)
     except SpeedbenchError as e:
-        detail, _, fix = str(e).partition(" -- fix: ")
-        return [Check("fixtures", "fail", detail, fix)]
+        return [Check("fixtures", "fail", *_split_fix(str(e)))]
     if Path(folder).is_dir():
         return [Check("fixtures", "ok", f"{folder} exists; committed weights match SHA256SUMS")]
     return [Check("fixtures", "ok", f"{folder} does not exist yet: `speedbench run` assembles it on first run "
