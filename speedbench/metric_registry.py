@@ -64,6 +64,12 @@ ROW_METRICS: tuple[Metric, ...] = (
     _m("per_user_tps_p10", "tokens/s", "higher", "per-user TPS p10", "10th percentile of `per_user_tps`", _OK),
     _m("per_user_tps_p90", "tokens/s", "higher", "per-user TPS p90", "90th percentile of `per_user_tps`", _OK),
     _m("per_user_e2e_tps_mean", "tokens/s", "higher", "per-user E2E TPS", "mean of `per_user_e2e_tps`", _OK),
+    _m("per_user_tps_engine_mean", "tokens/s", "higher", "per-user TPS (engine)",
+       "mean of `engine_tps` = `(n - 1) / generation_time_ms`, the engine's own per-request timing", _OK),
+    _m("tps_agree", "bool", "", "TPS agree",
+       "client and engine mean per-user TPS within 5% over the requests that have both", _OK),
+    _m("n_burst", "count", "lower", "bursts",
+       "ok requests whose tokens all arrived in one socket read (client TPS undefined)", _OK),
     _m("output_tps", "tokens/s", "higher", "output TPS", "`sum(n) / wall_s`, wall_s summed over repeats", _ALL),
     _m("ttft_ms_mean", "ms", "lower", "TTFT mean", "mean of `ttft_ms`", _OK),
     _m("ttft_ms_median", "ms", "lower", "TTFT median", "median of `ttft_ms`", _OK),
@@ -77,14 +83,24 @@ ROW_METRICS: tuple[Metric, ...] = (
     _m("speedup_mean", "ratio", "higher", "speedup", "`mean(arm) / mean(baseline)` per-user TPS", _PAIRS, "speedup"),
     _m("speedup_median", "ratio", "higher", "speedup (median)", "`median(arm) / median(baseline)`", _PAIRS,
        "speedup"),
-    _m("speedup_ci_low", "ratio", "", "speedup CI low", "95% bootstrap interval of the mean ratio, low end", _PAIRS,
-       "speedup"),
-    _m("speedup_ci_high", "ratio", "", "speedup CI high", "95% bootstrap interval of the mean ratio, high end",
-       _PAIRS, "speedup"),
+    _m("speedup_ci_low", "ratio", "", "speedup CI low",
+       "95% bootstrap interval of the mean ratio, low end: repeats, then prompts (two-level)", _PAIRS, "speedup"),
+    _m("speedup_ci_high", "ratio", "", "speedup CI high",
+       "95% bootstrap interval of the mean ratio, high end: repeats, then prompts (two-level)", _PAIRS, "speedup"),
     _m("speedup_pairs", "count", "", "pairs", "(prompt_index, turn, repeat) keys both arms completed", _PAIRS,
        "speedup"),
     _m("speedup_mean_all", "ratio", "higher", "speedup (all requests)",
        "the mean ratio over every ok request of each arm, when the sets differ", _OK, "speedup"),
+    _m("speedup_by_repeat", "list of ratios", "", "speedup per repeat",
+       "the mean ratio within each repeat (a round of fresh server starts)", _PAIRS, "speedup"),
+    _m("speedup_between_sd", "ratio", "lower", "between-server spread",
+       "sample standard deviation of `speedup_by_repeat` (2 or more repeats)", _PAIRS, "speedup"),
+    _m("speedup_engine_mean", "ratio", "higher", "speedup (engine)",
+       "`mean(arm) / mean(baseline)` of `engine_tps`; bursts count", "pairs with engine timing", "speedup"),
+    _m("speedup_engine_ci_low", "ratio", "", "speedup (engine) CI low",
+       "95% two-level bootstrap interval of the engine-side ratio, low end", "pairs with engine timing", "speedup"),
+    _m("speedup_engine_ci_high", "ratio", "", "speedup (engine) CI high",
+       "95% two-level bootstrap interval of the engine-side ratio, high end", "pairs with engine timing", "speedup"),
     _m("proxy_speedup", "ratio", "higher", "proxy speedup", "SPEED-Bench proxy `t_ar · AL / t_sd`", _OK, "speedup"),
     # acceptance
     _m("al_tokens", "tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC, "acceptance"),
@@ -122,6 +138,13 @@ ROW_METRICS: tuple[Metric, ...] = (
 )
 
 ROW_KEYS: tuple[str, ...] = tuple(m.key for m in ROW_METRICS)
+
+# Top-level summary.json keys that measure something (the others are identity and set-up).
+SUMMARY_METRICS: tuple[Metric, ...] = (
+    _m("noise_floor", "list", "", "noise floor",
+       "the A/A arm's speedup over the baseline per point, with both sources' intervals", "the A/A arm's rows",
+       "summary"),
+)
 BY_KEY: dict[str, Metric] = {m.key: m for m in ROW_METRICS}
 
 # Latency families: every row carries `<key>_mean`, `<key>_std` and `<key>_p<P>` for the

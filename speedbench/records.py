@@ -64,6 +64,28 @@ class SpecStats:
 
 
 @dataclass
+class EngineTiming:
+    """Per-request timing from the engine core's own clock (vLLM 0.32's
+    ``--enable-per-request-metrics``, in the final usage chunk), in milliseconds. The
+    second source of per-user TPS: ``generation_ms`` spans first to last output token as
+    the engine produced them, whatever the API server and the network did afterwards."""
+
+    generation_ms: float | None = None  # first -> last output token (decode only)
+    ttft_ms: float | None = None  # scheduled -> first token
+    queue_ms: float | None = None  # queued -> scheduled
+    mean_itl_ms: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "EngineTiming | None":
+        if d is None:
+            return None
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+@dataclass
 class RequestRecord:
     """One request (one turn of one prompt) as observed by the client.
 
@@ -89,6 +111,7 @@ class RequestRecord:
     prompt_tokens: int | None = None  # from the usage chunk
     output_tokens: int | None = None  # from the usage chunk; falls back to sum(chunk_tokens)
     spec: SpecStats | None = None
+    engine: EngineTiming | None = None  # the engine's own timing, when the server sends it
     # The server's per-request spec metrics were present but unusable (e.g. a null
     # inside acceptance_histogram): the request stays ok, without spec stats.
     spec_error: str | None = None
@@ -111,12 +134,14 @@ class RequestRecord:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["spec"] = self.spec.to_dict() if self.spec else None
+        d["engine"] = self.engine.to_dict() if self.engine else None
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RequestRecord":
         d = dict(d)
         d["spec"] = SpecStats.from_dict(d.get("spec"))
+        d["engine"] = EngineTiming.from_dict(d.get("engine"))
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 

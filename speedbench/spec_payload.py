@@ -9,9 +9,14 @@ record (``spec_error``) and never fails the request: its tokens and timings are 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
-from speedbench.records import RequestRecord, SpecStats
+from speedbench.records import EngineTiming, RequestRecord, SpecStats
+
+# vLLM 0.32's per-request timing fields (``--enable-per-request-metrics``) -> EngineTiming
+_TIMING_FIELDS = (("generation_time_ms", "generation_ms"), ("time_to_first_token_ms", "ttft_ms"),
+                  ("queue_time_ms", "queue_ms"), ("mean_itl_ms", "mean_itl_ms"))
 
 
 def read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
@@ -20,10 +25,28 @@ def read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
     if usage.get("completion_tokens") is not None:
         rec.output_tokens = int(usage["completion_tokens"])
     # vLLM 0.32 puts metrics next to usage; accept it inside usage too.
-    for holder in (obj.get("metrics"), usage.get("metrics"), usage):
-        if isinstance(holder, dict) and isinstance(holder.get("speculative_decoding"), dict):
+    holders = [h for h in (obj.get("metrics"), usage.get("metrics"), usage) if isinstance(h, dict)]
+    for holder in holders:
+        if read_timing(rec, holder):
+            break
+    for holder in holders:
+        if isinstance(holder.get("speculative_decoding"), dict):
             if set_spec(rec, holder["speculative_decoding"]):
                 return
+
+
+def read_timing(rec: RequestRecord, d: dict) -> bool:
+    """The engine's per-request timing, when ``d`` carries it. A field that is not a
+    finite non-negative number is dropped (the request keeps its client timing)."""
+    values: dict[str, float] = {}
+    for src, dst in _TIMING_FIELDS:
+        v = d.get(src)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+            values[dst] = float(v)
+    if not values:
+        return False
+    rec.engine = EngineTiming(**values)
+    return True
 
 
 def set_spec(rec: RequestRecord, payload: Any) -> bool:

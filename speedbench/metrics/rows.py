@@ -31,6 +31,7 @@ from speedbench.metrics.acceptance import (AL_AGREE_TOLERANCE, acceptance, al_fr
 from speedbench.metrics.latency import good_requests, latency_stats
 from speedbench.metrics.numbers import NAN, mean, pct, plain
 from speedbench.metrics.speedup import proxy_speedup, speedup
+from speedbench.metrics.timing import timing_block
 from speedbench.metrics.table import itl_values, request_table
 from speedbench.records import PointKey, RequestRecord
 from speedbench.scrape import SpecCounters
@@ -142,6 +143,8 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     if overcount["spec_overcount_gt_k_share"] > 0:
         warnings.append(f"{overcount['spec_overcount_gt_k_share']:.0%} of requests report more accepted tokens "
                         "than EOS/max_tokens truncation of one step explains")
+    timing, timing_warnings = timing_block(ok, point.loop_lag_ms_max)
+    warnings += timing_warnings
     n_good = good_requests(ok, slo)
     # the latency block first, so the fixed keys below keep their own definitions
     return {**latency_stats(ok, itl, percentiles),
@@ -153,6 +156,7 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
         "per_user_tps_mean": mean(col("per_user_tps")), "per_user_tps_median": pct(col("per_user_tps"), 50),
         "per_user_tps_p10": pct(col("per_user_tps"), 10), "per_user_tps_p90": pct(col("per_user_tps"), 90),
         "per_user_e2e_tps_mean": mean(col("per_user_e2e_tps")),
+        **timing,
         "output_tps": float(g["n_out"].sum()) / wall if n and wall > 0 else NAN,
         "ttft_ms_mean": mean(col("ttft_ms")), "ttft_ms_median": pct(col("ttft_ms"), 50),
         "ttft_ms_p90": pct(col("ttft_ms"), 90),
@@ -160,7 +164,9 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
         "itl_chunk_ms_median": pct(itl[0], 50), "itl_token_ms_median": pct(itl[1], 50),
         "e2e_s_mean": mean(col("e2e_s")),
         "speedup_mean": NAN, "speedup_median": NAN, "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0,
-        "speedup_mean_all": NAN, "proxy_speedup": NAN,
+        "speedup_mean_all": NAN, "speedup_by_repeat": [], "speedup_between_sd": NAN,
+        "speedup_engine_mean": NAN, "speedup_engine_ci_low": NAN, "speedup_engine_ci_high": NAN,
+        "proxy_speedup": NAN,
         "al_tokens": acc["al_tokens"], "al_requests": acc["al_requests"], "al_prometheus": al_prom, "al_agree": agree,
         "draft_acceptance_rate": rate, "n_spec_malformed": n_bad,
         "acceptance_histogram": acc["hist"], "per_position_joint": joint, "per_position_conditional": cond,
@@ -215,6 +221,11 @@ def summarize(
                     f"the arms completed different prompts: speedup {row['speedup_mean']:.3f}x over the "
                     f"{row['speedup_pairs']} prompts both completed (the CI's set), {row['speedup_mean_all']:.3f}x "
                     "over all completed requests"]
+            lost = int(groups[bk]["burst"].sum()) if len(groups[bk]) else 0
+            if lost and row["speedup_pairs"]:
+                row["warnings"] = row["warnings"] + [
+                    f"the client-side speedup pairs only {row['speedup_pairs']} requests: {lost} baseline requests "
+                    "were bursts (no client-side TPS); the engine-side speedup counts them"]
             if math.isfinite(row["al_tokens"]):
                 row["proxy_speedup"] = proxy_speedup(s_ok, b_ok, row["al_tokens"])
     keys_out = row_keys(percentiles)

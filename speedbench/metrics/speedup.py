@@ -1,4 +1,5 @@
-"""Speedups against the baseline arm: paired per-user TPS ratios with a bootstrap CI, and
+"""Speedups against the baseline arm: paired per-user TPS ratios with a bootstrap CI (from
+the client's clock and from the engine's), the spread between server starts, and
 SPEED-Bench's proxy speedup."""
 
 from __future__ import annotations
@@ -9,38 +10,65 @@ import numpy as np
 import pandas as pd
 
 from speedbench.metrics.numbers import NAN, mean, pct, ratio
-from speedbench.stats import paired_ratio_ci, unpaired_ratio_ci
+from speedbench.stats import cluster_paired_ratio_ci, unpaired_ratio_ci
 
 PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 
 
 def speedup(spec: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any]:
     """Ratios of per-user TPS (spec / baseline) over ok requests, of the means and of
-    the medians, with a 95% bootstrap CI of the mean ratio. The point estimate and its
-    CI come from the same requests: the pairs (prompt_index, turn, repeat) both arms
-    completed, when there are at least 2. ``speedup_mean_all`` is the ratio over every
-    ok request of each arm, reported only when the two sets differ (a prompt lost to a
-    timeout in one arm); it is not what the CI describes. With fewer than 2 pairs the
-    estimate and an unpaired CI use all requests (speedup_pairs = 0)."""
-    a, b = spec[np.isfinite(spec["per_user_tps"])], base[np.isfinite(base["per_user_tps"])]
-    all_mean = ratio(mean(a["per_user_tps"]), mean(b["per_user_tps"]))
-    out = {"speedup_mean": all_mean,
-           "speedup_median": ratio(pct(a["per_user_tps"], 50), pct(b["per_user_tps"], 50)),
-           "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0, "speedup_mean_all": NAN}
+    the medians, with a 95% CI of the mean ratio. The point estimate and its CI come
+    from the same requests: the pairs (prompt_index, turn, repeat) both arms completed
+    with a defined TPS, when there are at least 2. Repeats are rounds of fresh server
+    starts, so the CI resamples rounds and then prompts (a two-level bootstrap, see
+    ``stats.cluster_paired_ratio_ci``); ``speedup_by_repeat`` gives each round's own
+    ratio and ``speedup_between_sd`` their spread.
+
+    ``speedup_mean_all`` is the ratio over every ok request of each arm, reported only
+    when one arm completed a prompt the other did not (a timeout, an error); requests
+    whose TPS is undefined (a burst: every token in one read) do not count as missing.
+    With fewer than 2 pairs the estimate and an unpaired CI use all requests
+    (speedup_pairs = 0). The same is computed from the engine's timing
+    (``engine_tps``) into the ``speedup_engine_*`` keys."""
+    out = _ratio_block(spec, base, "per_user_tps", "speedup")
+    eng = _ratio_block(spec, base, "engine_tps", "speedup_engine")
+    out.update({k: v for k, v in eng.items() if k in ENGINE_KEYS})
+    ok_s, ok_b = set(_keys(spec)), set(_keys(base))
+    out["speedup_mean_all"] = NAN
+    if ok_s != ok_b and out["speedup_pairs"] >= 2:
+        out["speedup_mean_all"] = ratio(mean(spec["per_user_tps"]), mean(base["per_user_tps"]))
+    return out
+
+
+ENGINE_KEYS = ("speedup_engine_mean", "speedup_engine_ci_low", "speedup_engine_ci_high")
+
+
+def _keys(df: pd.DataFrame) -> list[tuple]:
+    return [tuple(k) for k in df[PAIR_KEYS].itertuples(index=False)]
+
+
+def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, col: str, prefix: str) -> dict[str, Any]:
+    a, b = spec[np.isfinite(spec[col])], base[np.isfinite(base[col])]
+    out = {f"{prefix}_mean": ratio(mean(a[col]), mean(b[col])),
+           f"{prefix}_median": ratio(pct(a[col], 50), pct(b[col], 50)),
+           f"{prefix}_ci_low": NAN, f"{prefix}_ci_high": NAN, f"{prefix}_pairs": 0,
+           f"{prefix}_by_repeat": [], f"{prefix}_between_sd": NAN}
     if len(a) == 0 or len(b) == 0:
         return out
-    pairs = a[PAIR_KEYS + ["per_user_tps"]].merge(b[PAIR_KEYS + ["per_user_tps"]], on=PAIR_KEYS, suffixes=("_s", "_b"))
+    pairs = a[PAIR_KEYS + [col]].merge(b[PAIR_KEYS + [col]], on=PAIR_KEYS, suffixes=("_s", "_b"))
     if len(pairs) >= 2:
-        s_tps, b_tps = pairs["per_user_tps_s"].to_numpy(), pairs["per_user_tps_b"].to_numpy()
-        lo, hi = paired_ratio_ci(s_tps, b_tps)
-        out["speedup_pairs"] = len(pairs)
-        out["speedup_mean"] = ratio(mean(s_tps), mean(b_tps))
-        out["speedup_median"] = ratio(pct(s_tps, 50), pct(b_tps, 50))
-        if len(pairs) != len(a) or len(pairs) != len(b):
-            out["speedup_mean_all"] = all_mean
+        s_tps, b_tps = pairs[f"{col}_s"].to_numpy(), pairs[f"{col}_b"].to_numpy()
+        lo, hi = cluster_paired_ratio_ci(s_tps, b_tps, pairs["repeat"].to_numpy())
+        out[f"{prefix}_pairs"] = len(pairs)
+        out[f"{prefix}_mean"] = ratio(mean(s_tps), mean(b_tps))
+        out[f"{prefix}_median"] = ratio(pct(s_tps, 50), pct(b_tps, 50))
+        by = [ratio(mean(g[f"{col}_s"]), mean(g[f"{col}_b"])) for _, g in pairs.groupby("repeat", sort=True)]
+        out[f"{prefix}_by_repeat"] = by
+        if len(by) >= 2:
+            out[f"{prefix}_between_sd"] = float(np.std(by, ddof=1))
     else:
-        lo, hi = unpaired_ratio_ci(a["per_user_tps"].to_numpy(), b["per_user_tps"].to_numpy())
-    out["speedup_ci_low"], out["speedup_ci_high"] = lo, hi
+        lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy())
+    out[f"{prefix}_ci_low"], out[f"{prefix}_ci_high"] = lo, hi
     return out
 
 

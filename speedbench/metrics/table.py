@@ -12,7 +12,7 @@ from speedbench.records import RequestRecord
 
 _COLUMNS = [
     "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
-    "error", "ok", "n_out", "n_chunks", "ttft_ms", "e2e_s", "decode_s", "tpot_ms", "per_user_tps",
+    "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s", "decode_s", "tpot_ms", "per_user_tps",
     "per_user_e2e_tps", "queue_wait_ms", "t_sent_ns", "t_end_ns", "spec_steps", "spec_accepted",
     "spec_draft_tokens", "spec_hist", "has_spec", "spec_malformed", "spec_overcount",
 ]
@@ -20,7 +20,13 @@ _COLUMNS = [
 
 def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
     """One row per record. Times: ttft_ms, tpot_ms, queue_wait_ms in ms; e2e_s, decode_s
-    in s. NaN where undefined (no token; fewer than 2 tokens; all tokens in one chunk)."""
+    in s. NaN where undefined (no token; fewer than 2 tokens; all tokens in one chunk).
+
+    ``n_reads``: the socket reads the output tokens arrived in (distinct arrival stamps).
+    ``burst``: an ok request with at least 2 tokens that all arrived in one read; its
+    client-side TPS is undefined (the server delivered the output in one go).
+    ``engine_tps``: ``(n - 1) / generation_ms`` from the engine's own per-request timing
+    (NaN without it)."""
     rows = []
     for r in records:
         n = r.n_output
@@ -30,11 +36,17 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
         timed = n >= 2 and decode_ns > 0  # (n-1)/(t_last-t_first) needs both
         e2e = (r.t_end_ns - r.t_sent_ns) / 1e9 if r.t_end_ns and r.t_sent_ns else NAN
         sp = r.spec
+        n_reads = len(set(r.chunk_ns))
+        eng = r.engine
+        gen_ms = eng.generation_ms if eng is not None else None
         rows.append({
             "arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, "repeat": r.repeat,
             "prompt_index": r.prompt_index, "prompt_id": r.prompt_id, "turn": r.turn,
             "category": r.category, "warmup": r.warmup, "error": r.error, "ok": r.error is None,
-            "n_out": n, "n_chunks": len(r.chunk_ns),
+            "n_out": n, "n_chunks": len(r.chunk_ns), "n_reads": n_reads,
+            "burst": r.error is None and n >= 2 and n_reads == 1,
+            "engine_tps": (n - 1) / (gen_ms / 1e3) if gen_ms and n >= 2 else NAN,
+            "engine_ttft_ms": eng.ttft_ms if eng is not None and eng.ttft_ms is not None else NAN,
             "ttft_ms": (first - r.t_sent_ns) / 1e6 if first is not None else NAN,
             "e2e_s": e2e,
             "decode_s": decode_ns / 1e9 if first is not None else NAN,
