@@ -7,7 +7,7 @@ dry-run can never drift from what actually starts.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from speedbench.engine.command import LaunchSpec, launch_spec
 from speedbench.records import PointKey
@@ -84,9 +84,14 @@ def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: i
     )
 
 
-def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None) -> list[str]:
-    """The argv a user could paste: for docker the full `docker run`, else the vLLM command."""
+def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None, *, measurement: bool = True) -> list[str]:
+    """The argv a user could paste: for docker the full `docker run`, else the vLLM command.
+    ``measurement=False``: the scenario's own command, without speedbench's measurement flags."""
     port = port if port is not None else (sc.server.port or 8000)
+    if not measurement and ap.launch.measurement:
+        launch = replace(ap.launch, argv=ap.launch.argv[:len(ap.launch.argv) - len(ap.launch.measurement)],
+                         measurement=[])
+        ap = ArmPlan(arm=ap.arm, launch=launch)
     if sc.server.launcher == "docker":
         from speedbench.engine.docker import container_labels, container_name, docker_run_argv
 

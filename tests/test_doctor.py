@@ -551,9 +551,30 @@ def test_print_checks_groups_per_arm_and_keeps_brackets():
 
 def test_baseline_never_gets_the_per_request_flag():
     # vLLM 0.32 refuses --per-request-spec-decode-metrics without --speculative-config.
+    from speedbench.engine.command import launch_spec
+
     sc = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml")
-    assert "--per-request-spec-decode-metrics" not in vllm_argv(sc.server, sc.arm("baseline"))
-    assert "--per-request-spec-decode-metrics" in vllm_argv(sc.server, sc.arm("ngram"))
+    base, ngram = launch_spec(sc, sc.arm("baseline")), launch_spec(sc, sc.arm("ngram"))
+    assert "--per-request-spec-decode-metrics" not in base.argv
+    assert "--per-request-spec-decode-metrics" in ngram.argv and "--enable-per-request-metrics" in base.argv
+    # the scenario's own command stays as written; the flags are speedbench's, kept apart
+    assert "--per-request-spec-decode-metrics" not in vllm_argv(sc.server, sc.arm("ngram"))
+    assert ngram.argv == vllm_argv(sc.server, sc.arm("ngram")) + ngram.measurement
+
+
+def test_measurement_flags_can_be_switched_off_and_respect_the_scenario():
+    from speedbench.engine.command import launch_spec
+
+    path = ROOT / "scenarios" / "cpu_tiny.yaml"
+    off = load_scenario(path, ["server.measurement_flags=false"])
+    assert launch_spec(off, off.arm("eagle3")).measurement == []
+    # vLLM refuses per-request timing without engine stats: not added then
+    nostats = load_scenario(path, ["server.args.disable-log-stats=true"])
+    assert "--enable-per-request-metrics" not in launch_spec(nostats, nostats.arm("baseline")).argv
+    # a flag the scenario sets itself is never doubled
+    own = load_scenario(path, ["server.args.per-request-spec-decode-metrics=detailed"])
+    argv = launch_spec(own, own.arm("eagle3")).argv
+    assert argv.count("--per-request-spec-decode-metrics") == 1 and "detailed" in argv
 
 
 def test_cli_cpu_tiny_on_this_machine(monkeypatch):

@@ -61,7 +61,12 @@ def print_plan(plan: Plan, console: Console) -> None:
             continue
         env = display_env(sc, ap)
         console.print("  command:", highlight=False)
-        console.print("    " + shell_line(display_argv(sc, ap), {}), highlight=False, soft_wrap=True)
+        console.print("    " + shell_line(display_argv(sc, ap, measurement=False), {}), highlight=False,
+                      soft_wrap=True)
+        extra = ap.launch.measurement
+        if extra:
+            console.print("  measurement flags (added by speedbench; server.measurement_flags: false drops them): "
+                          + shell_line(extra, {}), highlight=False, soft_wrap=True)
         if env:
             console.print("  environment: " + " ".join(f"{k}={v}" for k, v in env.items()), highlight=False)
         if ap.launch.gpus is not None:

@@ -192,6 +192,9 @@ def _record_requirements(ctx: Context) -> None:
     per_request = [a.name for a in ctx.arms if "--per-request-spec-decode-metrics" in ctx.argv[a.name]]
     if per_request:
         ctx.required.append(("per-request-spec-decode-metrics", f"set for {', '.join(per_request)}", True))
+    timing = [a.name for a in ctx.arms if "--enable-per-request-metrics" in ctx.argv[a.name]]
+    if timing:
+        ctx.required.append(("enable-per-request-metrics", f"set for {', '.join(timing)}", True))
 
 
 def check_model(ctx: Context) -> list[Check]:

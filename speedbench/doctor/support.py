@@ -47,6 +47,14 @@ SUPPORT_TABLE: tuple[Support, ...] = (
         "verified, treated as unsupported: an unknown flag stops the server at start and an "
         "older public response shape differs",
     ),
+    Support(
+        "enable-per-request-metrics",
+        "--enable-per-request-metrics",
+        (0, 32, 0),
+        "verified on 0.32 (metrics.generation_time_ms and friends in the final usage chunk, from the "
+        "engine core's timestamps); earlier releases not verified, treated as unsupported: an unknown "
+        "flag stops the server at start",
+    ),
 )
 
 

@@ -21,6 +21,7 @@ from speedbench.scenario import Scenario
 
 PYTHON_MODULE_CMD = "command: [python, -m, vllm.entrypoints.openai.api_server]"
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
+TIMING_FLAG = "--enable-per-request-metrics"
 
 
 def _is_cpu_version(version: str | None) -> bool:
@@ -177,6 +178,7 @@ def check_server_args(ctx: Context) -> list[Check]:
     for arm in ctx.arms:
         argv = ctx.argv[arm.name]
         checks += _per_request_flag(argv, arm.is_speculative, arm.name)
+        checks += _engine_timing(argv, arm.name)
         checks += _backend(ctx, argv, reg, reg_origin, arm.name)
         for flag, field, label in (("--tool-call-parser", "tool_parsers", "tool-call parser"),
                                    ("--reasoning-parser", "reasoning_parsers", "reasoning parser")):
@@ -197,6 +199,21 @@ def _per_request_flag(argv: list[str], speculative: bool, arm: str) -> list[Chec
                       "(VllmConfig: 'requires speculative decoding to be enabled')",
                       "set it in the speculative arms' args rather than server.args", arm)]
     return []  # supported: the "vllm features" row says so once
+
+
+def _engine_timing(argv: list[str], arm: str) -> list[Check]:
+    """Engine-side per-user TPS, the second timing source, needs --enable-per-request-metrics,
+    which vLLM refuses together with --disable-log-stats."""
+    if argv_value(argv, TIMING_FLAG) is None:
+        why = ("the scenario sets --disable-log-stats, which vLLM 0.32 refuses with it"
+               if argv_value(argv, "--disable-log-stats") is not None else "server.measurement_flags is false")
+        return [Check("engine timing", "warn", f"{TIMING_FLAG} is off ({why}): no engine-side per-user TPS, so "
+                      "bursty delivery cannot be told from a slow engine",
+                      "drop --disable-log-stats, or set server.measurement_flags: true", arm)]
+    if argv_value(argv, "--disable-log-stats") is not None:
+        return [Check("engine timing", "fail", f"{TIMING_FLAG} with --disable-log-stats: vLLM 0.32 refuses to start",
+                      "drop one of the two flags", arm)]
+    return [Check("engine timing", "ok", f"{TIMING_FLAG} set: per-request engine timing is recorded", "", arm)]
 
 
 def _backend(ctx: Context, argv: list[str], reg: VllmRegistry | None, origin: str, arm: str) -> list[Check]:

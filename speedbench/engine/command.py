@@ -41,6 +41,34 @@ def args_to_argv(args: dict[str, Any]) -> list[str]:
 SPEC_ONLY_ARGS = ("per-request-spec-decode-metrics",)
 
 
+# Measurement flags: they only make vLLM report more, so speedbench adds them to every
+# server it launches (``server.measurement_flags: false`` runs the scenario's command
+# exactly). Per-request engine timing for every arm; per-request acceptance for arms
+# with a speculative_config (vLLM rejects it otherwise).
+MEASUREMENT_FLAGS: dict[str, Any] = {"enable-per-request-metrics": True}
+SPEC_MEASUREMENT_FLAGS: dict[str, Any] = {"per-request-spec-decode-metrics": "summary"}
+# --enable-per-request-metrics needs engine stats; vLLM refuses it with these.
+_NO_STATS = ("disable-log-stats",)
+
+
+def _given(args: dict[str, Any], key: str) -> bool:
+    return key in args or key.replace("-", "_") in args
+
+
+def measurement_args(server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
+    """The measurement flags this arm's server gets on top of the scenario's own args
+    (none the scenario already sets, none that would stop vLLM from starting)."""
+    if not server.measurement_flags or arm.base_url:
+        return {}
+    own = {**server.args, **arm.args}
+    flags = dict(MEASUREMENT_FLAGS)
+    if any(own.get(k) or own.get(k.replace("-", "_")) for k in _NO_STATS):
+        flags.pop("enable-per-request-metrics")
+    if arm.speculative_config is not None:
+        flags.update(SPEC_MEASUREMENT_FLAGS)
+    return {k: v for k, v in flags.items() if not _given(own, k)}
+
+
 def merged_args(server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
     args = dict(server.args)
     args.update(arm.args)
@@ -64,12 +92,13 @@ class LaunchSpec:
     """Everything needed to start one arm's server, before a port is chosen."""
 
     arm: str
-    argv: list[str]  # without --host/--port
+    argv: list[str]  # without --host/--port; the measurement flags come last
     env: dict[str, str] = field(default_factory=dict)  # only what the scenario sets
     host: str = "127.0.0.1"
     port: int | None = None
     gpus: list[int] | None = None
     base_url: str | None = None  # external endpoint: nothing to launch
+    measurement: list[str] = field(default_factory=list)  # the measurement flags at argv's end
 
     def argv_with_port(self, port: int) -> list[str]:
         return [*self.argv, "--host", self.host, "--port", str(port)]
@@ -86,6 +115,7 @@ class LaunchSpec:
 
 
 def vllm_argv(server: ServerSpec, arm: ArmSpec) -> list[str]:
+    """The scenario's own command for this arm (without the measurement flags)."""
     model = server.model or ""
     argv = list(server.command)
     argv += [model] if _model_positional(server) else ["--model", model]
@@ -96,9 +126,11 @@ def vllm_argv(server: ServerSpec, arm: ArmSpec) -> list[str]:
 def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
     env = dict(sc.server.env)
     env.update(arm.env)
+    extra = args_to_argv(measurement_args(sc.server, arm))
     return LaunchSpec(
         arm=arm.name,
-        argv=[] if arm.base_url else vllm_argv(sc.server, arm),
+        argv=[] if arm.base_url else vllm_argv(sc.server, arm) + extra,
+        measurement=extra,
         env=env,
         host=sc.server.host,
         port=sc.server.port,

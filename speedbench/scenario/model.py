@@ -44,6 +44,9 @@ class ServerSpec(Strict):
     # GPUs available for placement on this host (None = detect / not applicable).
     gpus: list[int] | None = None
     docker: DockerSpec = Field(default_factory=DockerSpec)
+    # Add the flags that only make vLLM report more (per-request timing and acceptance)
+    # to every launched server; false runs the scenario's command exactly.
+    measurement_flags: bool = True
 
     @field_validator("env")
     @classmethod

@@ -49,6 +49,7 @@ class Emission:
     body: dict
     t_arrival_ns: int
     emit_ns: list[int] = field(default_factory=list)  # just before each token chunk's write
+    produced_ns: list[int] = field(default_factory=list)  # when each step was ready (the engine's clock)
     tokens: list[int] = field(default_factory=list)
     spec: dict | None = None
     fault: str | None = None
@@ -210,6 +211,7 @@ class _Handlers:
                                             "finish_reason": None}]}) if chat else b""
         t0 = em.t_arrival_ns
         shift_ns = 0  # a stall delays everything after it
+        held: list[bytes] = []  # buffer_output: everything waits for the last step
         engine = seq % max(1, self.s.config.engines)
         tok = 0
         for i, st in enumerate(p.steps):
@@ -248,24 +250,35 @@ class _Handlers:
             if last and cfg.spec_shape == "legacy" and p.legacy_payload():
                 choice["speculative_decoding_stats"] = p.legacy_payload()
             data = _event({**head, "choices": [choice]})
+            em.produced_ns.append(perf_counter_ns())
             if role:
-                if cfg.role_with_first:
+                if cfg.role_with_first or cfg.buffer_output:
                     data = role + data  # one TCP write
                 else:
                     await resp.write(role)
                 role = b""
-            em.emit_ns.append(perf_counter_ns())
             em.tokens.append(st.tokens)
-            await resp.write(data)
+            if cfg.buffer_output:
+                held.append(data)
+            else:
+                em.emit_ns.append(perf_counter_ns())
+                await resp.write(data)
             tok += st.tokens
             if i > 0 and p.k > 0:
                 self.s.count_step(engine, p.k, st.reported)
+        if held:
+            now = perf_counter_ns()
+            em.emit_ns.extend([now] * len(held))
+            await resp.write(b"".join(held))
         em.spec = p.spec_payload()
         if include_usage:
             pt = _prompt_tokens(body)
             usage = {**head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok, "completion_tokens": tok}}
+            metrics: dict = _timing(em, tok) if cfg.per_request_metrics else {}
             if em.spec and cfg.spec_shape == "current":
-                usage["metrics"] = {"speculative_decoding": em.spec}
+                metrics["speculative_decoding"] = em.spec
+            if metrics:
+                usage["metrics"] = metrics
             await resp.write(_event(usage))
         await resp.write(b"data: [DONE]\n\n")
         if cfg.eof_gap_s > 0:
@@ -273,6 +286,20 @@ class _Handlers:
         # returning lets aiohttp write the chunked terminator in its own write, after
         # [DONE], as uvicorn does at the end of a StreamingResponse
         return resp
+
+
+def _timing(em: Emission, tokens: int) -> dict:
+    """vLLM's per-request timing fields, exact for this fake: its "engine" produced step i
+    at ``produced_ns[i]`` (scheduling is the arrival; there is no queue)."""
+    p = em.produced_ns
+    if not p:
+        return {}
+    gen_ms = (p[-1] - p[0]) / 1e6
+    out = {"time_to_first_token_ms": (p[0] - em.t_arrival_ns) / 1e6, "generation_time_ms": gen_ms,
+           "queue_time_ms": 0.0}
+    if tokens > 1:
+        out["mean_itl_ms"] = gen_ms / (tokens - 1)
+    return out
 
 
 def _event(obj: dict) -> bytes:

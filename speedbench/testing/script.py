@@ -53,6 +53,12 @@ class FakeConfig:
     # vLLM counts every accepted draft of a step, also those EOS or max_tokens cut off;
     # True reproduces that in the per-request metrics and the counters.
     count_truncated: bool = False
+    # vLLM's --enable-per-request-metrics: per-request engine timing in the final usage
+    # chunk (metrics.generation_time_ms, ...), from when each step was produced.
+    per_request_metrics: bool = True
+    # An API server that falls behind the engine: steps are produced on schedule but
+    # buffered, and the whole output goes out in one write after the last step.
+    buffer_output: bool = False
 
     def with_overrides(self, over: dict[str, Any]) -> FakeConfig:
         known = {f.name for f in fields(self)} - {"faults", "die_after", "engines"}
