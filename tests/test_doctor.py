@@ -232,7 +232,7 @@ def test_python_command_runs_the_current_interpreter(host):
 
 
 def test_support_table_is_data_with_reasons():
-    assert {r.feature for r in SUPPORT_TABLE} == {"eagle3.1", "per-request-spec-decode-metrics"}
+    assert {r.feature for r in SUPPORT_TABLE} == {"eagle3.1", "per-request-spec-decode-metrics", "enable-per-request-metrics"}
     assert all(r.min_version == (0, 32, 0) and "not verified" in r.reason for r in SUPPORT_TABLE)
     assert parse_version("0.32.0+cpu") == (0, 32, 0) and parse_version("v0.31.2-cu130") == (0, 31, 2)
     assert image_version("vllm/vllm-openai:v0.32.0") == "0.32.0" and image_version("vllm/vllm-openai:latest") is None
