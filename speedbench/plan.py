@@ -35,8 +35,13 @@ class Plan:
     overrides: list[str] = field(default_factory=list)
 
     @property
+    def rounds(self) -> int:
+        """Rounds of fresh server starts: every repeat starts every arm's server again."""
+        return self.scenario.repeats
+
+    @property
     def n_launches(self) -> int:
-        return sum(1 for a in self.arms if a.launched)
+        return sum(1 for a in self.arms if a.launched) * self.rounds
 
     def points(self, arm: str | None = None) -> list[PointKey]:
         """Every point the run measures (of one arm, if given), in the order it runs them:
@@ -54,7 +59,7 @@ class Plan:
 
     def n_requests(self, turns_per_prompt: float = 1.0) -> int:
         sc = self.scenario
-        per_point = round(self.n_prompts * turns_per_prompt) * sc.repeats + self.n_warmup
+        per_point = (round(self.n_prompts * turns_per_prompt) + self.n_warmup) * sc.repeats  # warmup per server
         return per_point * self.n_points
 
 

@@ -228,3 +228,14 @@ async def scrape(target: str | aiohttp.ClientSession, base_url: str | None = Non
             return text
     except (aiohttp.ClientError, asyncio.TimeoutError) as e:
         raise ServerError(f"GET {url} failed: {type(e).__name__}: {e}") from None
+
+
+def add(a: SpecCounters | None, b: SpecCounters | None) -> SpecCounters | None:
+    """The sum of two deltas (one per round of server starts); None + x = x."""
+    if a is None or b is None:
+        return a or b
+    n = max(len(a.per_position), len(b.per_position))
+    pos = [(a.per_position[i] if i < len(a.per_position) else 0.0)
+           + (b.per_position[i] if i < len(b.per_position) else 0.0) for i in range(n)]
+    return SpecCounters(drafts=a.drafts + b.drafts, draft_tokens=a.draft_tokens + b.draft_tokens,
+                        accepted=a.accepted + b.accepted, per_position=pos, warnings=[*a.warnings, *b.warnings])

@@ -97,15 +97,22 @@ def cluster_paired_ratio_ci(
     seed: int = SEED, level: float = 0.95,
 ) -> tuple[float, float]:
     """CI of mean(num)/mean(den) over pairs that fall into clusters (one cluster per
-    round of fresh server starts), by a two-level bootstrap: resample the clusters with
-    replacement, then the pairs inside each drawn cluster with replacement (Davison &
-    Hinkley 1997, section 3.8). Server-to-server differences then widen the interval,
-    which a bootstrap over prompts alone cannot see.
+    round of fresh server starts). With one cluster this is :func:`paired_ratio_ci`.
 
-    With few clusters the bootstrap of their spread is biased low by ``(R-1)/R`` (the
-    plug-in variance); each resample's deviation from the overall ratio is scaled by
-    ``sqrt(R/(R-1))`` to remove that bias (this widens the within-server part a little
-    too, which errs on the safe side). With one cluster this is :func:`paired_ratio_ci`."""
+    Two parts, and the interval covers both:
+
+    1. A two-level bootstrap: resample the clusters with replacement, then the pairs
+       inside each drawn cluster with replacement (Davison & Hinkley 1997, section 3.8).
+       Server-to-server differences widen it, which a bootstrap over prompts alone
+       cannot see. With R clusters the bootstrap of their spread is biased low by
+       ``(R-1)/R``, so each resample's deviation from the estimate is scaled by
+       ``sqrt(R/(R-1))``.
+    2. With few clusters a bootstrap still undercovers (percentiles of R values cannot
+       know the tails), so at the 95% level the interval is widened, where needed, to
+       the cluster-level t interval ``exp(log S ± t(R-1) · sd(log S_r) / sqrt(R))``
+       over the per-round ratios ``S_r``. With 2 rounds t is 12.7: two servers say
+       little about a third, and the interval says so.
+    """
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
     clusters = np.asarray(clusters)
@@ -115,12 +122,12 @@ def cluster_paired_ratio_ci(
     if len(ids) <= 1:
         return paired_ratio_ci(num, den, n_resamples=n_resamples, seed=seed, level=level)
     groups = [(num[clusters == c], den[clusters == c]) for c in ids]
-    if any(len(g[0]) == 0 for g in groups) or len(num) < 2:
+    if len(num) < 2 or den.sum() <= 0:
         return (math.nan, math.nan)
     r = len(groups)
     rng = np.random.default_rng(seed)
-    # within-cluster resamples: sums[c, b] of num and den for every cluster, drawn once
-    # per slot so a cluster drawn twice in one resample gets two independent draws
+    # Each slot of a resample draws a cluster, then that cluster's pairs; a cluster drawn
+    # twice in one resample gets two independent draws of its pairs.
     pick = rng.integers(0, r, size=(n_resamples, r))
     tot_n = np.zeros(n_resamples)
     tot_d = np.zeros(n_resamples)
@@ -134,6 +141,19 @@ def cluster_paired_ratio_ci(
             tot_d[rows] += gd[idx].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = tot_n / tot_d
-    centre = num.sum() / den.sum() if den.sum() else math.nan
+    centre = float(num.sum() / den.sum())
     boot = centre + (boot - centre) * math.sqrt(r / (r - 1))
-    return _interval(boot, level)
+    lo, hi = _interval(boot, level)
+    t = _T975.get(r - 1, 1.96 if r - 1 > 30 else None) if level == 0.95 else None
+    per_round = np.array([gn.sum() / gd.sum() for gn, gd in groups if gd.sum() > 0])
+    if t is not None and len(per_round) == r and np.all(per_round > 0) and centre > 0:
+        half = t * float(np.std(np.log(per_round), ddof=1)) / math.sqrt(r)
+        lo, hi = min(lo, centre * math.exp(-half)), max(hi, centre * math.exp(half))
+    return (float(lo), float(hi))
+
+
+# Student t, two-sided 95% (the 0.975 quantile) by degrees of freedom; between listed
+# values the next lower df is used (wider, so on the safe side).
+_T975_POINTS = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+                10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+_T975 = {df: _T975_POINTS[max(k for k in _T975_POINTS if k <= df)] for df in range(1, 31)}

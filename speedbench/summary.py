@@ -8,12 +8,12 @@ summary as the run that wrote the files.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from typing import Any
 
 from speedbench import metrics
 from speedbench.results import SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
-from speedbench.scrape import delta, parse_prometheus, spec_counters
 
 
 def _hardware(provenance: dict[str, Any]) -> str:
@@ -36,13 +36,8 @@ def _created(run_dir: RunDir) -> str:
 
 
 def _prom_deltas(run_dir: RunDir, points: dict) -> dict:
-    out = {}
-    for key in points:
-        before, after = run_dir.load_prometheus(*key)
-        if before and after:
-            out[key] = delta(spec_counters(parse_prometheus(before, keep_created=True)),
-                             spec_counters(parse_prometheus(after, keep_created=True)))
-    return out
+    deltas = {key: run_dir.prometheus_delta(key) for key in points}
+    return {k: v for k, v in deltas.items() if v is not None}
 
 
 def _point_infos(points: dict) -> dict:
@@ -63,6 +58,25 @@ def _point_infos(points: dict) -> dict:
             burstiness=p.get("burstiness"),
         )
     return infos
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def noise_floor(rows: list[dict[str, Any]], aa_arm: str | None) -> list[dict[str, Any]]:
+    """The A/A arm's speedup over the baseline at each point: what two servers of the
+    same configuration differ by on this machine. Each interval should contain 1.0."""
+    out = []
+    for r in rows:
+        if aa_arm is None or r["arm"] != aa_arm:
+            continue
+        lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
+        out.append({"concurrency": r["concurrency"], "variant": r["variant"], "speedup": r["speedup_mean"],
+                    "ci_low": lo, "ci_high": hi, "speedup_engine": r["speedup_engine_mean"],
+                    "engine_ci_low": r["speedup_engine_ci_low"], "engine_ci_high": r["speedup_engine_ci_high"],
+                    "contains_one": bool(lo <= 1.0 <= hi) if _finite(lo) and _finite(hi) else None})
+    return out
 
 
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
@@ -96,6 +110,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "percentiles": list(sc.percentiles),
         "load": sc.load.model_dump(mode="json"),
         "slo": sc.slo.model_dump(mode="json"),
+        "noise_floor": noise_floor(rows, sc.aa_arm),
         "rows": rows,
         "categories": metrics.category_rows(records, sc.baseline_arm),
     }

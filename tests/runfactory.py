@@ -206,7 +206,7 @@ def make_run(root: str | Path, *, scenario: str = "cpu_tiny", arms: list[dict[st
                 rows.append(_row(arm, c, v, recs, base_recs[c] if arm["name"] != baseline else [], rng, msg))
                 all_recs.append(recs)
                 status = "failed" if msg else ("partial" if any(not r.ok for r in recs) else "ok")
-                rd.mark_point(arm["name"], c, v, status, failure=msg, wall_s=3.0, loop_lag_ms={"max": 1.0},
+                rd.mark_point((arm["name"], c, v), status, failure=msg, wall_s=3.0, loop_lag_ms={"max": 1.0},
                               n_records=len(recs))
     # per-category rows as summary.py writes them (per-user TPS, paired speedup, both ALs)
     cat_rows = category_rows([r for recs in all_recs for r in recs], baseline)

@@ -108,8 +108,8 @@ def test_submit_writes_scripts_jobs_and_gather_dependency(tmp_path):
     # status: one arm finished its points and ended, the other died after one point
     rd2 = RunDir.open(rd.path, tag="100")
     for c in (1, 4):
-        rd2.mark_point("baseline", c, "", status="ok")
-    RunDir.open(rd.path, tag="101").mark_point("eagle3", 1, "", status="ok")
+        rd2.mark_point(("baseline", c, ""), status="ok")
+    RunDir.open(rd.path, tag="101").mark_point(("eagle3", 1, ""), status="ok")
     fake.jobs["100"]["JobState"] = "COMPLETED"
     fake.jobs["101"].update(JobState="FAILED", ExitCode="137:0")
     (rd.path / "slurm" / "101.exit").write_text("137\n")
@@ -128,7 +128,7 @@ def test_per_job_files_load_as_one_run_and_prune_touches_only_its_arm(tmp_path):
     a, b = RunDir.open(rd.path, tag="11"), RunDir.open(rd.path, tag="12")
     a.append_record(rec("a", 1, 0))
     a.append_record(rec("a", 1, 1))
-    a.mark_point("a", 1, "", status="ok")
+    a.mark_point(("a", 1, ""), status="ok")
     a.append_record(rec("a", 4, 0))  # point a/4 unfinished: its job died here
     b.append_record(rec("b", 1, 0))  # b/1 in progress in another job
     a.save_provenance("a", {"cluster": {"job_id": "11"}})
@@ -142,7 +142,7 @@ def test_per_job_files_load_as_one_run_and_prune_touches_only_its_arm(tmp_path):
     again = RunDir.open(rd.path, tag="13")
     assert again.prune_unfinished_records(arms=["a"]) == 1
     assert [r.arm for r in reader.load_records()] == ["a", "a", "b"]
-    again.mark_point("a", 4, "", status="ok")
+    again.mark_point(("a", 4, ""), status="ok")
     assert set(reader.finished_points()) == {("a", 1, ""), ("a", 4, "")}
     assert reader.all_points()[("a", 4, "")]["job"] == "13"
 

@@ -76,10 +76,10 @@ def test_corrupt_middle_line_is_an_error(tmp_path):
 
 def test_points_and_resume(tmp_path):
     rd = RunDir.create(tmp_path, "s")
-    rd.mark_point("baseline", 1, "", "ok", wall_s=1.5, loop_lag_ms={"p50": 0.1, "max": 2.0}, n_records=2)
-    rd.mark_point("baseline", 4, "", "partial", failure=None)
-    rd.mark_point("eagle3", 1, "", "failed", failure="server died")
-    rd.mark_point("eagle3", 4, "", "interrupted", loop_lag_ms_max=3.0)
+    rd.mark_point(("baseline", 1, ""), "ok", wall_s=1.5, loop_lag_ms={"p50": 0.1, "max": 2.0}, n_records=2)
+    rd.mark_point(("baseline", 4, ""), "partial", failure=None)
+    rd.mark_point(("eagle3", 1, ""), "failed", failure="server died")
+    rd.mark_point(("eagle3", 4, ""), "interrupted", loop_lag_ms_max=3.0)
     done = rd.finished_points()
     assert set(done) == {("baseline", 1, ""), ("baseline", 4, "")}
     assert ("eagle3", 1, "") not in done
@@ -87,11 +87,11 @@ def test_points_and_resume(tmp_path):
     assert rd.all_points()[("eagle3", 1, "")]["failure"] == "server died"
     assert rd.all_points()[("eagle3", 4, "")]["loop_lag_ms_max"] == 3.0
     # re-marking replaces the entry (a retried point)
-    rd.mark_point("eagle3", 1, "", "ok")
+    rd.mark_point(("eagle3", 1, ""), "ok")
     assert rd.finished_points()[("eagle3", 1, "")]["status"] == "ok"
     assert len(json.loads(rd.points_path.read_text())) == 4
     with pytest.raises(ValueError):
-        rd.mark_point("x", 1, "", "great")
+        rd.mark_point(("x", 1, ""), "great")
     # records of the interrupted point are dropped before it is run again
     for r in (rec(0), rec(0, arm="eagle3", c=4), rec(1, arm="eagle3", c=4)):
         rd.append_record(r)
@@ -105,7 +105,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
     def work(arm):
         for c in range(10):
             rd.append_record(rec(c, arm=arm, c=c, output_text="y" * 20000))  # lines longer than a buffer
-            rd.mark_point(arm, c, "", "ok")
+            rd.mark_point((arm, c, ""), "ok")
 
     threads = [threading.Thread(target=work, args=(f"arm{i}",)) for i in range(4)]
     for t in threads:
@@ -171,8 +171,8 @@ def test_scenario_provenance_prometheus(tmp_path):
     rd.save_provenance("baseline", {"vllm_version": "0.32.0"})
     rd.save_provenance("eagle3", {"vllm_version": "0.32.0", "eagle_version": "3"})
     assert set(rd.load_provenance()) == {"baseline", "eagle3"}
-    rd.save_prometheus("eagle3", 4, "", "a 1\n", "")
-    assert rd.load_prometheus("eagle3", 4, "") == ("a 1\n", None)
+    rd.save_prometheus(("eagle3", 4, ""), "a 1\n", "")
+    assert rd.load_prometheus(("eagle3", 4, "")) == ("a 1\n", None)
 
 
 def test_load_run_from_factory(tmp_path):

@@ -37,8 +37,8 @@ def run(args) -> int:
     write_report(rd)
     print_summary(summary, console, run_dir=rd)
     sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
-    points = rd.all_points()
-    unfinished = [k for k in build_plan(sc).points() if (points.get(k) or {}).get("status") not in ("ok", "partial")]
+    plan, rounds = build_plan(sc), rd.finished_rounds()
+    unfinished = [k for k in plan.points() if not all((k, r) in rounds for r in range(plan.rounds))]
     code = 0
     if unfinished:
         code = 1

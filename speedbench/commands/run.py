@@ -195,7 +195,9 @@ def _resubmit(path: Path, args, console: Console) -> int:
         raise UsageError(f"jobs still queued or running: {', '.join(f'{j.arm}={j.job_id} {j.state}' for j in busy)}; "
                          f"wait, or `speedbench cancel {path}` first")
     done = run_dir.finished_points()
-    todo = [a.name for a in sc.arms if any(k not in done for k in build_plan(sc).points(a.name))]
+    plan, rounds = build_plan(sc), run_dir.finished_rounds()
+    todo = [a.name for a in sc.arms
+            if any((k, r) not in rounds for k in plan.points(a.name) for r in range(plan.rounds))]
     console.print(f"resuming {run_dir.path}: {len(done)} finished points are kept; arms to run: {', '.join(todo) or 'none'}",
                   markup=False, soft_wrap=True)
     _print_jobs(submit(sc, run_dir, arms=todo, skip_doctor=args.skip_doctor), run_dir.path, console)

@@ -215,12 +215,12 @@ def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[Arm
     slurm = slurm or Slurm()
     run_path = Path(run_dir.path)
     jobs = load_jobs(run_path)
-    points = run_dir.all_points()
+    rounds = run_dir.finished_rounds()
     plan = build_plan(sc)
     out = []
     for arm, ids in jobs["arms"].items():
         keys = plan.points(arm) if arm in {a.name for a in sc.arms} else []
-        done = sum(1 for k in keys if (points.get(k) or {}).get("status") in ("ok", "partial"))
+        done = sum(1 for k in keys if all((k, r) in rounds for r in range(plan.rounds)))
         job_id = ids[-1]
         info = slurm.show(job_id)
         rc = _exit_code(run_path, job_id)

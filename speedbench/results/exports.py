@@ -206,15 +206,7 @@ def _point_records(run: "Run") -> dict[PointKey, list[RequestRecord]]:
 
 
 def _prom(run: "Run", key: PointKey) -> SpecCounters | None:
-    from speedbench.scrape import delta, parse_prometheus, spec_counters
-
-    if run.dir is None:
-        return None
-    before, after = run.dir.load_prometheus(*key)
-    if not (before and after):
-        return None
-    return delta(spec_counters(parse_prometheus(before, keep_created=True)),
-                 spec_counters(parse_prometheus(after, keep_created=True)))
+    return run.dir.prometheus_delta(key) if run.dir is not None else None
 
 
 def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:

@@ -29,6 +29,7 @@ from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.exports import write_parquet, write_summary_csv
 from speedbench.results.files import atomic_write, finite, new_run_id, safe_part
+from speedbench.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
 from speedbench.secrets import redact_override, redact_scenario
 
 # Bump when a summary key changes meaning or disappears; adding keys does not bump it.
@@ -148,30 +149,37 @@ class RunDir:
     def log_path(self, arm: str) -> Path:
         return self.logs_dir / f"{safe_part(arm)}.log"
 
-    def prometheus_path(self, arm: str, concurrency: int, variant: str, when: str) -> Path:
+    def prometheus_path(self, arm: str, concurrency: int, variant: str, when: str, repeat: int = 0) -> Path:
         if when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")
-        name = f"{safe_part(arm)}__c{int(concurrency)}__{safe_part(variant or 'default')}__{when}.txt"
+        # repeat 0 keeps the original name, so run folders from before rounds load unchanged
+        rnd = f"__r{int(repeat)}" if repeat else ""
+        name = f"{safe_part(arm)}__c{int(concurrency)}__{safe_part(variant or 'default')}{rnd}__{when}.txt"
         return self.prometheus_dir / name
 
-    def write_prometheus(self, arm: str, concurrency: int, variant: str, when: str, text: str) -> Path:
-        p = self.prometheus_path(arm, concurrency, variant, when)
-        atomic_write(p, text, self.fsync)
-        return p
+    def save_prometheus(self, key: PointKey, before: str, after: str, repeat: int = 0) -> None:
+        """Both snapshots of one round of a point; an empty ``after`` (aborted point) is not written."""
+        for when, text in (("before", before), ("after", after)):
+            if text:
+                atomic_write(self.prometheus_path(*key, when, repeat), text, self.fsync)
 
-    def save_prometheus(self, arm: str, concurrency: int, variant: str, before: str, after: str) -> None:
-        """Both snapshots of a point; an empty ``after`` (aborted point) is not written."""
-        if before:
-            self.write_prometheus(arm, concurrency, variant, "before", before)
-        if after:
-            self.write_prometheus(arm, concurrency, variant, "after", after)
-
-    def load_prometheus(self, arm: str, concurrency: int, variant: str) -> tuple[str | None, str | None]:
+    def load_prometheus(self, key: PointKey, repeat: int = 0) -> tuple[str | None, str | None]:
         out = []
         for when in ("before", "after"):
-            p = self.prometheus_path(arm, concurrency, variant, when)
+            p = self.prometheus_path(*key, when, repeat)
             out.append(p.read_text(encoding="utf-8") if p.exists() else None)
         return out[0], out[1]
+
+    def prometheus_delta(self, key: PointKey) -> SpecCounters | None:
+        """The point's spec-decode counter deltas, summed over its rounds (each round is a
+        fresh server, so each has its own before/after pair); None without any pair."""
+        total = None
+        for rnd in sorted({r for (k, r) in self.point_rounds() if k == key} or {0}):
+            before, after = self.load_prometheus(key, rnd)
+            if before and after:
+                total = add(total, delta(spec_counters(parse_prometheus(before, keep_created=True)),
+                                         spec_counters(parse_prometheus(after, keep_created=True))))
+        return total
 
     # ---- small files ----------------------------------------------------------------
 
@@ -288,14 +296,14 @@ class RunDir:
 
         ``arms`` limits the pruning to those arms' records: a cluster job resuming one arm
         must not touch the points other jobs are measuring right now."""
-        done = set(self.finished_points())
+        done = self.finished_rounds()
         only = set(arms) if arms is not None else None
         moved = 0
         with self._lock:
             for path in self.record_files():
                 recs = list(self._iter_file(path))
-                drop = [(r.arm, r.concurrency, r.variant) not in done and (only is None or r.arm in only)
-                        for r in recs]
+                drop = [(PointKey(r.arm, r.concurrency, r.variant), r.repeat) not in done
+                        and (only is None or r.arm in only) for r in recs]
                 gone = [r for r, d in zip(recs, drop) if d]
                 if not gone:
                     continue
@@ -314,40 +322,62 @@ class RunDir:
 
     # ---- points (resume state) ----------------------------------------------------------
 
-    def mark_point(self, arm: str, concurrency: int, variant: str, status: str, *,
-                   failure: str | None = None, wall_s: float | None = None,
-                   loop_lag_ms: dict[str, float] | float | None = None,
-                   n_records: int | None = None, **extra: Any) -> None:
+    def mark_point(self, key: PointKey, status: str, *, repeat: int = 0, failure: str | None = None,
+                   wall_s: float | None = None, **extra: Any) -> None:
+        """Record one round (``repeat``) of a point: its status, wall time and facts."""
         if status not in POINT_STATUSES:
             raise ValueError(f"status must be one of {POINT_STATUSES}, got {status!r}")
+        arm, concurrency, variant = key
         entry = {
-            "arm": arm, "concurrency": int(concurrency), "variant": variant or "", "status": status,
-            "failure": failure, "wall_s": wall_s, "loop_lag_ms": loop_lag_ms, "n_records": n_records,
+            "arm": arm, "concurrency": int(concurrency), "variant": variant or "", "repeat": int(repeat),
+            "status": status, "failure": failure, "wall_s": wall_s,
             "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **extra,
         }
         if self.tag:
             entry["job"] = self.tag
         with self._lock:
             own = self.points_path.name
-            points = [p for p in self.read_json(own, []) or []
-                      if (p.get("arm"), p.get("concurrency"), p.get("variant") or "") != (arm, int(concurrency), variant or "")]
+            points = [p for p in self.read_json(own, []) or [] if _round_key(p) != (PointKey(*key), int(repeat))]
             points.append(entry)
             self.write_json(own, points)
 
-    def all_points(self) -> dict[PointKey, dict[str, Any]]:
-        """Every marked point (any status) by (arm, concurrency, variant). Across job
-        files the latest mark of a point wins (a resumed arm re-marks its points)."""
-        out: dict[PointKey, dict[str, Any]] = {}
+    def point_rounds(self) -> dict[tuple[PointKey, int], dict[str, Any]]:
+        """Every marked round of every point, by (PointKey, repeat). Across job files the
+        latest mark wins (a resumed arm re-marks its rounds)."""
+        out: dict[tuple[PointKey, int], dict[str, Any]] = {}
         for f in self._all_files("points", ".json"):
             for p in self.read_json(f.name, []) or []:
-                key = PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or "")
+                key = _round_key(p)
                 old = out.get(key)
                 if old is None or str(p.get("finished_utc") or "") >= str(old.get("finished_utc") or ""):
                     out[key] = p
         return out
 
+    def finished_rounds(self) -> set[tuple[PointKey, int]]:
+        """Rounds that resume skips: status ok or partial."""
+        return {k for k, v in self.point_rounds().items() if v.get("status") in RESUMABLE_DONE}
+
+    def all_points(self) -> dict[PointKey, dict[str, Any]]:
+        """Every marked point (any status), its rounds folded: wall time summed, the
+        worst status and its failure, ``repeats`` the rounds marked."""
+        out: dict[PointKey, dict[str, Any]] = {}
+        for (key, rnd), p in sorted(self.point_rounds().items(), key=lambda kv: kv[0][1]):
+            if key not in out:
+                out[key] = {**p, "repeats": [rnd]}
+                continue
+            merged = out[key]
+            merged["repeats"].append(rnd)
+            if p.get("wall_s") is not None:
+                merged["wall_s"] = (merged.get("wall_s") or 0.0) + p["wall_s"]
+            lag = p.get("loop_lag_ms_max")
+            if lag is not None:
+                merged["loop_lag_ms_max"] = max(lag, merged.get("loop_lag_ms_max") or 0.0)
+            if _STATUS_RANK.get(p.get("status"), 3) > _STATUS_RANK.get(merged.get("status"), 3):
+                merged["status"], merged["failure"] = p.get("status"), p.get("failure")
+        return out
+
     def finished_points(self) -> dict[PointKey, dict[str, Any]]:
-        """Points that resume skips: status ok or partial. ``key in finished_points()``."""
+        """Points whose every marked round is ok or partial."""
         return {k: v for k, v in self.all_points().items() if v.get("status") in RESUMABLE_DONE}
 
     # ---- summary --------------------------------------------------------------------------
@@ -373,3 +403,11 @@ class RunDir:
                 f"{self.summary_path} has schema_version {version}, newer than this speedbench "
                 f"understands ({SCHEMA_VERSION}) -- fix: upgrade speedbench to read it")
         return data
+
+
+# worse statuses rank higher; a point's folded status is the worst of its rounds
+_STATUS_RANK = {"ok": 0, "partial": 1, "interrupted": 2, "failed": 3}
+
+
+def _round_key(p: dict[str, Any]) -> tuple[PointKey, int]:
+    return PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or ""), int(p.get("repeat") or 0)

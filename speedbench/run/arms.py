@@ -1,6 +1,10 @@
-"""Arms: waves of arms (concurrent when their GPU sets are disjoint), Ctrl-C / SIGTERM,
-and one arm's lifecycle (start or connect, wait until ready, provenance, its points,
-teardown).
+"""Arms: rounds of waves of arms (concurrent when their GPU sets are disjoint), Ctrl-C /
+SIGTERM, and one arm's lifecycle in one round (start or connect, wait until ready,
+provenance, its points, teardown).
+
+``repeats: R`` is R rounds of fresh server starts. Round r runs the waves forward when r
+is even and backward when it is odd (ABBA), so slow drift of the machine does not land
+on one arm.
 
 Each arm of a wave runs in its own thread with its own event loops; the main thread only
 waits, so signals are handled in one place.
@@ -33,10 +37,15 @@ def run_arms(ctx: RunContext) -> bool:
     if in_main:
         signal.signal(signal.SIGTERM, on_term)
     try:
-        for wave in ctx.plan.waves:
-            _run_wave(ctx, [a for a in ctx.plan.arms if a.arm.name in wave])
-            if ctx.stop.is_set():
-                break
+        for repeat in range(ctx.plan.rounds):
+            order = round_order(ctx.plan.waves, repeat)
+            if ctx.plan.rounds > 1:
+                ctx.live.message(f"round {repeat + 1} of {ctx.plan.rounds}: fresh servers, "
+                                 + " -> ".join("+".join(w) for w in order))
+            for wave in order:
+                _run_wave(ctx, [a for a in ctx.plan.arms if a.arm.name in wave], repeat)
+                if ctx.stop.is_set():
+                    return False
     except KeyboardInterrupt:
         interrupt(ctx)
         return True
@@ -46,9 +55,14 @@ def run_arms(ctx: RunContext) -> bool:
     return False
 
 
-def _run_wave(ctx: RunContext, arms: list[ArmPlan]) -> None:
+def round_order(waves: list[list[str]], repeat: int) -> list[list[str]]:
+    """The waves of round ``repeat``: forward in even rounds, reversed in odd ones (ABBA)."""
+    return list(waves) if repeat % 2 == 0 else list(reversed(waves))
+
+
+def _run_wave(ctx: RunContext, arms: list[ArmPlan], repeat: int) -> None:
     with cf.ThreadPoolExecutor(max_workers=len(arms), thread_name_prefix="arm") as pool:
-        futures = [pool.submit(run_arm, ctx, ap) for ap in arms]
+        futures = [pool.submit(run_arm, ctx, ap, repeat) for ap in arms]
         pending = set(futures)
         # Short waits keep the main thread responsive to signals.
         try:
@@ -79,10 +93,11 @@ def interrupt(ctx: RunContext) -> None:
             ctx.live.message(f"could not stop a server cleanly: {e}")
 
 
-def run_arm(ctx: RunContext, ap: ArmPlan) -> None:
+def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
+    """One round of one arm: a fresh server, every point of the arm not yet done."""
     sc, arm = ctx.scenario, ap.arm
-    todo = [k for k in ctx.plan.points(arm.name) if k not in ctx.done_points]
-    if not todo or ctx.stop.is_set():
+    todo = [k for k in ctx.plan.points(arm.name) if (k, repeat) not in ctx.done_points]
+    if not todo or ctx.stop.is_set() or arm.name in ctx.failures:
         return
     ctx.live.server_starting(arm.name)
     server = make_server(
@@ -107,10 +122,10 @@ def run_arm(ctx: RunContext, ap: ArmPlan) -> None:
                 if ctx.stop.is_set():
                     return
                 current = key
-                failure = run_point(ctx, server, key)
+                failure = run_point(ctx, server, key, repeat)
                 if failure:
                     ctx.failures[arm.name] = failure
-                    _mark_failed(ctx, todo[i + 1:], failure)
+                    _mark_failed(ctx, todo[i + 1:], failure, repeat)
                     return
     except ServerError as e:
         if ctx.stop.is_set():
@@ -119,7 +134,7 @@ def run_arm(ctx: RunContext, ap: ArmPlan) -> None:
         ctx.failures[arm.name] = msg
         ctx.live.message(f"arm {arm.name} failed: {msg}")
         # Points this arm finished before the failure keep their results and status.
-        _mark_failed(ctx, todo[todo.index(current):] if current else todo, msg.splitlines()[0])
+        _mark_failed(ctx, todo[todo.index(current):] if current else todo, msg.splitlines()[0], repeat)
         if not sc.continue_on_arm_failure:
             ctx.stop.set()
     finally:
@@ -128,6 +143,6 @@ def run_arm(ctx: RunContext, ap: ArmPlan) -> None:
                 ctx.servers.remove(server)
 
 
-def _mark_failed(ctx: RunContext, points: list[PointKey], failure: str) -> None:
+def _mark_failed(ctx: RunContext, points: list[PointKey], failure: str, repeat: int) -> None:
     for key in points:
-        ctx.run_dir.mark_point(*key, status="failed", failure=failure)
+        ctx.run_dir.mark_point(key, "failed", repeat=repeat, failure=failure)

@@ -34,7 +34,7 @@ class RunContext:
     run_dir: RunDir
     live: LiveProgress
     prepared: Prepared
-    done_points: set[PointKey]  # finished points a resumed run keeps
+    done_points: set[tuple[PointKey, int]]  # finished (point, repeat) rounds a resumed run keeps
     stop: threading.Event = field(default_factory=threading.Event)
     servers: list[Server] = field(default_factory=list)  # running now; Ctrl-C stops them
     lock: threading.Lock = field(default_factory=threading.Lock)

@@ -17,8 +17,9 @@ def trust_remote_code(sc: Scenario) -> bool:
     return bool(sc.server.args.get("trust-remote-code") or sc.server.args.get("trust_remote_code"))
 
 
-def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
-    """Run one point to the end; returns why the arm failed, or None."""
+def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -> str | None:
+    """Run one round (``repeat``) of one point to the end on this server; returns why the
+    arm failed, or None."""
     sc = ctx.scenario
     arm, conc, vname = key
     wname, rate = sc.point_load(vname)  # rate mode: the label names a workload variant and a rate
@@ -36,7 +37,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
         request_timeout_s=sc.workload.request_timeout_s,
         idle_timeout_s=sc.workload.idle_timeout_s,
     )
-    total = sum(len(p.turns) for p in wl.measured) * sc.repeats  # one request per turn
+    total = sum(len(p.turns) for p in wl.measured)  # one request per turn
     ctx.live.point_started(key, total)
 
     def alive() -> str | None:
@@ -56,10 +57,10 @@ def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
 
     # Each arm runs in its own thread, so each point gets its own event loop.
     m = run_async(measure(cfg, builder, wl.measured, arm=arm, concurrency=conc, variant=vname,
-                            repeats=sc.repeats, warmup=wl.warmup, on_record=on_record, server_alive=alive,
+                            repeats=1, first_repeat=repeat, warmup=wl.warmup, on_record=on_record, server_alive=alive,
                             arrivals=arrivals))
     aborted = m.aborted
-    ctx.run_dir.save_prometheus(*key, m.before, m.after)
+    ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None
     if aborted and aborted != "interrupted":
         failure = f"server died during concurrency {conc}: {aborted}"
@@ -68,7 +69,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey) -> str | None:
     else:
         status = "failed" if aborted else ("partial" if m.n_errors else "ok")
     ctx.run_dir.mark_point(
-        *key, status=status,
+        key, status, repeat=repeat,
         failure=failure or (aborted or ""),
         wall_s=m.wall_s,
         loop_lag_ms_max=m.loop_lag_ms_max,

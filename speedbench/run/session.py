@@ -118,7 +118,7 @@ def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared
              summarize: bool = True, inventory: Any = _DETECT) -> int:
     plan = build_plan(sc, inventory=_inventory(sc) if inventory is _DETECT else inventory,
                       n_prompts=prepared.n_prompts)
-    done = set(run_dir.finished_points()) if resume else set()
+    done = run_dir.finished_rounds() if resume else set()
     with LiveProgress(console) as live:
         ctx = RunContext(sc, plan, run_dir, live, prepared, done)
         interrupted = run_arms(ctx)

@@ -55,6 +55,7 @@ async def measure(
     concurrency: int,
     variant: str = "",
     repeats: int = 1,
+    first_repeat: int = 0,
     warmup: Iterable[Prompt] = (),
     on_record: Callable[[RequestRecord], Any] | None = None,
     server_alive: ServerAlive | None = None,
@@ -63,6 +64,8 @@ async def measure(
 ) -> Measurement:
     """Warmup -> settled scrape -> ``repeats`` measured passes -> settled scrape.
     ``arrivals``: rate mode, the same schedule in every repeat (see :func:`run_point`).
+    Passes are numbered from ``first_repeat`` (a round of fresh server starts measures
+    one pass, numbered by its round).
 
     The warmup runs once, before the first repeat, on the same connections. A scrape
     that fails because the server died aborts the point with the death as the reason;
@@ -76,7 +79,8 @@ async def measure(
         return died
 
     for r in range(repeats):
-        res = await run_point(cfg, builder, prompts, arm=arm, concurrency=concurrency, variant=variant, repeat=r,
+        res = await run_point(cfg, builder, prompts, arm=arm, concurrency=concurrency, variant=variant,
+                              repeat=first_repeat + r,
                               warmup=warmup if r == 0 else (), on_record=on_record, server_alive=server_alive,
                               before_measure=before if r == 0 else None, arrivals=arrivals)
         # The watchdog polls every 0.5 s; once a server is gone the remaining requests

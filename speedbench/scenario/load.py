@@ -223,7 +223,25 @@ def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = ""
             f"invalid scenario {path}: baseline: '{sc.baseline}' is a sweep template; "
             f"name one expanded arm instead (one of {names})"
         )
-    return sc.model_copy(update={"arms": arms})
+    update: dict[str, Any] = {"arms": arms}
+    if sc.aa_check:
+        update.update(_with_aa_arm(sc.model_copy(update={"arms": arms}), path))
+    return sc.model_copy(update=update)
+
+
+def _with_aa_arm(sc: Scenario, path: str) -> dict[str, Any]:
+    """The A/A arm right after the baseline: the same launch, a second server."""
+    base = sc.baseline_arm
+    if base is None:
+        raise ScenarioError(f"invalid scenario {path}: aa_check: there is no baseline arm to repeat; "
+                            "add an arm without speculative_config or set aa_check: false")
+    name = sc.aa_arm
+    if name in {a.name for a in sc.arms}:
+        raise ScenarioError(f"invalid scenario {path}: aa_check: an arm is already named '{name}'; rename it")
+    i = [a.name for a in sc.arms].index(base)
+    aa = sc.arms[i].model_copy(update={
+        "name": name, "description": f"A/A check: a second server of {base}'s exact configuration"})
+    return {"arms": [*sc.arms[:i + 1], aa, *sc.arms[i + 1:]], "baseline": base}
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:

@@ -134,6 +134,9 @@ class GateSpec(Strict):
         return self
 
 
+AA_SUFFIX = "-aa"
+
+
 class Scenario(Strict):
     name: str = Field(min_length=1)
     description: str = ""
@@ -145,7 +148,12 @@ class Scenario(Strict):
     baseline: str | None = None  # the arm speedups divide by; default: the first non-speculative arm
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     concurrency: list[int] = Field(default_factory=lambda: [1, 4, 16], min_length=1)
+    # Rounds of fresh server starts: each repeat starts every arm's server again, arms in
+    # ABBA order (docs/metrics.md, "Run-to-run noise").
     repeats: int = Field(1, ge=1)
+    # A second server of the baseline's exact configuration (arm "<baseline>-aa"); its
+    # speedup over the baseline must contain 1.0 and is the run's noise floor.
+    aa_check: bool = False
     # Latency percentiles reported for TTFT, TPOT, ITL (per token and per chunk) and E2E,
     # beside their mean and std (docs/metrics.md, "Latency distributions").
     percentiles: list[float] = Field(default_factory=lambda: [50.0, 90.0, 95.0, 99.0], min_length=1)
@@ -211,6 +219,12 @@ class Scenario(Strict):
                 return a.name
         return None
 
+    @property
+    def aa_arm(self) -> str | None:
+        """The A/A arm's name, when the scenario asks for the A/A check."""
+        base = self.baseline_arm
+        return f"{base}{AA_SUFFIX}" if self.aa_check and base else None
+
     def arm(self, name: str) -> ArmSpec:
         for a in self.arms:
             if a.name == name:
@@ -236,11 +250,17 @@ def select_arms(sc: Scenario, names: list[str]) -> Scenario:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ScenarioError(f"--arms: no arm named {unknown}; arms are {[a.name for a in sc.arms]}")
+    if sc.aa_arm and sc.baseline_arm in names and sc.aa_arm not in names:
+        names = [*names, sc.aa_arm]  # the A/A arm goes with its baseline
     keep = [a for a in sc.arms if a.name in names or (a.template and a.template in names)]
     baseline = sc.baseline if sc.baseline in {a.name for a in keep} else None
     return sc.model_copy(update={"arms": keep, "baseline": baseline})
 
 
 def resolved_dict(sc: Scenario) -> dict[str, Any]:
-    """The fully resolved scenario as plain data, for saving next to results."""
-    return sc.model_dump(mode="json", exclude_none=False)
+    """The fully resolved scenario as plain data, for saving next to results. The A/A arm
+    is left out: ``aa_check: true`` adds it again when the file is read."""
+    data = sc.model_dump(mode="json", exclude_none=False)
+    if sc.aa_arm:
+        data["arms"] = [a for a in data["arms"] if a["name"] != sc.aa_arm]
+    return data

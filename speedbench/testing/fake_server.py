@@ -353,12 +353,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fault", action="append", default=[], help="SEQ:KIND[:AT[:STALL_S]], repeatable")
     ap.add_argument("--die-after", type=int, default=None, help="exit(3) when request number N arrives")
     ap.add_argument("--config-json", default=None, help="a whole FakeConfig as JSON (overrides the flags)")
+    # vLLM's measurement flags, which speedbench adds to every server it launches. As in
+    # vLLM, per-request engine timing is sent only with --enable-per-request-metrics.
+    ap.add_argument("--enable-per-request-metrics", action="store_true")
+    ap.add_argument("--per-request-spec-decode-metrics", default="summary", choices=["none", "summary", "detailed"])
+    ap.add_argument("--buffer-output", action="store_true", help="hold every step and write the output at once")
     a = ap.parse_args(argv)
     cfg = _config_from_json(a.config_json) if a.config_json else FakeConfig(
         model=a.model, ttft_s=a.ttft, t_step_s=a.t_step, output_tokens=a.output_tokens, k=a.k,
         acceptance=tuple(int(x) for x in a.acceptance.split(",") if x), spec_shape=a.spec_shape,
         engines=a.engines, accept_token_ids=not a.reject_token_ids,
         faults=dict(_parse_fault(f) for f in a.fault), die_after=a.die_after,
+        per_request_metrics=a.enable_per_request_metrics, buffer_output=a.buffer_output,
     )
 
     async def serve() -> None:
