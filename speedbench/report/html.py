@@ -163,11 +163,12 @@ def speedup_card(t: T.SpeedupTable, baseline: str | None) -> Safe:
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, T.fmt(r.base_tps, 1), pill("failed"), "–", "–"]
+            row = [r.concurrency, T.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_engine
         else:
             al = T.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
             row = [r.concurrency, T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1),
-                   Cell(T.fmt_speedup(r.speedup, r.ci_low, r.ci_high), cls="big"), al]
+                   Cell(T.fmt_speedup(r.speedup, r.ci_low, r.ci_high), cls="big")]
+            row += [T.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
         if has_ref:
             row.append(T.fmt(r.reference, 2, "×"))
         rows.append(row)
@@ -180,13 +181,17 @@ def render_html(run: Run, drift_html: str = "") -> str:
          f'<div class="sub">run {esc(run.run_id)}'
          + (f" · {esc(run.created_utc)}" if run.created_utc else "")
          + f" · {esc(T.hardware(run))}</div></header>"]
-    b.append(card(Safe("".join(f"<p>{esc(x)}</p>" for x in T.measured_lines(run))), "What was measured"))
-    warnings = T.run_warnings(run)
-    if warnings:
-        b.append(card(Safe("<ul>" + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul>"), "Warnings", "warn"))
+    noise = T.noise_lines(run)
+    if noise:
+        b.append(card(Safe("".join(f"<p><strong>{esc(x)}</strong></p>" for x in noise)), "Noise"))
     b.append("<h2>Speedup</h2>")
     tables = T.speedup_tables(run)
     b += [speedup_card(t, run.baseline) for t in tables] or [card(Safe("<p>No speculative arm with a baseline.</p>"))]
+    warnings = T.run_warnings(run)
+    if warnings:
+        b.append(card(Safe("<ul>" + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul>"),
+                      "Warnings (one per cause)", "warn"))
+    b.append(card(Safe("".join(f"<p>{esc(x)}</p>" for x in T.measured_lines(run))), "What was measured"))
     rate_rows = B.rate_table(run)
     if rate_rows:
         b += ["<h2>Request rate (open loop)</h2>",

@@ -41,11 +41,12 @@ def speedup_table_md(t: T.SpeedupTable, baseline: str | None) -> str:
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, T.fmt(r.base_tps, 1), "failed", "–", "–"]
+            row = [r.concurrency, T.fmt(r.base_tps, 1), "failed", "–", "–"] + ["–"] * t.has_engine
         else:
             al = T.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
             row = [r.concurrency, T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1),
-                   T.fmt_speedup(r.speedup, r.ci_low, r.ci_high), al]
+                   T.fmt_speedup(r.speedup, r.ci_low, r.ci_high)]
+            row += [T.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
         if has_ref:
             row.append(T.fmt(r.reference, 2, "×"))
         rows.append(row)
@@ -113,10 +114,7 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
     parts = [f"# speedbench report: {md(run.scenario_name)}", "",
              f"Run `{md(run.run_id)}`" + (f", created {md(run.created_utc)}" if run.created_utc else "")
              + f", hardware: {md(T.hardware(run))}.", ""]
-    parts += [md(line) + "  " for line in T.measured_lines(run)] + [""]
-    warnings = T.run_warnings(run)
-    if warnings:
-        parts += ["## Warnings", ""] + [f"- {md(w)}" for w in warnings] + [""]
+    parts += [f"**{md(line)}**  " for line in T.noise_lines(run)] + [""]
     parts += ["## Speedup", ""]
     tables = T.speedup_tables(run)
     for t in tables:
@@ -126,6 +124,10 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
         parts += [speedup_table_md(t, run.baseline), ""]
     if not tables:
         parts += ["No speculative arm with a baseline in this run.", ""]
+    warnings = T.run_warnings(run)
+    if warnings:
+        parts += ["## Warnings (one per cause)", ""] + [f"- {md(w)}" for w in warnings] + [""]
+    parts += ["## What was measured", ""] + [md(line) + "  " for line in T.measured_lines(run)] + [""]
     rows = B.rate_table(run)
     if rows:
         parts += ["## Request rate (open loop)", "", RATE_NOTE, "",

@@ -10,6 +10,7 @@ tables are in breakdowns.py.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +113,9 @@ class SpeedupRow:
     reference: float
     status: str
     failure: str = ""
+    engine_speedup: float = NAN  # the same ratio on the engine's clock
+    engine_ci_low: float = NAN
+    engine_ci_high: float = NAN
 
 
 @dataclass
@@ -121,6 +125,11 @@ class SpeedupTable:
     eagle_version: str
     draft: str
     rows: list[SpeedupRow] = field(default_factory=list)
+
+    @property
+    def has_engine(self) -> bool:
+        """Engine-side speedups exist (runs from servers with per-request timing)."""
+        return any(ok(r.engine_speedup) for r in self.rows)
 
     @property
     def title(self) -> str:
@@ -145,7 +154,9 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
                     c, num((base or {}).get("per_user_tps_mean")), num(r.get("per_user_tps_mean")),
                     num(r.get("speedup_mean")), num(r.get("speedup_ci_low")), num(r.get("speedup_ci_high")),
                     int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al, src,
-                    reference_speedup(run, arm, c), str(r.get("status") or ""), str(r.get("failure") or "")))
+                    reference_speedup(run, arm, c), str(r.get("status") or ""), str(r.get("failure") or ""),
+                    num(r.get("speedup_engine_mean")), num(r.get("speedup_engine_ci_low")),
+                    num(r.get("speedup_engine_ci_high"))))
             tables.append(t)
     return tables
 
@@ -181,28 +192,83 @@ def measured_lines(run: Run) -> list[str]:
     return lines
 
 
+def noise_lines(run: Run) -> list[str]:
+    """What the intervals cover, and the run's noise floor (the A/A check), for the top
+    of every report: a reader must know this before reading any speedup."""
+    rounds = max((len(r.get("speedup_by_repeat") or []) for r in run.rows), default=0)
+    out = []
+    if rounds >= 2:
+        sds = [num(r.get("speedup_between_sd")) for r in run.rows if ok(r.get("speedup_between_sd"))]
+        out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "
+                   f"prompts); the speedup moved between rounds by a standard deviation of up to "
+                   f"{max(sds, default=NAN):.3f}x.")
+    elif any(ok(r.get("speedup_ci_low")) for r in run.rows):
+        out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
+                   "server starts. Set repeats: 3 and aa_check: true to measure it.")
+    floor = run.summary.get("noise_floor") or []
+    if floor:
+        cells = [f"c={f.get('concurrency')}{' [' + f['variant'] + ']' if f.get('variant') else ''} "
+                 f"{fmt_speedup(f.get('speedup'), f.get('ci_low'), f.get('ci_high'))}"
+                 + (f" (engine {fmt_speedup(f.get('speedup_engine'), f.get('engine_ci_low'), f.get('engine_ci_high'))})"
+                    if ok(f.get("speedup_engine")) else "") for f in floor]
+        bad = [f for f in floor if f.get("contains_one") is False]
+        out.append(f"Noise floor (A/A check: a second {run.baseline or 'baseline'} server, which should read 1.00x): "
+                   + "; ".join(cells) + "."
+                   + (f" {len(bad)} interval(s) exclude 1.00x: the two servers differed by more than the interval "
+                      "allows, so the other intervals are too narrow too." if bad else ""))
+    return out
+
+
+def _where(r: dict[str, Any]) -> str:
+    return f"{r.get('arm')} c={r.get('concurrency')}" + (f" [{r['variant']}]" if r.get("variant") else "")
+
+
+def _grouped(items: list[tuple[str, str]]) -> list[str]:
+    """(point, warning) -> one line per cause naming the points it hit. Warnings that
+    differ only in their figures are one cause; the figures shown are the first point's."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for where, text in items:
+        groups.setdefault(re.sub(r"\d+(\.\d+)?", "#", text), []).append((where, text))
+    out = []
+    for hits in groups.values():
+        first_where, first_text = hits[0]
+        if len(hits) == 1:
+            out.append(f"{first_where}: {first_text}")
+            continue
+        arms: dict[str, list[str]] = {}
+        for where, _ in hits:
+            arm, _, rest = where.partition(" ")
+            arms.setdefault(arm, []).append(rest)
+        points = "; ".join(f"{a} {', '.join(rs)}" for a, rs in arms.items())
+        out.append(f"{first_text} [at {len(hits)} points: {points}; figures from {first_where}]")
+    return out
+
+
 def run_warnings(run: Run) -> list[str]:
+    """One line per cause, naming the points it hit; failed arms first."""
     out: list[str] = []
+    items: list[tuple[str, str]] = []
     failed: dict[str, list[str]] = {}
     for r in run.rows:
-        where = f"{r.get('arm')} c={r.get('concurrency')}" + (f" [{r['variant']}]" if r.get("variant") else "")
+        where = _where(r)
         status = r.get("status")
         if status == "failed":
             failed.setdefault(str(r.get("arm")), []).append(str(r.get("failure") or "no message"))
             continue
         if num(r.get("n_errors")) > 0:
-            out.append(f"{where}: {int(num(r['n_errors']))} of {int(num(r.get('n_requests')))} requests failed "
-                       f"(error rate {num(r.get('error_rate')):.1%})")
+            items.append((where, f"{int(num(r['n_errors']))} of {int(num(r.get('n_requests')))} requests failed "
+                                 f"(error rate {num(r.get('error_rate')):.1%})"))
         if r.get("al_agree") is False:
-            out.append(f"{where}: AL sources disagree by more than 1%: pooled over steps (per-request counters) "
-                       f"{fmt(r.get('al_tokens'), 3)}, Prometheus {fmt(r.get('al_prometheus'), 3)} "
-                       f"(mean over requests {fmt(r.get('al_requests'), 3)})")
+            items.append((where, "AL sources disagree by more than 1%: pooled over steps (per-request counters) "
+                                 f"{fmt(r.get('al_tokens'), 3)}, Prometheus {fmt(r.get('al_prometheus'), 3)} "
+                                 f"(mean over requests {fmt(r.get('al_requests'), 3)})"))
         for w in r.get("warnings") or []:  # rows written before warnings existed have none
-            out.append(f"{where}: {w}")
+            items.append((where, w))
         lag = num(r.get("loop_lag_ms_max"))
         if lag > LOOP_LAG_WARN_MS:
-            out.append(f"{where}: client event-loop lag reached {lag:.0f} ms (> {LOOP_LAG_WARN_MS:.0f} ms); "
-                       "token timestamps may be late, so TPS may be understated")
+            items.append((where, f"client event-loop lag reached {lag:.0f} ms (> {LOOP_LAG_WARN_MS:.0f} ms); "
+                                 "token timestamps may be late, so TPS may be understated"))
+    out += _grouped(items)
     for arm, msgs in failed.items():
         out.insert(0, f"arm {arm} FAILED: {msgs[0]}")
     for (arm, c, v), p in run.points.items():
@@ -263,7 +329,10 @@ def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str],
     """Column headers of the published-shape table; the reference column only when known."""
     tps = metric_label("per_user_tps_mean")
     headers = ["concurrency", f"{baseline or 'baseline'} {tps}", f"{t.arm} {tps}",
-               f"{metric_label('speedup_mean')} [95% CI]", metric_label("al_tokens")]
+               f"{metric_label('speedup_mean')} [95% CI]"]
+    if t.has_engine:
+        headers.append(f"{metric_label('speedup_engine_mean')} [95% CI]")
+    headers.append(metric_label("al_tokens"))
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
         headers.append("reference speedup")

@@ -23,13 +23,15 @@ def speedup_table(t: T.SpeedupTable, baseline: str | None) -> Table:
     table.add_column(f"{escape(baseline or 'baseline')}\nper-user TPS", justify="right")
     table.add_column(f"{escape(t.arm)}\nper-user TPS", justify="right")
     table.add_column("speedup [95% CI]", justify="right", no_wrap=True)
+    if t.has_engine:
+        table.add_column("speedup (engine)\n[95% CI]", justify="right", no_wrap=True)
     table.add_column("AL", justify="right")
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
         table.add_column("reference\nspeedup", justify="right")
     for r in t.rows:
         if r.status == "failed":
-            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), "[red]failed[/red]", "–", "–"]
+            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), "[red]failed[/red]", "–", "–"] + ["–"] * t.has_engine
         else:
             sp = escape(T.fmt_speedup(r.speedup, r.ci_low, r.ci_high))
             if math.isfinite(r.reference) and math.isfinite(r.speedup):
@@ -37,7 +39,10 @@ def speedup_table(t: T.SpeedupTable, baseline: str | None) -> Table:
                 style = "green" if (math.isfinite(r.ci_high) and r.ci_high >= r.reference) else "yellow"
                 sp = f"[{style}]{sp}[/{style}]"
             al = T.fmt(r.al, 2) + (" [dim](prom)[/dim]" if r.al_source == "prometheus" else "")
-            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1), sp, al]
+            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1), sp]
+            if t.has_engine:
+                cells.append(escape(T.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)))
+            cells.append(al)
         if has_ref:
             cells.append(T.fmt(r.reference, 2, "×"))
         table.add_row(*cells)
@@ -51,6 +56,8 @@ def print_report(run: Run, console: Console | None = None) -> None:
     if run.created_utc:
         head += f"  ({escape(run.created_utc)})"
     console.print(head)
+    for line in T.noise_lines(run):
+        console.print(f"[bold]{escape(line)}[/bold]")
     tables = T.speedup_tables(run)
     for t in tables:
         console.print(speedup_table(t, run.baseline))
@@ -58,7 +65,10 @@ def print_report(run: Run, console: Console | None = None) -> None:
         console.print(_plain_table(run))
     for line in T.measured_lines(run):
         console.print(f"[dim]{escape(line)}[/dim]")
-    for w in T.run_warnings(run):
+    warnings = T.run_warnings(run)
+    if warnings:
+        console.print(f"[yellow]{len(warnings)} warning(s), one per cause:[/yellow]")
+    for w in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
 
