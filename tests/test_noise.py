@@ -103,3 +103,41 @@ def test_cluster_bootstrap_covers_a_server_effect(tmp_path):
         hits += lo <= 1.5 <= hi
     print(f"coverage {hits / 200:.2f}")
     assert hits / 200 >= 0.93  # R = 4 is few; the t widening keeps it near nominal
+
+
+def _run(run_id: str, speedup: float, lo: float, hi: float, by_repeat: list[float] | None = None):
+    from speedbench.results import Run
+
+    row = {"arm": "eagle3", "concurrency": 1, "variant": "", "speculative": True, "status": "ok",
+           "speedup_mean": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
+           "speedup_by_repeat": by_repeat or [], "per_user_tps_mean": 100.0}
+    return Run(None, {"scenario": "nightly", "run_id": run_id, "baseline": "base", "rows": [row]})
+
+
+def test_relative_gate_respects_the_night_to_night_spread():
+    from speedbench.report.gate import evaluate_gates
+    from speedbench.scenario import GateSpec
+
+    gate = [GateSpec(metric="speedup", arm="eagle3", max_regression=0.05)]
+    current, baseline = _run("now", 1.50, 1.40, 1.55), _run("before", 1.70, 1.60, 1.80)
+    # beyond this run's interval, and no history: a regression
+    assert evaluate_gates(current, gate, baseline)[0].status == "fail"
+    # nights that moved by sd ~0.15: a 0.2 drop is inside 2 sd, so not counted
+    noisy = [_run(f"n{i}", v, v - 0.05, v + 0.05) for i, v in enumerate([1.5, 1.8, 1.6, 1.75, 1.45])]
+    res = evaluate_gates(current, gate, baseline, noisy)[0]
+    assert res.status == "pass" and "night-to-night" in res.message
+    # steady nights: the same drop is real
+    steady = [_run(f"s{i}", v, v - 0.05, v + 0.05) for i, v in enumerate([1.69, 1.70, 1.71])]
+    res = evaluate_gates(current, gate, baseline, steady)[0]
+    assert res.status == "fail" and "night-to-night sd" in res.message
+
+
+def test_compare_uses_the_two_level_intervals_when_runs_have_rounds():
+    from speedbench.report.compare import _ci_diff
+
+    a = _run("a", 1.50, 1.30, 1.70, [1.4, 1.6]).rows[0]
+    b = _run("b", 1.62, 1.42, 1.82, [1.5, 1.7]).rows[0]
+    iv = _ci_diff(a, b)
+    assert iv.value == pytest.approx(0.12) and not iv.excludes_zero  # inside the server-to-server noise
+    c = _run("c", 2.20, 2.10, 2.30, [2.15, 2.25]).rows[0]
+    assert _ci_diff(a, c).excludes_zero

@@ -13,8 +13,10 @@ HELP = """\
 Check a run against gates from its scenario (`gates:`) or from --gates FILE (a YAML
 list of the same shape). Absolute gates bound the point estimate (min/max). Relative
 gates (max_regression) need --baseline-run and fail only when the value dropped by more
-than max_regression AND the 95% confidence interval says the drop is real; see
-docs/gates.md. A gate that refers to a missing or failed arm fails.
+than max_regression AND the 95% confidence interval says the drop is real (with
+repeats, that interval covers fresh server starts too); with --history RESULTS_DIR and
+at least 3 earlier runs of the scenario, the drop must also exceed 2 night-to-night
+standard deviations. See docs/gates.md. A gate that refers to a missing or failed arm fails.
 
 exit codes: 0 all gates pass, 1 a gate failed, 2 bad usage or unreadable data
 """
@@ -26,6 +28,8 @@ def register(sub) -> None:
     p.add_argument("run", help="run folder to check")
     p.add_argument("--gates", metavar="FILE", help="YAML list of gates (default: the scenario's gates)")
     p.add_argument("--baseline-run", metavar="RUN", help="earlier run folder for relative (max_regression) gates")
+    p.add_argument("--history", metavar="RESULTS_DIR",
+                   help="earlier runs (a results folder) whose night-to-night spread a regression must exceed")
     p.add_argument("--junit", metavar="FILE", help="write JUnit XML (one testcase per gate and row)")
     p.add_argument("--summary-md", metavar="FILE",
                    help="write a markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)")
@@ -49,7 +53,12 @@ def run(args) -> int:
     current = load_run(args.run)
     baseline = load_run(args.baseline_run) if args.baseline_run else None
     gates = load_gates(current, args.gates)
-    results = evaluate_gates(current, gates, baseline)
+    history = None
+    if args.history:
+        from speedbench.report.dashboard import scan
+
+        history = [sr.run for sr in scan(Path(args.history))[0]]
+    results = evaluate_gates(current, gates, baseline, history)
 
     console = Console(highlight=False)
     table = Table(title=f"gates for {escape(current.scenario_name)} {escape(current.run_id)}", title_justify="left")

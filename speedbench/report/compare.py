@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedbench.report import noise as N
 from speedbench.report import significance as S
 from speedbench.report import tables as T
 from speedbench.results import Run
@@ -54,6 +55,19 @@ def _ci_overlap(a: dict[str, Any], b: dict[str, Any]) -> S.Interval:
     # encode "significant" through the interval sign, so callers treat both tests alike
     lo, hi = (mb - ma, mb - ma) if apart else (min(lb - ha, 0.0), max(hb - la, 0.0))
     return S.Interval(mb - ma, lo, hi, 0, "95% CI overlap (no records)")
+
+
+def _ci_diff(a: dict[str, Any], b: dict[str, Any]) -> S.Interval:
+    """With repeats, each run's own interval already covers server starts and prompts
+    (the two-level bootstrap); the difference's interval combines the two as normal
+    errors. A bootstrap over prompt pairs alone would call server-to-server noise real."""
+    ma, mb = T.num(a.get("speedup_mean")), T.num(b.get("speedup_mean"))
+    se = math.hypot(N.se_from_ci(a), N.se_from_ci(b))
+    if not (math.isfinite(ma) and math.isfinite(mb) and math.isfinite(se)):
+        return S.NAN_INTERVAL
+    d = mb - ma
+    return S.Interval(d, d - 1.96 * se, d + 1.96 * se, max(N.rounds(a), N.rounds(b)),
+                      "each run's interval over server starts and prompts, combined as normal errors")
 
 
 def _fmt_diff(iv: S.Interval, pct_of: float = math.nan) -> str:
@@ -107,7 +121,10 @@ def compare_runs(runs: list[Run]) -> Comparison:
             for lab in diffs:
                 i = int(lab[1:]) - 1
                 other_row = runs[i].row(arm, c, v) or {}
-                if rec[0] and rec[i]:
+                if N.rounds(base_row) >= 2 or N.rounds(other_row) >= 2:
+                    iv = _ci_diff(base_row, other_row)
+                    tv = S.tps_diff_runs(first, runs[i], arm, c, v) if rec[0] and rec[i] else S.NAN_INTERVAL
+                elif rec[0] and rec[i]:
                     iv = S.speedup_diff_runs(first, runs[i], arm, c, v)
                     tv = S.tps_diff_runs(first, runs[i], arm, c, v)
                 else:

@@ -120,7 +120,8 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
             point = (sr.created, T.num(r.get("per_user_tps_mean")))
             tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
             if T.is_speculative(r):
-                point = (sr.created, T.num(r.get("speedup_mean")))
+                point = (sr.created, T.num(r.get("speedup_mean")), T.num(r.get("speedup_ci_low")),
+                         T.num(r.get("speedup_ci_high")))
                 speed.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
         for arm in T.spec_arms(run):
             for v in T.variants(run):
@@ -130,7 +131,8 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
             latest_curves[T.label(checkpoint(run, arm), v)] = curve  # runs are in time order: last wins
     by_c = lambda d: dict(sorted(d.items(), key=lambda kv: int(kv[0].split()[-1])))
     charts = [
-        ("Speedup in per-user TPS over time", P.trend(by_c(speed), "speedup (×)")),
+        ("Speedup in per-user TPS over time: bars are each run's 95% interval, shading the night-to-night "
+         "noise band (mean ± 2 sd, from 3 runs)", P.trend(by_c(speed), "speedup (×)", bands=True)),
         ("Acceptance length over time", P.trend(al, "AL pooled over steps (tokens/step)")),
         ("Per-user TPS over time", P.trend(by_c(tps), "tokens/s")),
         ("Per-position acceptance (latest run of each checkpoint)", P.position_curves(latest_curves)),

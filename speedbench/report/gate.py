@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from speedbench.errors import UsageError
 from speedbench.metric_registry import GATE_METRICS
+from speedbench.report import noise as N
 from speedbench.report import significance as S
 from speedbench.report import tables as T
 from speedbench.results import Run
@@ -133,7 +134,9 @@ def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float,
     """Upper end of the current value's 95% CI and where it came from."""
     arm, c, v = str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or "")
     if metric == "speedup" and T.ok(row.get("speedup_ci_high")):
-        return T.num(row["speedup_ci_high"]), "summary CI"
+        n = N.rounds(row)
+        return T.num(row["speedup_ci_high"]), (f"summary CI over {n} rounds of server starts" if n >= 2
+                                               else "summary CI, one server per arm")
     iv = S.NAN_INTERVAL
     if run.records:
         if metric == "speedup":
@@ -147,7 +150,8 @@ def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float,
     return metric_value(row, metric), "point estimate (no per-request data)"
 
 
-def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline: Run | None) -> tuple[str, str]:
+def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline: Run | None,
+              history: list[Run] | None = None) -> tuple[str, str]:
     if baseline is None:
         return "skip", "relative gate skipped: no --baseline-run given"
     brow = baseline.row(str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
@@ -172,13 +176,27 @@ def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline
         return "pass", f"{value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}); limit {threshold:.3f}{u}"
     high, source = _current_ci_high(run, row, g.metric)
     if high < threshold:
+        # Beyond one run's interval; is it beyond the night-to-night spread too?
+        column = GATE_METRICS[g.metric].column
+        ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
+        past = N.history_values(history or [], run.scenario_name, *ident, column, exclude=[run.run_id])
+        sd = N.night_sd(past)
+        if N.beyond_noise(bval - value, sd) is False:
+            return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within the "
+                            f"night-to-night spread: sd {sd:.3f} over {len(past)} earlier runs, the drop is under "
+                            f"{N.K_SIGMA:g} sd")
+        spread = f"; beyond {N.K_SIGMA:g}x the night-to-night sd {sd:.3f} ({len(past)} runs)" if math.isfinite(sd) else ""
         return "fail", (f"regression: {value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}, more than "
-                        f"{r:.0%}); the 95% CI upper end {high:.3f} ({source}) is below the limit {threshold:.3f}")
+                        f"{r:.0%}); the 95% CI upper end {high:.3f} ({source}) is below the limit {threshold:.3f}"
+                        + spread)
     return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within noise: 95% CI "
                     f"upper end {high:.3f} ({source}) reaches the limit {threshold:.3f}")
 
 
-def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None) -> list[GateResult]:
+def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
+                   history: list[Run] | None = None) -> list[GateResult]:
+    """``history``: earlier runs; with at least 3 of the same scenario, a relative gate
+    also needs the drop to exceed 2 night-to-night standard deviations."""
     results: list[GateResult] = []
     for i, g in enumerate(gates):
         rows, problems = _select(run, g)
@@ -201,7 +219,7 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None)
                 (fails if value > g.max else notes).append(f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}")
             status = "fail" if fails else "pass"
             if g.max_regression is not None:
-                rel_status, rel_msg = _relative(run, row, g, value, baseline)
+                rel_status, rel_msg = _relative(run, row, g, value, baseline, history)
                 (fails if rel_status == "fail" else notes).append(rel_msg)
                 if rel_status == "fail":
                     status = "fail"

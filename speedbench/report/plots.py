@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import math
+import statistics
 import re
 from collections.abc import Sequence
 
@@ -241,10 +242,13 @@ def _date_axis(ax, times: list[dt.datetime]) -> None:
         ax.set_xlim(lo - dt.timedelta(days=1), hi + dt.timedelta(days=1))
 
 
-def trend(panels: dict[str, dict[str, list[tuple[dt.datetime, float]]]], ylabel: str,
-          colors: dict[str, str] | None = None) -> str:
+def trend(panels: dict[str, dict[str, list[tuple]]], ylabel: str,
+          colors: dict[str, str] | None = None, bands: bool = False) -> str:
     """Metric over time as small multiples: one panel per key (e.g. concurrency level),
-    one line per series (draft checkpoint) with the same colour in every panel."""
+    one line per series (draft checkpoint) with the same colour in every panel. Points
+    are ``(time, value)`` or ``(time, value, ci_low, ci_high)``; the interval is drawn as
+    a bar. ``bands``: shade each series' night-to-night noise band (mean ± 2 sd, from 3
+    nights on)."""
     names: list[str] = []
     for series in panels.values():
         names += [n for n in series if n not in names]
@@ -258,12 +262,24 @@ def trend(panels: dict[str, dict[str, list[tuple[dt.datetime, float]]]], ylabel:
         axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
         for ax, (title, series) in zip(axes, panels.items()):
             times = []
-            for name, pts in series.items():
-                pts = sorted((t, y) for t, y in pts if math.isfinite(y))
-                if pts:
-                    times += [t for t, _ in pts]
-                    ax.plot([t for t, _ in pts], [y for _, y in pts], marker="o", markersize=3.5,
-                            color=colors[name], label=_label(name, 60))
+            for name, raw in series.items():
+                pts = sorted((p[0], p[1], *(p[2:4] if len(p) >= 4 else (math.nan, math.nan)))
+                             for p in raw if math.isfinite(p[1]))
+                if not pts:
+                    continue
+                ts, ys = [p[0] for p in pts], [p[1] for p in pts]
+                times += ts
+                ax.plot(ts, ys, marker="o", markersize=3.5, color=colors[name], label=_label(name, 60))
+                # each night's own 95% interval, where the run has one
+                bars = [(t, lo, hi) for t, _, lo, hi in pts if math.isfinite(lo) and math.isfinite(hi)]
+                if bars:
+                    ax.vlines([b[0] for b in bars], [b[1] for b in bars], [b[2] for b in bars],
+                              color=colors[name], linewidth=1.0, alpha=0.6)
+                # the night-to-night noise band: mean ± 2 sd of the series (3+ nights)
+                if bands and len(ys) >= 3:
+                    m, sd = sum(ys) / len(ys), statistics.stdev(ys)
+                    ax.fill_between([ts[0], ts[-1]], m - 2 * sd, m + 2 * sd, color=colors[name], alpha=0.10,
+                                    linewidth=0)
             if times:
                 _date_axis(ax, times)
             else:
