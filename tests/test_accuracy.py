@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from fakes import FakeBuilder, prompts
 
-from speedbench.client import ClientConfig
+from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, request_table, summarize
-from speedbench.runner import run_point
-from speedbench.scrape import delta, parse_prometheus, scrape, spec_counters
+from speedbench.loadgen import run_point
+from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
 from speedbench.testing import FakeConfig, FakeProcess, true_per_user_tps
 
 # 49 tokens: decode windows of ~0.5 s (base) and ~0.23 s (spec), long enough that a

@@ -9,7 +9,7 @@ import socket
 import pytest
 from fakes import fake_server
 
-from speedbench.client import (
+from speedbench.client.http import (
     ClientConfig,
     _consume,
     make_session,
@@ -74,7 +74,7 @@ def test_chat_stream_with_token_ids_and_spec_metrics(srv):
 def test_arrival_stamps_come_from_the_connection_protocol(srv):
     # make_session swaps in a protocol that stamps data_received; if an aiohttp upgrade
     # removes the hook, stamps silently fall back to coroutine time: catch it here.
-    from speedbench.client import _StampingHandler
+    from speedbench.client.http import _StampingHandler
 
     cfg = ClientConfig(srv.base_url)
 

@@ -350,7 +350,7 @@ def test_fixtures_not_built_yet_is_not_a_failure(host, tmp_path, monkeypatch):
 def test_damaged_committed_fixture_weights_fail_with_the_file_and_the_fix(host, tmp_path, monkeypatch):
     import shutil
 
-    from speedbench import fixture_weights
+    from speedbench.fixtures import weights as fixture_weights
 
     weights = tmp_path / "weights"
     shutil.copytree(fixture_weights.WEIGHTS, weights)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.analysis import (
+from speedbench.analysis.drift import (
     conditional_of,
     context_buckets,
     context_curves,

@@ -16,8 +16,8 @@ from safetensors import safe_open  # noqa: E402
 from speedbench.cli import main  # noqa: E402
 from speedbench.engine.provenance import draft_info  # noqa: E402
 from speedbench.errors import UsageError  # noqa: E402
-from speedbench.fixture_weights import FILES, SUMS, WEIGHTS, verify  # noqa: E402
-from speedbench.fixtures import (  # noqa: E402
+from speedbench.fixtures.weights import FILES, SUMS, WEIGHTS, verify  # noqa: E402
+from speedbench.fixtures.assemble import (  # noqa: E402
     FOLDERS,
     MARKER,
     TRAINING_REPORT,
@@ -187,9 +187,9 @@ def test_the_recipe_still_learns_at_a_small_scale(tmp_path):
     # The whole committed recipe (scripts/train_tiny_fixtures.py --small): the target's
     # loss falls on the standard library, and both drafts learn the target's greedy
     # continuations far above chance (1/2048), on held-out sequences.
-    from speedbench.draft_training import TrainParams
-    from speedbench.target_training import TargetTrainParams
-    from speedbench.tiny_recipe import train_all
+    from speedbench.fixtures.training.drafts import TrainParams
+    from speedbench.fixtures.training.target import TargetTrainParams
+    from speedbench.fixtures.training.recipe import train_all
 
     recipe = train_all(tmp_path / "w", seed=0, target_tp=TargetTrainParams().small(), draft_tp=TrainParams().small())
     assert recipe["target"]["loss_last"] < recipe["target"]["loss_first"] - 0.7, recipe["target"]
@@ -204,7 +204,7 @@ def test_the_recipe_still_learns_at_a_small_scale(tmp_path):
 
 def test_ensure_tiny_caches_and_force_rebuilds(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr("speedbench.fixtures.build_tiny", lambda d, seed=0: calls.append((d, seed)))
+    monkeypatch.setattr("speedbench.fixtures.assemble.build_tiny", lambda d, seed=0: calls.append((d, seed)))
     root = tmp_path / "fx"
     ensure_tiny(root)
     assert len(calls) == 1  # nothing there yet: built

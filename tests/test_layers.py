@@ -1,7 +1,11 @@
-"""Every speedbench import goes down docs/architecture.md's layer list, never up.
+"""Every speedbench import goes down docs/architecture.md's layer list, never up, and
+no import runs in a circle.
 
 The list is read from the doc, so the doc and the code cannot drift apart unnoticed: a
-new module must be placed in a layer, and an import that runs back up fails here.
+new module must be placed in a layer, and an import that runs back up fails here. The
+layer check allows imports sideways (within a line, within a package), so the circle
+check covers those: every import counts, module-level, ``TYPE_CHECKING`` and
+function-local alike.
 """
 
 from __future__ import annotations
@@ -73,3 +77,77 @@ def test_no_import_runs_back_up_a_layer():
             if target is not None and target < me:
                 upward.append(f"{f.relative_to(ROOT)}:{line} (layer {me}) imports {names[0]} (layer {target})")
     assert not upward, "imports that run back up a layer:\n" + "\n".join(upward)
+
+
+def _graph() -> dict[str, dict[str, str]]:
+    """module -> {imported module: "path:line"}. ``from speedbench.a import b`` names the
+    module ``speedbench.a.b`` when there is one, else ``speedbench.a`` (its ``__init__``).
+    A package's ``__init__`` that Python runs on the way to a submodule is not an edge:
+    every package that re-exports its submodules would otherwise be a circle."""
+    files = {_module(f): f for f in sorted(PACKAGE.rglob("*.py"))}
+    graph: dict[str, dict[str, str]] = {m: {} for m in files}
+    for me, f in files.items():
+        for line, names in _imports(ast.parse(f.read_text(encoding="utf-8"))):
+            targets = [n for n in names[1:] if n in files] or [names[0]]
+            for target in targets:
+                if target in files and target != me:
+                    graph[me].setdefault(target, f"{f.relative_to(ROOT)}:{line}")
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, str]]) -> list[list[str]]:
+    """One circle (a, b, ..., a) through each strongly connected set of modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    out = []
+    for group in groups:  # walk inside the group from its first module back to itself
+        start = min(group)
+        path, seen = [start], {start}
+        while True:
+            nxt = min(w for w in graph[path[-1]] if w in group)
+            if nxt in seen:
+                out.append(path[path.index(nxt):] + [nxt])
+                break
+            path.append(nxt)
+            seen.add(nxt)
+    return out
+
+
+def test_no_import_circle():
+    graph = _graph()
+    circles = _cycles(graph)
+    shown = [" -> ".join(c) + "\n    " + ", ".join(graph[a][b] for a, b in zip(c, c[1:])) for c in circles]
+    assert not circles, "import circles:\n" + "\n".join(shown)
+
+
+def test_the_circle_check_finds_a_circle():
+    graph = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:1"}, "c": {"a": "c.py:1"}, "d": {"a": "d.py:1"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from speedbench import metrics
-from speedbench.metric_registry import BY_KEY, GATE_METRICS, GATES, LATENCY, ROW_KEYS, ROW_METRICS, label
+from speedbench.metrics.registry import BY_KEY, GATE_METRICS, GATES, LATENCY, ROW_KEYS, ROW_METRICS, label
 from speedbench.scenario import GateSpec
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -44,7 +44,7 @@ def test_docs_and_registry_agree():
     missing = sorted(set(declared) - set(docs))
     undeclared = sorted(set(docs) - set(declared))
     assert not missing, f"in the registry but not in docs/metrics.md: {missing}"
-    assert not undeclared, f"in docs/metrics.md but not in speedbench/metric_registry.py: {undeclared}"
+    assert not undeclared, f"in docs/metrics.md but not in speedbench/metrics/registry.py: {undeclared}"
     differ = {k: (declared[k], docs[k]) for k in declared if declared[k] != docs[k]}
     assert not differ, f"(unit, better) differ, registry vs docs: {differ}"
 

@@ -20,8 +20,8 @@ from speedbench.metrics import (
     summarize,
 )
 from speedbench.records import RequestRecord, SpecStats
-from speedbench.scrape import SpecCounters
-from speedbench.stats import paired_ratio_ci, unpaired_ratio_ci
+from speedbench.client.scrape import SpecCounters
+from speedbench.metrics.bootstrap import paired_ratio_ci, unpaired_ratio_ci
 
 S = 1_000_000_000  # ns per second
 nan = math.nan

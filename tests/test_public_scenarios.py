@@ -16,7 +16,7 @@ import pytest
 
 from speedbench.cli import main
 from speedbench.doctor import exit_code, run_checks
-from speedbench.plan import build_plan
+from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

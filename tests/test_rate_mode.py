@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from fakes import FakeBuilder, fake_server, prompts
 
-from speedbench.arrivals import arrival_offsets
-from speedbench.client import ClientConfig
+from speedbench.loadgen.arrivals import arrival_offsets
+from speedbench.client.http import ClientConfig
 from speedbench.errors import ScenarioError
 from speedbench.metrics import PointInfo, good_requests, request_table, summarize
-from speedbench.plan import build_plan
+from speedbench.run.plan import build_plan
 from speedbench.records import RequestRecord
-from speedbench.runner import run_point
+from speedbench.loadgen import run_point
 from speedbench.scenario import load_scenario, validate_data
 from speedbench.testing import FakeConfig
 

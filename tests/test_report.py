@@ -13,7 +13,7 @@ from runfactory import make_run
 from speedbench.cli import main
 from speedbench.records import PointKey, RequestRecord
 from speedbench.report import render_report, write_report
-from speedbench.report.live import LiveProgress
+from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_report, print_summary
 from speedbench.results import load_run
 

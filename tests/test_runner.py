@@ -8,8 +8,8 @@ import time
 import pytest
 from fakes import FakeBuilder, fake_server, prompts
 
-from speedbench.client import ClientConfig
-from speedbench.runner import run_point
+from speedbench.client.http import ClientConfig
+from speedbench.loadgen import run_point
 from speedbench.testing import FakeConfig, Fault
 
 
@@ -151,7 +151,7 @@ def test_measure_orders_warmup_scrape_repeats_scrape(srv):
     """measure(): warmup, a settled scrape, every repeat, a settled scrape; a scrape that
     fails because the server died aborts the point with the death as the reason."""
     from speedbench.errors import ServerError
-    from speedbench.runner import measure
+    from speedbench.loadgen import measure
 
     scraped_at = []
 

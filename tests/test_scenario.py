@@ -12,7 +12,7 @@ import pytest
 from speedbench.cli import main
 from speedbench.engine.command import args_to_argv, launch_spec
 from speedbench.errors import ScenarioError
-from speedbench.plan import build_plan
+from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

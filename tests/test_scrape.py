@@ -8,10 +8,10 @@ import math
 import pytest
 from fakes import FakeBuilder, fake_server, prompts
 
-from speedbench.client import ClientConfig
+from speedbench.client.http import ClientConfig
 from speedbench.errors import ServerError
-from speedbench.runner import run_point
-from speedbench.scrape import (
+from speedbench.loadgen import run_point
+from speedbench.client.scrape import (
     SpecCounters,
     delta,
     parse_prometheus,

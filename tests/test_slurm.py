@@ -164,7 +164,7 @@ def test_two_arms_run_as_two_jobs_and_gather_equals_local_summary(cluster, tmp_p
     subprocess.run(["cp", "-r", str(run / "prometheus"), str(local / "prometheus")], check=True)
     from speedbench.results import RunDir
     from speedbench.results.files import finite as _finite
-    from speedbench.summary import summarize_run_dir
+    from speedbench.results.summary import summarize_run_dir
 
     mine = summarize_run_dir(RunDir.open(local), write=False)
     assert len(gathered["rows"]) == 4

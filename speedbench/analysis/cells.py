@@ -1,5 +1,5 @@
 """Reading summary-row cells: rows come from summary.json (NaN stored as null) or from
-CSV (lists stored as JSON text). The one cell reader of analysis.py and report/."""
+CSV (lists stored as JSON text). The one cell reader of analysis/drift.py and report/."""
 
 from __future__ import annotations
 

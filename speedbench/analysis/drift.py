@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from speedbench.cells import as_list, num
+from speedbench.analysis.cells import as_list, num
 
 # Two AL curves "separate" where they differ by more than this fraction of arm A's AL
 # (and by more than the rows' own measurement disagreement, see separation()).
@@ -26,7 +26,7 @@ SEPARATION_REL = 0.02
 USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 
 
-# ---- row facts: k, AL, series, per-position rates (cells are read by speedbench/cells.py)
+# ---- row facts: k, AL, series, per-position rates (cells are read by speedbench/analysis/cells.py)
 
 
 def k_of(row: dict) -> int | None:

@@ -10,8 +10,8 @@ scrape, every measured repeat, a settled scrape again. :func:`run_point` is one 
 - measure.py  measure(): warmup -> settled scrape -> repeats -> settled scrape
 """
 
-from speedbench.runner.loops import Builder, ServerAlive
-from speedbench.runner.measure import Measurement, measure
-from speedbench.runner.point import PointResult, run_async, run_point
+from speedbench.loadgen.loops import Builder, ServerAlive
+from speedbench.loadgen.measure import Measurement, measure
+from speedbench.loadgen.point import PointResult, run_async, run_point
 
 __all__ = ["Builder", "Measurement", "PointResult", "ServerAlive", "measure", "run_async", "run_point"]

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from speedbench.client import ClientConfig, stream_request
+from speedbench.client.http import ClientConfig, stream_request
 from speedbench.records import Prompt, RequestRecord
 
 _WATCH_PERIOD_S = 0.5

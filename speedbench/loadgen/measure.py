@@ -8,12 +8,12 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from speedbench.client import ClientConfig
+from speedbench.client.http import ClientConfig
 from speedbench.errors import ServerError
 from speedbench.records import Prompt, RequestRecord
-from speedbench.runner.loops import Builder, ServerAlive, ask
-from speedbench.runner.point import PointResult, run_point
-from speedbench.scrape import scrape as scrape_metrics
+from speedbench.loadgen.loops import Builder, ServerAlive, ask
+from speedbench.loadgen.point import PointResult, run_point
+from speedbench.client.scrape import scrape as scrape_metrics
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
 # two scrapes agree so the "after" snapshot includes the last requests' steps.

@@ -1,6 +1,6 @@
 """One pass over a workload at one concurrency level (or arrival schedule), warmup first.
 
-Besides the request loops (speedbench/runner/loops.py), a loop-lag probe runs during
+Besides the request loops (speedbench/loadgen/loops.py), a loop-lag probe runs during
 measurement: it sleeps 10 ms and records the overshoot; a lagging loop delays every
 timestamp, so reports show it.
 """
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any
 
-from speedbench.client import ClientConfig, make_session
+from speedbench.client.http import ClientConfig, make_session
 from speedbench.records import Prompt, RequestRecord
-from speedbench.runner.loops import Builder, Phase, closed_loop, open_loop
+from speedbench.loadgen.loops import Builder, Phase, closed_loop, open_loop
 
 _PROBE_PERIOD_S = 0.010
 
@@ -66,7 +66,7 @@ async def run_point(
     warmup and measurement, e.g. to scrape Prometheus counters so that their deltas
     exclude warmup traffic; a non-empty string it returns aborts the point with that
     reason (the scrape found the server dead). ``arrivals`` (seconds from the start, one
-    per prompt; see speedbench/arrivals.py) switches measurement to the open loop: each
+    per prompt; see speedbench/loadgen/arrivals.py) switches measurement to the open loop: each
     prompt is sent at its arrival time, with at most ``concurrency`` in flight; warmup
     stays closed-loop. Cancelling the task (Ctrl-C) records in-flight requests
     as "cancelled", hands them to ``on_record`` and re-raises.

@@ -1,7 +1,7 @@
 """Pure functions: request records -> per-request table -> summary rows.
 
 Nothing here does I/O or reads a clock. Every metric is defined in docs/metrics.md
-(name, unit, direction, formula) and declared in speedbench/metric_registry.py (key,
+(name, unit, direction, formula) and declared in speedbench/metrics/registry.py (key,
 label, direction); this package is the executable version.
 
 - table.py       records -> one row per request (times, tokens, spec counters); pooled ITL
@@ -15,7 +15,7 @@ label, direction); this package is the executable version.
 Everything other modules use is importable from ``speedbench.metrics``.
 """
 
-from speedbench.metric_registry import (
+from speedbench.metrics.registry import (
     DEFAULT_PERCENTILES,
     LATENCY_METRICS,
     ROW_KEYS,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from speedbench.metrics.numbers import NAN, mean, pct, ratio
-from speedbench.stats import paired_ratio_ci, unpaired_ratio_ci
+from speedbench.metrics.bootstrap import paired_ratio_ci, unpaired_ratio_ci
 
 PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 

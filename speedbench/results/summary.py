@@ -11,9 +11,9 @@ import datetime as _dt
 from typing import Any
 
 from speedbench import metrics
-from speedbench.results import SCHEMA_VERSION, RunDir
+from speedbench.results.rundir import SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
-from speedbench.scrape import delta, parse_prometheus, spec_counters
+from speedbench.client.scrape import delta, parse_prometheus, spec_counters
 
 
 def _hardware(provenance: dict[str, Any]) -> str:

@@ -17,11 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from speedbench.client import ClientConfig
+from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, summarize
 from speedbench.records import Prompt
-from speedbench.runner import run_point
-from speedbench.scrape import delta, parse_prometheus, scrape, spec_counters
+from speedbench.loadgen import run_point
+from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import FakeConfig, true_per_user_tps
 

@@ -24,7 +24,7 @@ from speedbench.engine import make_server
 from speedbench.engine.command import launch_spec
 from speedbench.engine.local import _group_alive
 from speedbench.engine.provenance import collect_provenance
-from speedbench.fixtures import ensure_tiny
+from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.scenario import load_raw, validate_data
 
 pytestmark = [
@@ -121,10 +121,10 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     against SLOs, per-user TPS and the rate, as `speedbench run` does in rate mode."""
     import asyncio
 
-    from speedbench.arrivals import arrival_offsets
-    from speedbench.client import ClientConfig
+    from speedbench.loadgen.arrivals import arrival_offsets
+    from speedbench.client.http import ClientConfig
     from speedbench.metrics import ArmInfo, PointInfo, summarize
-    from speedbench.runner import run_point
+    from speedbench.loadgen import run_point
     from speedbench.workload import load_workload
     from speedbench.workload.chat import RequestBuilder
 
