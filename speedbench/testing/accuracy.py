@@ -1,6 +1,6 @@
 """The timing-accuracy matrix: every request path against scripted emission times.
 
-A test tool shared by tests/test_timing_matrix.py (assertions) and
+A test tool shared by tests/integration/test_timing_matrix.py (assertions) and
 benchmarks/timing_accuracy.py (a printed table). The fake server (a child process, so
 it shares no GIL with the client) writes like vLLM's HTTP stack: headers when the
 request is accepted, no role chunk on /v1/completions, a chat role chunk alone or in

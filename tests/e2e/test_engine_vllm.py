@@ -154,7 +154,7 @@ def test_rate_mode_point_reports_goodput(server, scenario):
 
 
 def test_http_write_timing_of_vllm(server):
-    """What the fake server must copy (tests/test_fake_likeness.py runs the same probe
+    """What the fake server must copy (tests/integration/test_fake_likeness.py runs the same probe
     on the fake): vLLM's headers leave before the first token, in reads of their own;
     /v1/completions has no role chunk; chat opens with a role chunk; the body is chunked
     and its terminator follows [DONE]; the connection is kept alive between requests."""

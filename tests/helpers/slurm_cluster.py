@@ -3,7 +3,7 @@
 Everything lives under one folder: the config (found through ``SLURM_CONF``), the munge
 key and socket, spool, logs and pid files. Nothing under /etc changes. The daemons are
 stopped by the pids in their pid files. See ../shared/docs/SLURM.md for the origin of the
-configuration. Usable by hand: ``python tests/slurm_cluster.py DIR`` starts one and prints
+configuration. Usable by hand: ``python tests/helpers/slurm_cluster.py DIR`` starts one and prints
 the ``SLURM_CONF`` to export.
 """
 

@@ -12,7 +12,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from fakes import FakeBuilder, prompts
+from tests.helpers.fakes import FakeBuilder, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, request_table, summarize

@@ -7,7 +7,7 @@ import itertools
 import socket
 
 import pytest
-from fakes import fake_server
+from tests.helpers.fakes import fake_server
 
 from speedbench.client.http import (
     ClientConfig,

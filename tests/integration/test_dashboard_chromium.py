@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runfactory import make_history
+from tests.helpers.runfactory import make_history
 
 from speedbench.report.dashboard import build_dashboard
 

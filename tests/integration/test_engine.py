@@ -482,7 +482,7 @@ def test_make_server_picks_the_launcher(tmp_path, monkeypatch):
 
 
 def test_dockerfile_installs_within_the_image_constraints():
-    text = (Path(__file__).resolve().parents[1] / "docker" / "Dockerfile").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docker" / "Dockerfile").read_text()
     install = next(line for line in text.splitlines() if "pip install" in line and "/src" in line)
     assert "-c /opt/image-constraints.txt" in install  # the image's own pins bound the install
     assert "pip list --format=freeze" in text and "comm -23" in text  # and the build proves nothing moved

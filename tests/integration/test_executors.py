@@ -173,7 +173,7 @@ def _group_alive(pgid: int) -> bool:
 
 def test_watchdog_stops_the_server_group_when_its_owner_is_sigkilled():
     owner = subprocess.Popen([sys.executable, "-c", OWNER, WORKER], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     pgid = int(owner.stdout.readline())
     try:
         time.sleep(0.5)
@@ -234,7 +234,7 @@ def test_jobs_and_gather_without_a_scheduler_and_gather_returns_the_gate_exit(tm
     after the other into one folder, and the gather's exit code is the gates' (a gate that
     cannot pass) or 1 while a point is unfinished."""
     from speedbench.scenario import load_scenario, resolved_dict
-    from test_reliability import fake_local, scenario, write_prompts, write_yaml
+    from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
 
     prompts = write_prompts(tmp_path / "p.jsonl", ["q0", "q1"])
     sc = scenario("jobs", prompts, server=fake_local(**{"t-step": 0.002, "output-tokens": 8}),
@@ -245,7 +245,7 @@ def test_jobs_and_gather_without_a_scheduler_and_gather_returns_the_gate_exit(tm
     def sb(*args):
         return subprocess.run([sys.executable, "-m", "speedbench.cli", *args], capture_output=True, text=True,
                               cwd=tmp_path, timeout=120, env={**os.environ, "COLUMNS": "200",
-                                                              "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                                                              "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
 
     r = sb("job", str(rd.path), "--arm", "a", "--tag", "j1", "--skip-doctor")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fakes import fake_server
+from tests.helpers.fakes import fake_server
 
 from speedbench.testing.probe import probe
 

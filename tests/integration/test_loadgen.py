@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from fakes import FakeBuilder, fake_server, prompts
+from tests.helpers.fakes import FakeBuilder, fake_server, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.loadgen import run_point

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakes import FakeBuilder, fake_server, prompts
+from tests.helpers.fakes import FakeBuilder, fake_server, prompts
 
 from speedbench.loadgen.arrivals import arrival_offsets
 from speedbench.client.http import ClientConfig
@@ -21,7 +21,7 @@ from speedbench.loadgen import run_point
 from speedbench.scenario import load_scenario, validate_data
 from speedbench.testing import FakeConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
 
 
@@ -133,7 +133,7 @@ def test_goodput_known_answer():
 
 
 def test_vllm_export_of_a_rate_point(tmp_path):
-    from runfactory import make_run
+    from tests.helpers.runfactory import make_run
 
     from speedbench.results.exports import vllm_results
     from speedbench.results import load_run

@@ -30,16 +30,13 @@ from typing import Any
 import aiohttp
 import psutil
 import pytest
-import yaml
 from aiohttp import web
 
 from speedbench.engine.command import LaunchSpec
 from speedbench.secrets import REDACTED
 from speedbench.engine.local import LocalServer, _group_alive
 from speedbench.testing import FakeConfig, FakeServer
-
-TAG_VAR = "SPEEDBENCH_TEST_TAG"
-FAKE_CLI = ["python", "-m", "speedbench.testing.fake_server"]
+from tests.helpers.cli_runs import TAG_VAR, fake_local, scenario, tagged, write_prompts, write_yaml
 
 # Stands in for `vllm serve` where a test needs a server that misbehaves at start.
 # vLLM-only flags (--api-key, ...) are accepted and ignored, like the real server would
@@ -82,30 +79,6 @@ def out_of(res) -> str:
     return (res.stdout or "") + (res.stderr or "")
 
 
-def write_yaml(path: Path, data: Any) -> Path:
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def write_prompts(path: Path, rows: list[Any]) -> Path:
-    lines = [json.dumps(r if isinstance(r, dict) else {"id": f"row{i}", "prompt": r, "category": "coding"})
-             for i, r in enumerate(rows)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def scenario(name: str, prompts: Path, *, arms: list[dict], server: dict | None = None, **top) -> dict:
-    workload = {"source": "jsonl", "path": str(prompts), "max_tokens": 8, "warmup": 0,
-                "request_timeout_s": 30, "idle_timeout_s": 10, **top.pop("workload", {})}
-    return {"name": name, "server": {"ready_timeout_s": 20, "shutdown_grace_s": 3, **(server or {})},
-            "arms": arms, "workload": workload, "concurrency": top.pop("concurrency", [1]), **top}
-
-
-def fake_local(**args: Any) -> dict:
-    """The fake server as a *local* server: speedbench launches, watches and stops it."""
-    return {"launcher": "local", "model": "fake-model", "command": FAKE_CLI, "model_arg": "flag", "args": args}
-
-
 def the_run(out: Path) -> Path:
     runs = sorted(p for p in out.glob("*/*") if p.is_dir())
     assert len(runs) == 1, runs
@@ -125,18 +98,6 @@ def points(run: Path) -> dict[tuple[str, int, str], dict]:
 
 def point_of(rec: dict) -> tuple[str, int, str]:
     return rec["arm"], rec["concurrency"], rec["variant"]
-
-
-def tagged(tag: str) -> list[psutil.Process]:
-    """Live (non-zombie) processes that inherited this test's tag."""
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get(TAG_VAR) == tag and p.status() != psutil.STATUS_ZOMBIE:
-                found.append(p)
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 def alive(pid: int | None) -> bool:

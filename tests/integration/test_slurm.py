@@ -1,7 +1,7 @@
 """The Slurm executor on a real one-node Slurm (issue 15).
 
 A module fixture starts munged, slurmctld and slurmd from a temporary folder
-(tests/slurm_cluster.py); every test submits through ``speedbench run --executor slurm``
+(tests/helpers/slurm_cluster.py); every test submits through ``speedbench run --executor slurm``
 as a user does, against the scripted fake server launched by speedbench as a local
 server inside each job. The jobs run speedbench from this checkout: the scenario's
 ``executor.slurm`` names this interpreter and exports PYTHONPATH in its setup lines.
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from slurm_cluster import Cluster, unavailable
-from test_reliability import TAG_VAR, fake_local, scenario, tagged, write_prompts, write_yaml
+from tests.helpers.slurm_cluster import Cluster, unavailable
+from tests.helpers.cli_runs import TAG_VAR, fake_local, scenario, tagged, write_prompts, write_yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WHY = unavailable()
 pytestmark = [pytest.mark.slurm, pytest.mark.skipif(WHY is not None, reason=f"no single-node Slurm here: {WHY}")]
 

@@ -34,7 +34,7 @@ from speedbench.report.drift import (
 )
 from speedbench.scenario import load_scenario, resolved_dict
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 NAN = math.nan
 
 

@@ -31,7 +31,7 @@ from speedbench.engine.gpus import (
 )
 from speedbench.scenario import load_scenario, validate_data
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SMI = ROOT / "tests" / "data" / "nvidia-smi"
 GIB = 1024**3
 

@@ -10,7 +10,7 @@ from speedbench import metrics
 from speedbench.metrics.registry import BY_KEY, GATE_METRICS, GATES, LATENCY, ROW_KEYS, ROW_METRICS, label
 from speedbench.scenario import GateSpec
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def _doc_entries() -> dict[str, tuple[str, str]]:

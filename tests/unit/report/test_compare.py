@@ -6,7 +6,7 @@ import copy
 import io
 
 from rich.console import Console
-from runfactory import DEFAULT_ARMS, make_run
+from tests.helpers.runfactory import DEFAULT_ARMS, make_run
 
 from speedbench.cli import main
 from speedbench.report import significance as S

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from runfactory import make_history
+from tests.helpers.runfactory import make_history
 
 from speedbench.cli import main
 from speedbench.report import write_report

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import xmlschema
 import yaml
-from runfactory import DEFAULT_ARMS, make_run
+from tests.helpers.runfactory import DEFAULT_ARMS, make_run
 
 from speedbench.cli import main
 from speedbench.errors import UsageError
@@ -17,7 +17,7 @@ from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_ga
 from speedbench.results import SCHEMA_VERSION, load_run
 from speedbench.scenario import GateSpec
 
-XSD = Path(__file__).parent / "data" / "junit.xsd"
+XSD = Path(__file__).resolve().parents[2] / "data" / "junit.xsd"
 GOOD_GATES = [
     {"metric": "speedup", "arm": "eagle3.1", "concurrency": 1, "min": 1.5},
     {"metric": "acceptance_length", "min": 2.5},

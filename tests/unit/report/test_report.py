@@ -8,7 +8,7 @@ import re
 
 import pytest
 from rich.console import Console
-from runfactory import make_run
+from tests.helpers.runfactory import make_run
 
 from speedbench.cli import main
 from speedbench.records import PointKey, RequestRecord

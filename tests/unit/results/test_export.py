@@ -14,7 +14,7 @@ from speedbench.cli import main
 from speedbench.results.exports import export_run, vllm_result
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.results import load_run
-from tests.runfactory import make_run
+from tests.helpers.runfactory import make_run
 
 
 def _vllm_serve_source() -> Path:

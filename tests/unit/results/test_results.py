@@ -11,7 +11,7 @@ import threading
 import pandas as pd
 import pytest
 import yaml
-from runfactory import make_run
+from tests.helpers.runfactory import make_run
 
 from speedbench.errors import UsageError
 from speedbench.records import RequestRecord, SpecStats

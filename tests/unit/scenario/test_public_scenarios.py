@@ -19,7 +19,7 @@ from speedbench.doctor import exit_code, run_checks
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 GIB = 1024**3
 
 # scenario file -> (target, draft), as spelled on their hub cards

@@ -15,7 +15,7 @@ from speedbench.errors import ScenarioError
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 GOOD = """\
 name: t
