@@ -25,11 +25,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import psutil
 import pytest
+import yaml
 from aiohttp import web
 
 from speedbench.engine.command import LaunchSpec
