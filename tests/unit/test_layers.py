@@ -80,10 +80,9 @@ def test_no_import_runs_back_up_a_layer():
 
 
 def _graph() -> dict[str, dict[str, str]]:
-    """module -> {imported module: "path:line"}. ``from speedbench.a import b`` names the
-    module ``speedbench.a.b`` when there is one, else ``speedbench.a`` (its ``__init__``).
-    A package's ``__init__`` that Python runs on the way to a submodule is not an edge:
-    every package that re-exports its submodules would otherwise be a circle."""
+    """module -> {imported module: "path:line"}; ``from speedbench.a import b`` is the module
+    ``speedbench.a.b`` if there is one, else ``speedbench.a``. The ``__init__`` run on the way
+    to a submodule is no edge (a package re-exporting its submodules is no circle)."""
     files = {_module(f): f for f in sorted(PACKAGE.rglob("*.py"))}
     graph: dict[str, dict[str, str]] = {m: {} for m in files}
     for me, f in files.items():
@@ -96,48 +95,21 @@ def _graph() -> dict[str, dict[str, str]]:
 
 
 def _cycles(graph: dict[str, dict[str, str]]) -> list[list[str]]:
-    """One circle (a, b, ..., a) through each strongly connected set of modules (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[set[str]] = []
+    """The circles (a, b, ..., a) a depth-first walk closes; at least one per tangle."""
+    out: list[list[str]] = []
+    done: set[str] = set()
 
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = set()
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                group.add(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                groups.append(group)
+    def walk(path: list[str]) -> None:
+        for w in sorted(graph[path[-1]]):
+            if w in path:
+                out.append(path[path.index(w):] + [w])
+            elif w not in done:
+                walk(path + [w])
+        done.add(path[-1])
 
-    for v in graph:
-        if v not in index:
-            visit(v)
-    out = []
-    for group in groups:  # walk inside the group from its first module back to itself
-        start = min(group)
-        path, seen = [start], {start}
-        while True:
-            nxt = min(w for w in graph[path[-1]] if w in group)
-            if nxt in seen:
-                out.append(path[path.index(nxt):] + [nxt])
-                break
-            path.append(nxt)
-            seen.add(nxt)
+    for v in sorted(graph):
+        if v not in done:
+            walk([v])
     return out
 
 
