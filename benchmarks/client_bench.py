@@ -36,9 +36,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from speedbench.client import ClientConfig
+from speedbench.client.http import ClientConfig
 from speedbench.records import Prompt, RequestRecord
-from speedbench.runner import run_async, run_point
+from speedbench.loadgen import run_async, run_point
 
 PY = sys.executable
 CLIENT_CPU, SERVER_CPU = 0, 1
@@ -71,7 +71,7 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-# ---- speedbench's client (the real path: runner + client) -----------------------------
+# ---- speedbench's client (the real path: loadgen + client) -----------------------------
 
 
 class _Builder:

@@ -23,7 +23,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import client_bench as cb  # noqa: E402 -- the benchmark's servers and measurements
 
-import speedbench.client as client  # noqa: E402
+import speedbench.client.http as client  # noqa: E402
 
 _raw = json.JSONDecoder().raw_decode
 

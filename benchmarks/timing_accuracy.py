@@ -5,7 +5,7 @@ one write, completions} x {fresh, reused connections} x {c=1, 4, 16}) against th
 server, whose write times are the truth, and prints per point: the error of mean
 per-user TPS for the baseline and speculative arms, the mean TTFT error, the speedup
 error and whether the true speedup lies inside the reported 95% CI. The unit test
-tests/test_timing_matrix.py asserts bounds on the same figures. Usage::
+tests/integration/test_timing_matrix.py asserts bounds on the same figures. Usage::
 
     .venv/bin/python benchmarks/timing_accuracy.py [--json out.json]
 """

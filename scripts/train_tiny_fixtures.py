@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from speedbench.draft_training import TrainParams  # noqa: E402
-from speedbench.fixture_weights import WEIGHTS  # noqa: E402
-from speedbench.target_training import TargetTrainParams  # noqa: E402
-from speedbench.tiny_recipe import retrain_drafts, train_all  # noqa: E402
+from speedbench.fixtures.training.drafts import TrainParams  # noqa: E402
+from speedbench.fixtures.weights import WEIGHTS  # noqa: E402
+from speedbench.fixtures.training.target import TargetTrainParams  # noqa: E402
+from speedbench.fixtures.training.recipe import retrain_drafts, train_all  # noqa: E402
 
 
 def main() -> int:

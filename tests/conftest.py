@@ -1,4 +1,10 @@
-"""Shared test plumbing."""
+"""Shared test plumbing.
+
+Tiers (scripts/test.sh runs them in this order): tests/unit/<package>/ (pure, fast),
+tests/integration/ (subprocesses, Slurm, Chromium, fake servers), tests/e2e/ (a real
+vLLM). The e2e tier is both a folder and the ``vllm`` marker; the hook below keeps the
+two the same, so ``-m "not vllm"`` and ``tests/unit tests/integration`` select alike.
+"""
 
 from __future__ import annotations
 
@@ -21,3 +27,20 @@ def vllm_slot():
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/e2e/ is marked ``vllm``; no test elsewhere may be."""
+    stray = []
+    for item in items:
+        in_e2e = E2E in Path(str(item.path)).resolve().parents
+        if in_e2e:
+            item.add_marker(pytest.mark.vllm)
+        elif item.get_closest_marker("vllm") is not None:
+            stray.append(item.nodeid)
+    if stray:
+        raise pytest.UsageError(f"vllm-marked tests outside tests/e2e/ (move them there): {stray}")

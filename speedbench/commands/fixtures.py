@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from speedbench.fixtures import MARKER, ensure_tiny, is_built
+from speedbench.fixtures.assemble import MARKER, ensure_tiny, is_built
 
 
 def register(sub) -> None:

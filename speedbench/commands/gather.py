@@ -22,13 +22,13 @@ def run(args) -> int:
     import time
     from pathlib import Path
 
-    from speedbench.plan import build_plan
+    from speedbench.run.plan import build_plan
     from speedbench.report import write_report
     from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_gates
     from speedbench.report.terminal import print_summary
     from speedbench.results import RunDir, atomic_write, load_run
     from speedbench.scenario import validate_data
-    from speedbench.summary import summarize_run_dir
+    from speedbench.results.summary import summarize_run_dir
 
     t0 = time.monotonic()
     console = Console(highlight=False)

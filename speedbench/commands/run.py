@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from speedbench.errors import UsageError
-from speedbench.plan import Plan, build_plan, display_argv, display_env, shell_line
+from speedbench.run.plan import Plan, build_plan, display_argv, display_env, shell_line
 from speedbench.scenario import load_scenario, select_arms
 
 HELP = """\

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from speedbench.doctor.base import Check, Context
 from speedbench.errors import SpeedbenchError
-from speedbench.fixture_weights import verify
+from speedbench.fixtures.weights import verify
 
 
 def check_port(ctx: Context) -> list[Check]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from speedbench.errors import ServerError, UsageError
 from speedbench.executors import ACTIVE_STATES, ArmJob
-from speedbench.plan import build_plan
+from speedbench.run.plan import build_plan
 from speedbench.results import atomic_write
 from speedbench.scenario import Scenario, SlurmSpec
 

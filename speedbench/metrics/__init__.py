@@ -1,7 +1,7 @@
 """Pure functions: request records -> per-request table -> summary rows.
 
 Nothing here does I/O or reads a clock. Every metric is defined in docs/metrics.md
-(name, unit, direction, formula) and declared in speedbench/metric_registry.py (key,
+(name, unit, direction, formula) and declared in speedbench/metrics/registry.py (key,
 label, direction); this package is the executable version.
 
 - table.py       records -> one row per request (times, tokens, spec counters); pooled ITL
@@ -12,36 +12,56 @@ label, direction); this package is the executable version.
 - breakdown.py   per-category and per-prompt rows
 - numbers.py     NaN-skipping mean / percentile / std, ratios, numpy -> Python scalars
 
-Everything other modules use is importable from ``speedbench.metrics``.
+Everything other modules use is importable from ``speedbench.metrics``, loaded on first
+use: the scenario model imports ``speedbench.metrics.registry``, which runs this file, and
+that must not load pandas with every CLI start (``--help``, ``validate``, ``--dry-run``).
+The functions ``acceptance`` and ``speedup`` share their names with their submodules (a
+loaded submodule is an attribute of the package), so they are imported from
+``speedbench.metrics.acceptance`` / ``.speedup`` only.
 """
 
-from speedbench.metric_registry import (
-    DEFAULT_PERCENTILES,
-    LATENCY_METRICS,
-    ROW_KEYS,
-    latency_keys,
-    percentile_tag,
-    row_keys,
-)
-from speedbench.metrics.acceptance import (
-    AL_AGREE_TOLERANCE,
-    acceptance,
-    al_from_counters,
-    overcount_stats,
-    per_position_rates,
-    sum_histograms,
-)
-from speedbench.metrics.breakdown import CATEGORY_KEYS, PROMPT_KEYS, category_rows, prompt_rows
-from speedbench.metrics.latency import SLO_KEYS, good_requests, latency_stats
-from speedbench.metrics.numbers import NAN
-from speedbench.metrics.rows import ArmInfo, PointInfo, summarize
-from speedbench.metrics.speedup import PAIR_KEYS, proxy_speedup, speedup
-from speedbench.metrics.table import itl_values, request_table
+from importlib import import_module
+from typing import Any
+
+_LAZY = {
+    "DEFAULT_PERCENTILES": "registry",
+    "LATENCY_METRICS": "registry",
+    "ROW_KEYS": "registry",
+    "latency_keys": "registry",
+    "percentile_tag": "registry",
+    "row_keys": "registry",
+    "AL_AGREE_TOLERANCE": "acceptance",
+    "al_from_counters": "acceptance",
+    "overcount_stats": "acceptance",
+    "per_position_rates": "acceptance",
+    "sum_histograms": "acceptance",
+    "CATEGORY_KEYS": "breakdown",
+    "PROMPT_KEYS": "breakdown",
+    "category_rows": "breakdown",
+    "prompt_rows": "breakdown",
+    "SLO_KEYS": "latency",
+    "good_requests": "latency",
+    "latency_stats": "latency",
+    "NAN": "numbers",
+    "ArmInfo": "rows",
+    "PointInfo": "rows",
+    "summarize": "rows",
+    "PAIR_KEYS": "speedup",
+    "proxy_speedup": "speedup",
+    "itl_values": "table",
+    "request_table": "table",
+}
 
 __all__ = [
     "AL_AGREE_TOLERANCE", "CATEGORY_KEYS", "DEFAULT_PERCENTILES", "LATENCY_METRICS", "NAN", "PAIR_KEYS",
-    "PROMPT_KEYS", "ROW_KEYS", "SLO_KEYS", "ArmInfo", "PointInfo", "acceptance", "al_from_counters",
+    "PROMPT_KEYS", "ROW_KEYS", "SLO_KEYS", "ArmInfo", "PointInfo", "al_from_counters",
     "category_rows", "good_requests", "itl_values", "latency_keys", "latency_stats", "overcount_stats",
     "per_position_rates", "percentile_tag", "prompt_rows", "proxy_speedup", "request_table", "row_keys",
-    "speedup", "sum_histograms", "summarize",
+    "sum_histograms", "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"speedbench.metrics.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'speedbench.metrics' has no attribute {name!r}")

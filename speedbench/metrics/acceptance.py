@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from speedbench.metrics.numbers import NAN, ratio
-from speedbench.scrape import SpecCounters
+from speedbench.client.scrape import SpecCounters
 
 AL_AGREE_TOLERANCE = 0.01  # relative
 

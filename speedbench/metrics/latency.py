@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from speedbench.metric_registry import DEFAULT_PERCENTILES, percentile_tag
+from speedbench.metrics.registry import DEFAULT_PERCENTILES, percentile_tag
 from speedbench.metrics.numbers import finite, mean, pct, std
 
 SLO_KEYS = ("ttft_ms", "tpot_ms", "e2el_ms")

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from speedbench.metric_registry import DEFAULT_PERCENTILES, row_keys
+from speedbench.metrics.registry import DEFAULT_PERCENTILES, row_keys
 from speedbench.metrics.acceptance import (AL_AGREE_TOLERANCE, acceptance, al_from_counters, overcount_stats,
                                           per_position_rates)
 from speedbench.metrics.latency import good_requests, latency_stats
@@ -34,7 +34,7 @@ from speedbench.metrics.speedup import proxy_speedup, speedup
 from speedbench.metrics.timing import timing_block
 from speedbench.metrics.table import itl_values, request_table
 from speedbench.records import PointKey, RequestRecord
-from speedbench.scrape import SpecCounters
+from speedbench.client.scrape import SpecCounters
 
 _STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2}
 
@@ -68,7 +68,7 @@ class PointInfo:
 
     @classmethod
     def from_results(cls, results: Iterable[Any]) -> PointInfo:
-        """Fold the ``runner.PointResult`` of every repeat of one point."""
+        """Fold the ``loadgen.PointResult`` of every repeat of one point."""
         info = cls(wall_s=0.0, loop_lag_ms_max=0.0)
         for r in results:
             info.wall_s += r.wall_s

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from speedbench.metrics.numbers import NAN, mean, pct, ratio
-from speedbench.stats import cluster_paired_ratio_ci, unpaired_ratio_ci
+from speedbench.metrics.bootstrap import cluster_paired_ratio_ci, unpaired_ratio_ci
 
 PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 

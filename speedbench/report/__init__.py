@@ -1,8 +1,9 @@
-"""Everything that turns run folders into something to read: the terminal table, live
-progress, report.md / report.html, comparisons, CI gates and the static dashboard.
+"""Everything that turns run folders into something to read: the terminal table,
+report.md / report.html, comparisons, CI gates and the static dashboard. It only reads
+run folders; the live view during a run is :mod:`speedbench.run.live`.
 
 Submodules import matplotlib and rich lazily where they can, so ``speedbench run``
-pays only for :mod:`speedbench.report.live` until the run ends.
+pays for them only when the run ends.
 """
 
 from __future__ import annotations

@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from speedbench.cells import num
-from speedbench.metric_registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
+from speedbench.analysis.cells import num
+from speedbench.metrics.registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
 from speedbench.report.tables import fmt, fmt_speedup, label, ok, spec_arms
 from speedbench.results import Run
 
 
-# Latency distributions (metric_registry.LATENCY): one row per point and metric.
+# Latency distributions (metrics.registry.LATENCY): one row per point and metric.
 
 
 def run_percentiles(run: Run) -> list[float]:

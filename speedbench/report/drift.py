@@ -1,6 +1,6 @@
 """The drift section of a report: optimal k, acceptance vs depth and context, EAGLE 3 vs 3.1.
 
-The numbers come from :mod:`speedbench.analysis` (pure); this module only formats them.
+The numbers come from :mod:`speedbench.analysis.drift` (pure); this module only formats them.
 Plots are matplotlib figures saved as inline SVG with text drawn as paths, so no string
 from a run (arm names, model paths) ever reaches the HTML as markup. Figures are built
 with ``matplotlib.figure.Figure`` directly, never pyplot: no GUI backend, no global
@@ -23,7 +23,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullLocator
 
-from speedbench.analysis import (
+from speedbench.analysis.drift import (
     SEPARATION_REL,
     ContextCurve,
     DepthCurve,

@@ -26,7 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from speedbench.errors import UsageError
-from speedbench.metric_registry import GATE_METRICS
+from speedbench.metrics.registry import GATE_METRICS
 from speedbench.report import noise as N
 from speedbench.report import significance as S
 from speedbench.report import tables as T
@@ -94,7 +94,7 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
 
 
 def metric_value(row: dict[str, Any] | None, metric: str) -> float:
-    """A gate metric's value in a summary row (metric_registry.GATES says which column)."""
+    """A gate metric's value in a summary row (metrics.registry.GATES says which column)."""
     if not row:
         return math.nan
     gm = GATE_METRICS[metric]

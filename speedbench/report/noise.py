@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.cells import num
+from speedbench.analysis.cells import num
 from speedbench.results import Run
 
 K_SIGMA = 2.0

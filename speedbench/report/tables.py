@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from speedbench.cells import num
-from speedbench.metric_registry import label as metric_label
+from speedbench.analysis.cells import num
+from speedbench.metrics.registry import label as metric_label
 from speedbench.report.facts import draft_model, hardware, target_model, vllm_version
 from speedbench.results import Run
 

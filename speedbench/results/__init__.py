@@ -1,8 +1,10 @@
 """The run folder: incremental record writes, summary files, resume state, loading.
 
 - rundir.py   RunDir, the write side (layout, record log, points, summary.json)
+- formats.py  summary.csv and records.parquet, written with every summary (the write side)
+- summary.py  run folder -> summary.json/csv, Parquet (recomputed from the files)
 - run.py      Run / load_run, the read model reports use
-- exports.py  summary.csv and records.parquet
+- exports.py  ``speedbench export``: a loaded Run as vLLM JSON, CSV, Parquet or JSON
 - files.py    atomic writes, run ids, safe file names
 
 Layout (see docs/results.md)::

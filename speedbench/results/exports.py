@@ -1,8 +1,6 @@
-"""Exports of a run folder for other tools, all written atomically.
-
-- summary.csv (one row per point) and records.parquet (one row per request), written
-  with every summary;
-- ``speedbench export RUN --format vllm|csv|parquet|json``: :func:`export_run`.
+"""``speedbench export RUN --format vllm|csv|parquet|json`` (:func:`export_run`): a
+loaded run folder for other tools, all written atomically. summary.csv and
+records.parquet, written with every summary, are the write side's (formats.py).
 
 ``--format vllm`` writes one JSON per point with the keys that ``vllm bench serve
 --save-result`` writes (vLLM 0.32, without ``--save-detailed``), so tools that read
@@ -16,64 +14,20 @@ schema (docs/metrics.md), plus the per-request records for parquet.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
-from speedbench.results.files import atomic_write, atomic_write_with, finite, safe_part
-from speedbench.scrape import SpecCounters
-
-if TYPE_CHECKING:  # run.py -> rundir.py -> this module: the read model is only a type here
-    from speedbench.results.run import Run
-
-
-def write_summary_csv(path: Path, rows: list[dict[str, Any]], fsync: bool = False) -> Path:
-    """Columns: every key of every row, in first-seen order; lists and dicts as JSON."""
-    keys: list[str] = []
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fieldnames=keys)
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: _csv_cell(r.get(k)) for k in keys})
-    atomic_write(path, buf.getvalue(), fsync)
-    return path
-
-
-def write_parquet(path: Path, records: list[RequestRecord], fsync: bool = False) -> Path:
-    """One row per request; the spec counters flattened to ``spec_*`` columns."""
-    import pandas as pd  # heavy; only this export needs it
-
-    rows = []
-    for r in records:
-        d = r.to_dict()
-        spec = d.pop("spec") or {}
-        for k in ("num_spec_steps", "num_draft_tokens", "num_accepted_tokens",
-                  "acceptance_histogram", "mean_acceptance_length"):
-            d[f"spec_{k}"] = spec.get(k)
-        d["tags"] = json.dumps(d.get("tags") or {})  # parquet cannot store an empty struct
-        d["n_output"] = r.n_output
-        rows.append(d)
-    df = pd.DataFrame(rows)
-    atomic_write_with(path, lambda f: df.to_parquet(f, index=False), fsync)
-    return path
-
-
-def _csv_cell(v: Any) -> Any:
-    if isinstance(v, (list, dict)):
-        return json.dumps(finite(v))
-    if isinstance(v, float) and not math.isfinite(v):
-        return ""
-    return v
+from speedbench.results.files import atomic_write, finite, safe_part
+from speedbench.results.formats import write_parquet
+from speedbench.results.run import Run
 
 
 # ---- speedbench export ------------------------------------------------------------------

@@ -27,9 +27,9 @@ import yaml
 
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
-from speedbench.results.exports import write_parquet, write_summary_csv
+from speedbench.results.formats import write_parquet, write_summary_csv
 from speedbench.results.files import atomic_write, finite, new_run_id, safe_part
-from speedbench.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
+from speedbench.client.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
 from speedbench.secrets import redact_override, redact_scenario
 
 # Bump when a summary key changes meaning or disappears; adding keys does not bump it.

@@ -20,7 +20,7 @@ import time
 from speedbench.engine import make_server
 from speedbench.engine.provenance import collect_provenance
 from speedbench.errors import ServerError
-from speedbench.plan import ArmPlan
+from speedbench.run.plan import ArmPlan
 from speedbench.records import PointKey
 from speedbench.run.context import RunContext
 from speedbench.run.point import run_point

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.engine import Server
-from speedbench.plan import Plan
+from speedbench.run.plan import Plan
 from speedbench.records import PointKey
-from speedbench.report.live import LiveProgress
+from speedbench.run.live import LiveProgress
 from speedbench.results import RunDir
 from speedbench.scenario import Scenario
 from speedbench.workload import Workload

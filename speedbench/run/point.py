@@ -3,12 +3,12 @@ record as it completes, save the Prometheus snapshots and the point's status."""
 
 from __future__ import annotations
 
-from speedbench.arrivals import arrival_offsets
-from speedbench.client import ClientConfig
+from speedbench.loadgen.arrivals import arrival_offsets
+from speedbench.client.http import ClientConfig
 from speedbench.engine import Server
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
-from speedbench.runner import measure, run_async
+from speedbench.loadgen import measure, run_async
 from speedbench.scenario import Scenario
 from speedbench.workload.chat import RequestBuilder
 

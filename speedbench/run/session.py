@@ -20,10 +20,10 @@ from speedbench.doctor import exit_code, run_checks
 from speedbench.doctor.table import print_checks
 from speedbench.engine.gpus import detect_gpus
 from speedbench.errors import SpeedbenchError, UsageError
-from speedbench.fixtures import ensure_tiny
-from speedbench.plan import build_plan
+from speedbench.fixtures.assemble import ensure_tiny
+from speedbench.run.plan import build_plan
 from speedbench.report import write_report
-from speedbench.report.live import LiveProgress
+from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
 from speedbench.run.arms import run_arms
@@ -31,7 +31,7 @@ from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
 from speedbench.scenario import Scenario, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
-from speedbench.summary import summarize_run_dir
+from speedbench.results.summary import summarize_run_dir
 from speedbench.workload import load_workload
 from speedbench.workload.chat import workload_tokenizer
 

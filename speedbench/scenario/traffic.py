@@ -14,7 +14,7 @@ class LoadSpec(Strict):
     """How requests are sent. ``concurrency`` (default): SPEED-Bench's closed loop over the
     scenario's ``concurrency`` levels. ``rate``: open loop, one point per request rate, with
     arrival times drawn once from ``seed`` so every arm sees the same schedule
-    (speedbench/arrivals.py)."""
+    (speedbench/loadgen/arrivals.py)."""
 
     mode: Literal["concurrency", "rate"] = "concurrency"
     rates: list[float] = Field(default_factory=list)  # requests per second

@@ -1,6 +1,6 @@
 """The timing-accuracy matrix: every request path against scripted emission times.
 
-A test tool shared by tests/test_timing_matrix.py (assertions) and
+A test tool shared by tests/integration/test_timing_matrix.py (assertions) and
 benchmarks/timing_accuracy.py (a printed table). The fake server (a child process, so
 it shares no GIL with the client) writes like vLLM's HTTP stack: headers when the
 request is accepted, no role chunk on /v1/completions, a chat role chunk alone or in
@@ -17,11 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from speedbench.client import ClientConfig
+from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, summarize
 from speedbench.records import Prompt
-from speedbench.runner import run_point
-from speedbench.scrape import delta, parse_prometheus, scrape, spec_counters
+from speedbench.loadgen import run_point
+from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import FakeConfig, true_per_user_tps
 

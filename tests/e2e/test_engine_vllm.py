@@ -24,7 +24,7 @@ from speedbench.engine import make_server
 from speedbench.engine.command import launch_spec
 from speedbench.engine.local import _group_alive
 from speedbench.engine.provenance import collect_provenance
-from speedbench.fixtures import ensure_tiny
+from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.scenario import load_raw, validate_data
 
 pytestmark = [
@@ -121,10 +121,10 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     against SLOs, per-user TPS and the rate, as `speedbench run` does in rate mode."""
     import asyncio
 
-    from speedbench.arrivals import arrival_offsets
-    from speedbench.client import ClientConfig
+    from speedbench.loadgen.arrivals import arrival_offsets
+    from speedbench.client.http import ClientConfig
     from speedbench.metrics import ArmInfo, PointInfo, summarize
-    from speedbench.runner import run_point
+    from speedbench.loadgen import run_point
     from speedbench.workload import load_workload
     from speedbench.workload.chat import RequestBuilder
 
@@ -154,7 +154,7 @@ def test_rate_mode_point_reports_goodput(server, scenario):
 
 
 def test_http_write_timing_of_vllm(server):
-    """What the fake server must copy (tests/test_fake_likeness.py runs the same probe
+    """What the fake server must copy (tests/integration/test_fake_likeness.py runs the same probe
     on the fake): vLLM's headers leave before the first token, in reads of their own;
     /v1/completions has no role chunk; chat opens with a role chunk; the body is chunked
     and its terminator follows [DONE]; the connection is kept alive between requests."""

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from speedbench.engine.local import _group_alive
-from speedbench.fixtures import ensure_tiny
+from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.testing import FakeConfig, FakeServer
 
 pytestmark = [

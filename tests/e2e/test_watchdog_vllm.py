@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from speedbench.engine.local import _group_alive
-from speedbench.fixtures import ensure_tiny
+from speedbench.fixtures.assemble import ensure_tiny
 
 pytestmark = [
     pytest.mark.vllm,

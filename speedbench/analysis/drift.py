@@ -1,0 +1,387 @@
+"""Drift analysis: pure functions over a run's summary rows (docs/drift.md).
+
+Rows are the dicts of docs/architecture.md ("Summary rows"). Nothing here reads files or
+draws; ``speedbench.report.drift`` renders what these functions return.
+
+A *series* is a set of arms that differ only in ``num_speculative_tokens`` (k): the arm
+name with its ``-k<K>`` part removed, e.g. ``self-draft-k3`` -> ``self-draft`` and
+``eagle-kimi-k2.6-eagle3.1-mla-k5`` -> ``eagle-kimi-k2.6-eagle3.1-mla``. Sweep expansion
+puts the k part after the draft part, so the last ``-k<K>`` match is the right one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from speedbench.analysis.cells import as_list, num
+
+# Two AL curves "separate" where they differ by more than this fraction of arm A's AL
+# (and by more than the rows' own measurement disagreement, see separation()).
+SEPARATION_REL = 0.02
+USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
+
+
+# ---- row facts: k, AL, series, per-position rates (cells are read by speedbench/analysis/cells.py)
+
+
+def k_of(row: dict) -> int | None:
+    v = num(row.get("num_speculative_tokens"))
+    return int(v) if math.isfinite(v) and v >= 1 else None
+
+
+def al_of(row: dict) -> float:
+    """Token-weighted AL (per-request metrics) when present, else the Prometheus AL."""
+    v = num(row.get("al_tokens"))
+    return v if math.isfinite(v) else num(row.get("al_prometheus"))
+
+
+def series_of(row: dict) -> str:
+    arm, k = str(row.get("arm", "")), k_of(row)
+    if k is None:
+        return arm
+    hits = list(re.finditer(rf"-k{k}(?=-|$)", arm))
+    if not hits:
+        return arm
+    return arm[: hits[-1].start()] + arm[hits[-1].end():]
+
+
+def conditional_of(row: dict) -> list[float]:
+    """Conditional per-position acceptance; derived from the joint rates when absent.
+
+    joint[i] = accepted_at_pos[i] / drafts, so joint[i] / joint[i-1] =
+    accepted_at_pos[i] / accepted_at_pos[i-1], the conditional rate.
+    """
+    cond = as_list(row.get("per_position_conditional"))
+    if cond:
+        return cond
+    joint = as_list(row.get("per_position_joint"))
+    out = joint[:1]
+    for prev, cur in zip(joint, joint[1:]):
+        out.append(cur / prev if prev > 0 else math.nan)
+    return out
+
+
+def usable(rows: Iterable[dict]) -> list[dict]:
+    return [r for r in rows if r.get("status", "ok") in USABLE_STATUS]
+
+
+def _variant_order(rows: list[dict]) -> dict[str, int]:
+    order: dict[str, int] = {}
+    for r in rows:
+        order.setdefault(str(r.get("variant", "")), len(order))
+    return order
+
+
+def _series_groups(rows: list[dict]) -> dict[tuple[str, str, str, int], dict[int, dict]]:
+    """(template, series, variant, concurrency) -> {k: row}, speculative rows with k only."""
+    groups: dict[tuple[str, str, str, int], dict[int, dict]] = {}
+    for r in usable(rows):
+        k = k_of(r)
+        if k is None or not r.get("speculative", True):
+            continue
+        key = (str(r.get("template") or r.get("arm")), series_of(r), str(r.get("variant", "")), int(num(r.get("concurrency"))))
+        groups.setdefault(key, {})[k] = r
+    return groups
+
+
+def _sorted_keys(groups: dict, rows: list[dict]) -> list:
+    vo = _variant_order(rows)
+    return sorted(groups, key=lambda g: (g[0], g[1], vo.get(g[2], 0), g[3]))
+
+
+# ---- optimal k -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KPoint:
+    k: int
+    arm: str
+    speedup: float
+    ci_low: float
+    ci_high: float
+    per_user_tps: float
+    proxy_speedup: float
+    al: float
+
+
+@dataclass(frozen=True)
+class OptimalK:
+    template: str
+    series: str
+    variant: str
+    concurrency: int
+    best_k: int
+    best_arm: str
+    speedup: float
+    ci_low: float
+    ci_high: float
+    per_user_tps: float
+    argmax_k: int  # the k with the highest mean, before the tie rule
+    contenders: tuple[int, ...]  # ks whose CI overlaps the argmax's CI (itself included)
+    proxy_best_k: int | None
+    proxy_speedup: float
+    speculative_config: str  # ready to paste: --speculative-config '{...}'
+    points: tuple[KPoint, ...]
+
+    @property
+    def tie(self) -> bool:
+        return len(self.contenders) > 1
+
+
+def _interval(p: KPoint, score: float) -> tuple[float, float]:
+    # A missing CI (too few pairs, no baseline) is a point interval at the mean: it ties
+    # only with an equal mean, so we never claim a tie we cannot see.
+    lo = p.ci_low if math.isfinite(p.ci_low) else score
+    hi = p.ci_high if math.isfinite(p.ci_high) else score
+    return lo, hi
+
+
+def choose_k(points: list[KPoint]) -> tuple[KPoint, KPoint, list[KPoint]]:
+    """-> (chosen, argmax, contenders). The rule (docs/drift.md):
+
+    1. argmax = the k with the highest mean speedup (per-user TPS over the baseline's at
+       the same concurrency and variant); per-user TPS when no speedup is known.
+    2. contenders = every k whose speedup CI overlaps argmax's CI. Their means are not
+       distinguishable from the best, so picking the highest mean would pick noise.
+    3. chosen = the contender with the highest CI lower bound: the speedup we can most
+       confidently promise. Equal lower bounds go to the smaller k: the cheaper draft
+       (less draft compute and KV cache), which degrades less as concurrency grows.
+    """
+    use_speedup = all(math.isfinite(p.speedup) for p in points)
+
+    def score(p: KPoint) -> float:
+        return p.speedup if use_speedup else p.per_user_tps
+
+    def lo_hi(p: KPoint) -> tuple[float, float]:
+        return _interval(p, score(p)) if use_speedup else (score(p), score(p))
+
+    argmax = max(points, key=lambda p: (score(p), lo_hi(p)[0], -p.k))
+    a_lo, a_hi = lo_hi(argmax)
+    contenders = [p for p in points if lo_hi(p)[0] <= a_hi and a_lo <= lo_hi(p)[1]]
+    chosen = max(contenders, key=lambda p: (lo_hi(p)[0], -p.k))
+    return chosen, argmax, sorted(contenders, key=lambda p: p.k)
+
+
+def speculative_config_flag(k: int, method: str = "", arm_spec: dict | None = None) -> str:
+    """``--speculative-config '<json>'`` for k, from the arm's resolved config when known."""
+    rest = dict(arm_spec or {})
+    cfg: dict[str, Any] = {"method": rest.pop("method", None) or method or None}
+    model = rest.pop("model", None)
+    if model:
+        cfg["model"] = model
+    rest.pop("num_speculative_tokens", None)
+    cfg["num_speculative_tokens"] = int(k)
+    cfg.update(rest)
+    if cfg["method"] is None:
+        del cfg["method"]
+    return "--speculative-config " + shlex.quote(json.dumps(cfg, separators=(",", ":")))
+
+
+def optimal_k(rows: list[dict], template: str | None = None, arms_spec: dict[str, dict] | None = None) -> list[OptimalK]:
+    """Best k per (template, series, variant, concurrency) for series with two or more ks.
+
+    ``template`` keeps one template (or series); ``arms_spec`` maps arm name -> resolved
+    speculative_config so the pasted flag carries the draft model and extra keys.
+    """
+    groups = _series_groups(rows)
+    out: list[OptimalK] = []
+    for key in _sorted_keys(groups, rows):
+        tmpl, series, variant, conc = key
+        by_k = groups[key]
+        if len(by_k) < 2 or (template is not None and template not in (tmpl, series)):
+            continue
+        points = [
+            KPoint(k, str(r.get("arm")), num(r.get("speedup_mean")), num(r.get("speedup_ci_low")),
+                   num(r.get("speedup_ci_high")), num(r.get("per_user_tps_mean")), num(r.get("proxy_speedup")), al_of(r))
+            for k, r in sorted(by_k.items())
+        ]
+        points = [p for p in points if math.isfinite(p.speedup) or math.isfinite(p.per_user_tps)]
+        if not points:
+            continue
+        chosen, argmax, contenders = choose_k(points)
+        proxied = [p for p in points if math.isfinite(p.proxy_speedup)]
+        proxy = max(proxied, key=lambda p: (p.proxy_speedup, -p.k)) if proxied else None
+        row = by_k[chosen.k]
+        flag = speculative_config_flag(chosen.k, str(row.get("method") or ""), (arms_spec or {}).get(chosen.arm))
+        out.append(OptimalK(
+            tmpl, series, variant, conc, chosen.k, chosen.arm, chosen.speedup, chosen.ci_low, chosen.ci_high,
+            chosen.per_user_tps, argmax.k, tuple(p.k for p in contenders), proxy.k if proxy else None,
+            proxy.proxy_speedup if proxy else math.nan, flag, tuple(points),
+        ))
+    return out
+
+
+# ---- acceptance vs depth and vs context --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DepthCurve:
+    template: str
+    series: str
+    variant: str
+    concurrency: int
+    eagle_version: str
+    ks: tuple[int, ...]
+    al: tuple[float, ...]
+    conditional: tuple[tuple[float, ...], ...]  # per k: the rate at positions 1..k
+    joint: tuple[tuple[float, ...], ...]
+
+
+def depth_curves(rows: list[dict]) -> list[DepthCurve]:
+    """AL vs k and per-position acceptance, per series, variant and concurrency."""
+    groups = _series_groups(rows)
+    out = []
+    for key in _sorted_keys(groups, rows):
+        by_k = groups[key]
+        if len(by_k) < 2:
+            continue
+        ks = sorted(by_k)
+        rs = [by_k[k] for k in ks]
+        out.append(DepthCurve(
+            *key, str(rs[0].get("eagle_version") or ""), tuple(ks), tuple(al_of(r) for r in rs),
+            tuple(tuple(conditional_of(r)) for r in rs), tuple(tuple(as_list(r.get("per_position_joint"))) for r in rs),
+        ))
+    return out
+
+
+def context_buckets(scenario: dict | None) -> dict[str, int]:
+    """variant name -> context length in tokens, from a resolved scenario dict.
+
+    ``input_tokens`` when set; else a SPEED-Bench ``throughput_<N>k`` config (N x 1024);
+    else a variant name like ``ctx512`` / ``ctx8k``. Other variants are not buckets.
+    """
+    out: dict[str, int] = {}
+    for v in ((scenario or {}).get("workload") or {}).get("variants") or []:
+        name = str(v.get("name", ""))
+        m_cfg = re.fullmatch(r"throughput_(\d+)k", str(v.get("config") or ""))
+        m_name = re.fullmatch(r"ctx(\d+)(k?)", name)
+        if v.get("input_tokens"):
+            out[name] = int(v["input_tokens"])
+        elif m_cfg:
+            out[name] = int(m_cfg.group(1)) * 1024
+        elif m_name:
+            out[name] = int(m_name.group(1)) * (1024 if m_name.group(2) else 1)
+    return out
+
+
+@dataclass(frozen=True)
+class ContextCurve:
+    arm: str
+    series: str
+    k: int | None
+    concurrency: int
+    eagle_version: str
+    variants: tuple[str, ...]
+    tokens: tuple[int, ...]
+    al: tuple[float, ...]
+    speedup: tuple[float, ...]
+
+
+def context_curves(rows: list[dict], variant_tokens: dict[str, int]) -> list[ContextCurve]:
+    """AL vs context bucket per speculative arm and concurrency (two or more buckets)."""
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in usable(rows):
+        if r.get("speculative", True) and str(r.get("variant", "")) in variant_tokens:
+            groups.setdefault((str(r.get("arm")), int(num(r.get("concurrency")))), []).append(r)
+    out = []
+    for (arm, conc), rs in sorted(groups.items()):
+        rs = sorted(rs, key=lambda r: variant_tokens[str(r.get("variant"))])
+        if len(rs) < 2:
+            continue
+        out.append(ContextCurve(
+            arm, series_of(rs[0]), k_of(rs[0]), conc, str(rs[0].get("eagle_version") or ""),
+            tuple(str(r.get("variant")) for r in rs), tuple(variant_tokens[str(r.get("variant"))] for r in rs),
+            tuple(al_of(r) for r in rs), tuple(num(r.get("speedup_mean")) for r in rs),
+        ))
+    return out
+
+
+# ---- EAGLE 3 vs 3.1: where the curves separate ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class SepPoint:
+    x: int  # k (depth) or context tokens (context)
+    al_a: float
+    al_b: float
+    rel_diff: float  # (al_b - al_a) / al_a
+    noise: float  # the AL difference that counts as noise at this point
+    separated: bool
+
+
+@dataclass(frozen=True)
+class Separation:
+    a: str
+    b: str
+    axis: str  # "depth" or "context"
+    concurrency: int
+    fixed: str  # what is held fixed: the variant (depth) or "k=<K>" (context)
+    points: tuple[SepPoint, ...]
+    first: int | None  # x of the first separated point, None when they never separate
+    leader: str | None  # a or b: whichever has the higher AL at `first`
+
+
+def _disagreement(r: dict) -> float:
+    t, p = num(r.get("al_tokens")), num(r.get("al_prometheus"))
+    return abs(t - p) if math.isfinite(t) and math.isfinite(p) else 0.0
+
+
+def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
+               variant_tokens: dict[str, int] | None = None, concurrency: int | None = None,
+               variant: str | None = None, k: int | None = None) -> Separation:
+    """Where arm_b's AL curve leaves arm_a's, over k (depth) or context buckets.
+
+    arm_a / arm_b are arm or series names. A point is *separated* when
+    |AL_b - AL_a| > max(SEPARATION_REL * AL_a, d_a + d_b), d = a row's disagreement between
+    its token-weighted and Prometheus AL: 2% is the floor, and a pair whose own two AL
+    measurements disagree more than that must differ by more. Defaults: the lowest
+    concurrency both have; depth uses the first variant; context uses the largest common k
+    (drift grows with depth, so differences show there first).
+    """
+    if axis not in ("depth", "context"):
+        raise ValueError("axis must be 'depth' or 'context'")
+    rs = usable(rows)
+    pick = {n: [r for r in rs if n in (r.get("arm"), series_of(r)) and r.get("speculative", True)] for n in (arm_a, arm_b)}
+    concs = {n: {int(num(r.get("concurrency"))) for r in pick[n]} for n in pick}
+    common_c = sorted(concs[arm_a] & concs[arm_b])
+    conc = concurrency if concurrency is not None else (common_c[0] if common_c else 0)
+    vt = variant_tokens or {}
+    fixed_v = variant if variant is not None else next((str(r.get("variant", "")) for r in pick[arm_a]), "")
+    ks = sorted({k_of(r) for r in pick[arm_a] if k_of(r)} & {k_of(r) for r in pick[arm_b] if k_of(r)})
+    fixed_k = k if k is not None else (ks[-1] if ks else None)
+
+    def index(name: str) -> dict[int, dict]:  # x -> row at the fixed concurrency
+        sel = [r for r in pick[name] if int(num(r.get("concurrency"))) == conc]
+        if axis == "depth":
+            return {k_of(r): r for r in sel if str(r.get("variant", "")) == fixed_v and k_of(r) is not None}
+        return {vt[str(r.get("variant"))]: r for r in sel if str(r.get("variant", "")) in vt and k_of(r) == fixed_k}
+
+    ia, ib = index(arm_a), index(arm_b)
+    points = []
+    for x in sorted(set(ia) & set(ib)):
+        a, b = al_of(ia[x]), al_of(ib[x])
+        noise = max(SEPARATION_REL * a, _disagreement(ia[x]) + _disagreement(ib[x]))
+        ok = math.isfinite(a) and math.isfinite(b) and a > 0
+        points.append(SepPoint(x, a, b, (b - a) / a if ok else math.nan, noise, ok and abs(b - a) > noise))
+    first = next((p for p in points if p.separated), None)
+    return Separation(
+        arm_a, arm_b, axis, conc, fixed_v if axis == "depth" else f"k={fixed_k}", tuple(points),
+        first.x if first else None, (arm_b if first.al_b > first.al_a else arm_a) if first else None,
+    )
+
+
+def eagle_pairs(rows: list[dict]) -> list[tuple[str, str]]:
+    """(EAGLE 3 series, EAGLE 3.1 series) pairs to compare; same template first."""
+    info: dict[str, tuple[str, str]] = {}
+    for r in usable(rows):
+        if r.get("speculative", True):
+            info.setdefault(series_of(r), (str(r.get("eagle_version") or ""), str(r.get("template") or r.get("arm"))))
+    v3 = [s for s, (v, _) in info.items() if v == "3"]
+    v31 = [s for s, (v, _) in info.items() if v == "3.1"]
+    pairs = [(a, b) for a in v3 for b in v31]
+    return sorted(pairs, key=lambda p: (info[p[0]][1] != info[p[1]][1], p))

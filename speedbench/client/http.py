@@ -1,0 +1,353 @@
+"""The streaming HTTP client: one request in, one :class:`RequestRecord` out.
+
+The hot path stores raw ``perf_counter_ns`` stamps and token counts and nothing else;
+every derived number is computed later by :mod:`speedbench.metrics`. Errors are
+recorded on the record (``rec.error``, one of ``records.ERROR_KINDS``), never raised,
+except ``asyncio.CancelledError``, which is recorded as "cancelled" and re-raised so
+that cancellation keeps its asyncio meaning.
+
+Tokens per chunk: a chunk's ``token_ids`` list (vLLM's ``return_token_ids``
+extension) when the server sends one; otherwise 1 for every chunk whose delta has
+non-empty text (content, reasoning or tool-call arguments). The fallback undercounts
+when a server packs several tokens into one text delta (speculative decoding does);
+``RequestRecord.n_output`` then still comes from the usage chunk.
+
+SSE handling: each ``data:`` line is one event (vLLM never splits an event over
+several ``data:`` lines); blank lines, ``:`` comments and the ``event:``/``id:``/
+``retry:`` fields are ignored; any other line is malformed. A chunk's time is when
+the event loop received the bytes of the read that delivered it (see :func:`_consume`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from collections import deque
+from dataclasses import dataclass
+from time import perf_counter_ns
+from typing import Any
+
+import aiohttp
+from aiohttp.client_proto import ResponseHandler
+
+from speedbench.records import RequestRecord
+from speedbench.client.spec_payload import parse_spec, read_usage, set_spec  # noqa: F401 -- parse_spec: callers know it here
+
+try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks/README.md)
+    import msgspec
+
+    _loads = msgspec.json.Decoder().decode  # raises a ValueError subclass, also for trailing data
+except ImportError:  # pragma: no cover -- msgspec comes with vLLM; a bare install may lack it
+    _raw_decode = json.JSONDecoder().raw_decode
+
+    def _loads(data: bytes) -> Any:
+        # json's own parser without json.loads' wrappers (encoding sniffing, whitespace
+        # regexes): the data is stripped, so "parsed to the end" is the same check.
+        s = data.decode()
+        obj, end = _raw_decode(s)
+        if end != len(s):
+            raise ValueError("trailing data")
+        return obj
+
+try:
+    from asyncio import timeout as _deadline  # Python 3.11+
+except ImportError:  # Python 3.10: aiohttp itself depends on async-timeout there
+    from async_timeout import timeout as _deadline
+
+_RAW_LIMIT = 2048  # bytes of an offending fragment kept on the record
+_BODY_LIMIT = 500  # bytes of a non-200 body kept in error_detail
+_IGNORED_FIELDS = (b"event:", b"id:", b"retry:")
+_DRAIN_S = 1.0  # how long to wait for the end of the HTTP body after [DONE]
+_MAX_LINE = 16 << 20  # a "line" this long without a newline is not SSE
+
+
+@dataclass
+class ClientConfig:
+    base_url: str
+    api_key: str | None = None
+    request_timeout_s: float = 600  # whole-request deadline, send -> end of stream
+    idle_timeout_s: float = 60  # no bytes at all for this long = a stalled stream
+    # Ask vLLM for per-chunk token ids (exact tokens per chunk without a tokenizer).
+    return_token_ids: bool = True
+
+
+class _StampingHandler(ResponseHandler):
+    """aiohttp's connection protocol, plus the arrival time of every body byte.
+
+    ``data_received`` runs as soon as the event loop sees the socket readable, before
+    any coroutine resumes. Stamping here keeps our own work on other streams (parsing,
+    starting the next request) out of the arrival times: with 16 streams in lockstep,
+    stamping in the reading coroutine instead made per-user TPS read ~0.7% low.
+
+    Only bytes that reach the response body are stamped. vLLM's HTTP stack (uvicorn)
+    sends the response headers when it accepts the request, before prefill, and the
+    chunked terminator after ``data: [DONE]``; neither carries an event, so neither
+    may stand for a token's arrival. Each read that fed the body leaves a mark
+    ``(body bytes so far, arrival ns)``; the reader looks up the mark that covers the
+    last byte of each event (:class:`_Arrivals`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.marks_reader: Any = None  # the body reader the marks belong to
+        self.marks: deque[tuple[int, int]] = deque()
+
+    def data_received(self, data: bytes) -> None:
+        if not data:
+            super().data_received(data)
+            return
+        now = perf_counter_ns()
+        # aiohttp keeps the current response's body reader in ``_payload`` (a private
+        # attribute; if a future aiohttp drops it, no marks are left and stamps fall
+        # back to the time the reading coroutine resumes).
+        old = getattr(self, "_payload", None)
+        before = getattr(old, "total_bytes", 0) if old is not None else 0
+        super().data_received(data)
+        if old is not None and getattr(old, "total_bytes", 0) > before:
+            self._mark(old, now)
+        new = getattr(self, "_payload", None)
+        if new is not None and new is not old and getattr(new, "total_bytes", 0) > 0:
+            self._mark(new, now)
+
+    def _mark(self, reader: Any, now: int) -> None:
+        if reader is not self.marks_reader:
+            # a new response on this (keep-alive) connection: earlier marks are stale
+            self.marks_reader = reader
+            self.marks = deque()
+        self.marks.append((reader.total_bytes, now))
+
+
+class _Arrivals:
+    """Arrival time of a body byte offset, from the marks one response's reads left."""
+
+    __slots__ = ("_marks",)
+
+    def __init__(self, proto: Any, content: aiohttp.StreamReader) -> None:
+        ok = isinstance(proto, _StampingHandler)
+        if ok and proto.marks_reader is not content:
+            # no body byte has arrived yet: adopt the reader so the first read marks it
+            proto.marks_reader, proto.marks = content, deque()
+        self._marks = proto.marks if ok else None
+
+    def at(self, end: int, fallback: int) -> int:
+        """When the body had at least ``end`` bytes (``fallback`` if unknown)."""
+        marks = self._marks
+        if not marks:
+            return fallback
+        while marks and marks[0][0] < end:
+            marks.popleft()
+        return marks[0][1] if marks else fallback
+
+
+def make_session(cfg: ClientConfig, concurrency: int) -> aiohttp.ClientSession:
+    """One session per point; the pool is sized to the concurrency so no request
+    ever waits for a connection inside aiohttp (that wait would look like TTFT)."""
+    connector = aiohttp.TCPConnector(limit=max(1, concurrency), limit_per_host=0, ttl_dns_cache=300)
+    factory = getattr(connector, "_factory", None)
+    # A private hook of aiohttp's connector; when a future aiohttp changes it, stamps
+    # quietly fall back to the time the reading coroutine resumes.
+    if isinstance(factory, functools.partial) and factory.func is ResponseHandler:
+        connector._factory = functools.partial(_StampingHandler, *factory.args, **factory.keywords)
+    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else None
+    # total=None: aiohttp's default 300 s total would cut long generations; our own
+    # deadline and idle timeout apply per request in stream_request.
+    return aiohttp.ClientSession(
+        connector=connector,
+        headers=headers,
+        timeout=aiohttp.ClientTimeout(total=None),
+        read_bufsize=1 << 18,
+    )
+
+
+def _fragment(raw: bytes) -> str:
+    return raw[:_RAW_LIMIT].decode("utf-8", errors="replace")
+
+
+async def stream_request(
+    session: aiohttp.ClientSession, cfg: ClientConfig, path: str, body: dict, rec: RequestRecord
+) -> RequestRecord:
+    """Send one streaming request and fill ``rec`` in place (also returned)."""
+    url = cfg.base_url.rstrip("/") + path
+    payload = dict(body)
+    payload["stream"] = True
+    payload["stream_options"] = {"include_usage": True, "continuous_usage_stats": False}
+    want_ids = cfg.return_token_ids
+    # sock_read is aiohttp's per-read timer, re-armed on every received packet: one
+    # timer re-arm per read, and it fires only when the stream really stalls.
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s), sock_read=cfg.idle_timeout_s)
+    started = False  # True once a 200 response began streaming
+    complete = False  # True once [DONE] was seen (only the body's tail remained)
+    try:
+        async with _deadline(cfg.request_timeout_s):
+            while True:
+                if want_ids:
+                    payload["return_token_ids"] = True
+                else:
+                    payload.pop("return_token_ids", None)
+                rec.t_sent_ns = perf_counter_ns()
+                async with session.post(url, json=payload, timeout=timeout) as resp:
+                    if resp.status != 200:
+                        head = await resp.content.read(_BODY_LIMIT)
+                        # Servers without the vLLM extension may reject the field; the
+                        # count then falls back to text deltas (see module docstring).
+                        if want_ids and resp.status == 400 and b"return_token_ids" in head:
+                            want_ids = False
+                            continue
+                        rec.t_end_ns = perf_counter_ns()
+                        rec.error = "http_status"
+                        rec.error_detail = f"HTTP {resp.status}: {head.decode('utf-8', errors='replace')}"
+                        return rec
+                    started = True
+                    await _consume(resp.content, rec, resp.connection.protocol if resp.connection else None)
+                    if rec.error is None:
+                        complete = True
+                        await _drain(resp.content)
+                    return rec
+    except asyncio.CancelledError:
+        _fail(rec, "cancelled", "the request was cancelled")
+        raise
+    except aiohttp.ConnectionTimeoutError as e:
+        _fail(rec, "connection", f"connect timeout: {e}")
+    except aiohttp.ServerTimeoutError as e:
+        # SocketTimeoutError (sock_read): no bytes for idle_timeout_s.
+        _fail(rec, "idle_timeout", f"no data for {cfg.idle_timeout_s} s ({e})")
+    except asyncio.TimeoutError:  # the builtin TimeoutError on 3.11+
+        if not complete:  # a deadline hit while draining after [DONE] is no error
+            _fail(rec, "timeout", f"request exceeded {cfg.request_timeout_s} s")
+    except aiohttp.ClientPayloadError as e:
+        # The connection dropped inside the HTTP body (e.g. mid chunked-encoding).
+        _fail(rec, "truncated", f"stream broken: {e}")
+    except (aiohttp.ClientError, OSError) as e:
+        _fail(rec, "truncated" if started else "connection", f"{type(e).__name__}: {e}")
+    except ValueError as e:
+        # a protocol-level parse failure inside aiohttp (bad chunked encoding, ...)
+        _fail(rec, "malformed_sse", f"{type(e).__name__}: {e}")
+    except Exception as e:  # noqa: BLE001 -- the contract: a request never raises into the runner
+        _fail(rec, "connection", f"unexpected {type(e).__name__}: {e}")
+    return rec
+
+
+async def _drain(content: aiohttp.StreamReader) -> None:
+    """Read to the end of the HTTP body after ``[DONE]``. aiohttp only puts a
+    connection back in the pool when its body was read to the end; without this every
+    request would open a new TCP connection, which at high concurrency costs more
+    than everything else the client does. Bounded: a server that keeps the body open
+    after ``[DONE]`` costs one short wait, not an idle timeout."""
+    if content.at_eof():
+        return
+    try:
+        async with _deadline(_DRAIN_S):
+            while await content.readany():
+                pass
+    except (asyncio.TimeoutError, aiohttp.ClientError):
+        pass  # the record is complete; the connection is simply not reused
+
+
+def _fail(rec: RequestRecord, kind: str, detail: str) -> None:
+    rec.t_end_ns = perf_counter_ns()
+    if rec.error is None:  # keep the first (most specific) cause
+        rec.error = kind
+        rec.error_detail = detail
+
+
+async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any = None) -> None:
+    """Read SSE events until ``[DONE]``.
+
+    Reads whatever bytes have arrived (``iter_any``) and splits lines here: aiohttp's
+    per-line ``readline`` costs more than the JSON parse. An event's time is the
+    arrival of the read that delivered its last byte (``_StampingHandler`` marks),
+    else the time this coroutine resumed; never the time after parsing earlier events,
+    which would add our own parse time to the arrival times. Several reads buffered
+    before this coroutine runs keep their own times.
+    """
+    arrivals = _Arrivals(proto, content)
+    chunk_ns = rec.chunk_ns
+    chunk_tokens = rec.chunk_tokens
+    text: list[str] = []
+    last = b""
+    pending = b""  # an incomplete line carried over to the next read
+    taken = 0  # body bytes taken so far, on the same scale as the marks
+    loads = _loads
+    try:
+        async for piece_bytes in content.iter_any():
+            resumed = perf_counter_ns()
+            # body offset just past the newline of the line being looked at
+            pos = taken - len(pending)
+            taken += len(piece_bytes)
+            lines = (pending + piece_bytes if pending else piece_bytes).split(b"\n")
+            pending = lines.pop()
+            if len(pending) > _MAX_LINE:
+                rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "an SSE line over 16 MiB", _fragment(pending)
+                return
+            for line in lines:
+                pos += len(line) + 1
+                if not line.startswith(b"data:"):
+                    if not line.strip() or line.startswith(b":") or line.startswith(_IGNORED_FIELDS):
+                        continue
+                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "not an SSE data line", _fragment(line)
+                    return
+                last = line
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    rec.t_end_ns = perf_counter_ns()
+                    return
+                try:
+                    obj = loads(data)
+                    choices = obj.get("choices")
+                except (ValueError, AttributeError):
+                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event is not a JSON object", _fragment(line)
+                    return
+                if choices:
+                    c = choices[0]
+                    ids = c.get("token_ids")
+                    delta = c.get("delta")
+                    piece = delta.get("content") if delta is not None else c.get("text")
+                    if piece:
+                        text.append(piece)
+                    if ids is not None:
+                        n = len(ids)
+                    elif piece or (delta is not None and _has_other_text(delta)):
+                        n = 1
+                    elif c.get("finish_reason") is not None:
+                        # Without token ids, the last step often comes as an empty delta
+                        # with finish_reason (EOS detokenises to ""): it still carries
+                        # the last token, and its arrival ends the decode window.
+                        n = 1
+                    else:
+                        n = 0
+                    if n:
+                        chunk_ns.append(arrivals.at(pos, resumed))
+                        chunk_tokens.append(n)
+                    legacy = c.get("speculative_decoding_stats")
+                    if legacy is not None:
+                        set_spec(rec, legacy)
+                usage = obj.get("usage")
+                if usage:
+                    read_usage(obj, usage, rec)
+                if "error" in obj:
+                    # vLLM reports a failure after the 200 header as an error event.
+                    rec.error = "http_status"
+                    rec.error_detail = f"in-stream error: {json.dumps(obj['error'])[:_BODY_LIMIT]}"
+                    rec.raw_fragment = _fragment(line)
+                    return
+        # EOF without [DONE]
+        rec.error, rec.error_detail = "truncated", "the stream ended before [DONE]"
+        tail = pending if pending.strip() else last
+        rec.raw_fragment = _fragment(tail) if tail else None
+    except aiohttp.ClientPayloadError:
+        # The connection broke inside the body: keep the last bytes that did arrive,
+        # as for a clean EOF (the caller records the error kind).
+        tail = pending if pending.strip() else last
+        rec.raw_fragment = _fragment(tail) if tail else None
+        raise
+    finally:
+        if not rec.t_end_ns:
+            rec.t_end_ns = perf_counter_ns()
+        rec.output_text = "".join(text)
+
+
+def _has_other_text(delta: dict) -> bool:
+    if delta.get("reasoning_content") or delta.get("reasoning"):
+        return True
+    calls = delta.get("tool_calls")
+    return bool(calls)

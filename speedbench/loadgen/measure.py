@@ -1,0 +1,121 @@
+"""A whole point as a run executes it: warmup, a settled Prometheus scrape, every
+measured repeat, a settled scrape again."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from speedbench.client.http import ClientConfig
+from speedbench.errors import ServerError
+from speedbench.records import Prompt, RequestRecord
+from speedbench.loadgen.loops import Builder, ServerAlive, ask
+from speedbench.loadgen.point import PointResult, run_point
+from speedbench.client.scrape import scrape as scrape_metrics
+
+# Prometheus counters are updated by the API server as outputs stream back; poll until
+# two scrapes agree so the "after" snapshot includes the last requests' steps.
+_SCRAPE_SETTLE_S = 0.3
+_SCRAPE_SETTLE_TRIES = 10
+
+
+@dataclass
+class Measurement:
+    """A whole point: each measured repeat that ran, and Prometheus text around them."""
+
+    repeats: list[PointResult]
+    before: str = ""  # "" when the point stopped before the scrape
+    after: str = ""  # "" when the point was aborted
+
+    @property
+    def aborted(self) -> str | None:
+        return next((r.aborted for r in self.repeats if r.aborted), None)
+
+    @property
+    def wall_s(self) -> float:
+        return sum(r.wall_s for r in self.repeats)
+
+    @property
+    def loop_lag_ms_max(self) -> float:
+        return max((r.loop_lag_ms.get("max", 0.0) for r in self.repeats), default=0.0)
+
+    @property
+    def n_errors(self) -> int:
+        return sum(1 for r in self.repeats for rec in r.records if rec.error)
+
+
+async def measure(
+    cfg: ClientConfig,
+    builder: Builder,
+    prompts: list[Prompt],
+    *,
+    arm: str,
+    concurrency: int,
+    variant: str = "",
+    repeats: int = 1,
+    first_repeat: int = 0,
+    warmup: Iterable[Prompt] = (),
+    on_record: Callable[[RequestRecord], Any] | None = None,
+    server_alive: ServerAlive | None = None,
+    scrape: Callable[[str], Awaitable[str]] = scrape_metrics,
+    arrivals: list[float] | None = None,
+) -> Measurement:
+    """Warmup -> settled scrape -> ``repeats`` measured passes -> settled scrape.
+    ``arrivals``: rate mode, the same schedule in every repeat (see :func:`run_point`).
+    Passes are numbered from ``first_repeat`` (a round of fresh server starts measures
+    one pass, numbered by its round).
+
+    The warmup runs once, before the first repeat, on the same connections. A scrape
+    that fails because the server died aborts the point with the death as the reason;
+    any other failed scrape raises :class:`ServerError`. ``scrape(base_url)`` returns the
+    ``/metrics`` text (injectable for tests).
+    """
+    m = Measurement([])
+
+    async def before() -> str | None:
+        m.before, died = await _scrape_or_dead(scrape, cfg.base_url, server_alive)
+        return died
+
+    for r in range(repeats):
+        res = await run_point(cfg, builder, prompts, arm=arm, concurrency=concurrency, variant=variant,
+                              repeat=first_repeat + r,
+                              warmup=warmup if r == 0 else (), on_record=on_record, server_alive=server_alive,
+                              before_measure=before if r == 0 else None, arrivals=arrivals)
+        # The watchdog polls every 0.5 s; once a server is gone the remaining requests
+        # fail in milliseconds, so a pass can end before it looks.
+        res.aborted = res.aborted or await ask(server_alive)
+        m.repeats.append(res)
+        if res.aborted:
+            return m
+    m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, cfg.base_url, server_alive)
+    return m
+
+
+async def _scrape_or_dead(scrape: Callable[[str], Awaitable[str]], base_url: str,
+                          server_alive: ServerAlive | None) -> tuple[str, str | None]:
+    """(settled /metrics text, None), or ("", why) when the server died: a dead server
+    fails the scrape, and the death is what to report, not the failed GET."""
+    try:
+        return await _settled_scrape(scrape, base_url), None
+    except ServerError:
+        died = await ask(server_alive)
+        if not died:
+            raise
+        return "", died
+
+
+async def _settled_scrape(scrape: Callable[[str], Awaitable[str]], base_url: str) -> str:
+    text = await scrape(base_url)
+    for _ in range(_SCRAPE_SETTLE_TRIES):
+        await asyncio.sleep(_SCRAPE_SETTLE_S)
+        again = await scrape(base_url)
+        if _spec_part(again) == _spec_part(text):
+            return again
+        text = again
+    return text
+
+
+def _spec_part(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("vllm:spec_decode") or ln.startswith("vllm:generation_tokens")]

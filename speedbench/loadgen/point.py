@@ -1,0 +1,136 @@
+"""One pass over a workload at one concurrency level (or arrival schedule), warmup first.
+
+Besides the request loops (speedbench/loadgen/loops.py), a loop-lag probe runs during
+measurement: it sleeps 10 ms and records the overshoot; a lagging loop delays every
+timestamp, so reports show it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from time import perf_counter_ns
+from typing import Any
+
+from speedbench.client.http import ClientConfig, make_session
+from speedbench.records import Prompt, RequestRecord
+from speedbench.loadgen.loops import Builder, Phase, closed_loop, open_loop
+
+_PROBE_PERIOD_S = 0.010
+
+
+def run_async(coro: Awaitable[Any]) -> Any:
+    """``asyncio.run`` on uvloop when it is installed (it comes with vLLM). A faster loop
+    is less client time per received chunk, so less added latency at high concurrency:
+    measured side by side in benchmarks/README.md."""
+    try:
+        import uvloop  # optional: a bare install without vLLM may lack it
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
+@dataclass
+class PointResult:
+    records: list[RequestRecord]  # measured records in completion order (warmup excluded)
+    wall_s: float  # first send -> last end over measured records (0 when none)
+    loop_lag_ms: dict[str, float]  # {"p50", "p99", "max"} of the event-loop lag probe
+    aborted: str | None = None  # why the point stopped early (server died), else None
+    warmup_records: list[RequestRecord] = field(default_factory=list)  # for debugging only
+
+
+async def run_point(
+    cfg: ClientConfig,
+    builder: Builder,
+    prompts: list[Prompt],
+    *,
+    arm: str,
+    concurrency: int,
+    variant: str = "",
+    repeat: int = 0,
+    warmup: Iterable[Prompt] = (),
+    on_record: Callable[[RequestRecord], Any] | None = None,
+    server_alive: Callable[[], Any] | None = None,
+    before_measure: Callable[[], Awaitable[Any]] | None = None,
+    arrivals: list[float] | None = None,
+) -> PointResult:
+    """Run warmup then measurement at one concurrency level.
+
+    ``on_record(rec)`` is called (synchronously) as each measured record completes,
+    including records of requests cut short by an abort or a cancellation; warmup
+    records never reach it. ``server_alive()`` (sync or async) returns None while the
+    server lives and a message once it died. ``before_measure()`` (async) runs between
+    warmup and measurement, e.g. to scrape Prometheus counters so that their deltas
+    exclude warmup traffic; a non-empty string it returns aborts the point with that
+    reason (the scrape found the server dead). ``arrivals`` (seconds from the start, one
+    per prompt; see speedbench/loadgen/arrivals.py) switches measurement to the open loop: each
+    prompt is sent at its arrival time, with at most ``concurrency`` in flight; warmup
+    stays closed-loop. Cancelling the task (Ctrl-C) records in-flight requests
+    as "cancelled", hands them to ``on_record`` and re-raises.
+    """
+    warmup = list(warmup)
+    session = make_session(cfg, concurrency)
+    lag: list[int] = []
+    helpers: list[asyncio.Task] = []
+    try:
+        if warmup:
+            wphase = Phase(arm, concurrency, variant, repeat, True, None)
+            await closed_loop(session, cfg, builder, warmup, wphase, server_alive)
+            if wphase.aborted:
+                return PointResult([], 0.0, _lag_stats(lag), wphase.aborted, wphase.records)
+            warm_records = wphase.records
+        else:
+            warm_records = []
+        if before_measure is not None:
+            stop = await before_measure()
+            if isinstance(stop, str) and stop:
+                return PointResult([], 0.0, _lag_stats(lag), stop, warm_records)
+        # Move every object alive now (imported libraries, earlier records) out of the
+        # cyclic collector's reach: with torch/transformers loaded a full collection
+        # walks ~400k objects and froze the loop for ~400 ms mid-point in our client
+        # benchmark. O(1), no collection triggered, safe with arms in several threads;
+        # reference counting still frees these objects as usual.
+        gc.freeze()
+        helpers.append(asyncio.create_task(_lag_probe(lag)))
+        phase = Phase(arm, concurrency, variant, repeat, False, on_record)
+        if arrivals is None:
+            await closed_loop(session, cfg, builder, prompts, phase, server_alive)
+        else:
+            await open_loop(session, cfg, builder, prompts, phase, server_alive, arrivals)
+        return PointResult(phase.records, _wall_s(phase.records), _lag_stats(lag), phase.aborted, warm_records)
+    finally:
+        for t in helpers:
+            t.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+        await session.close()
+
+
+async def _lag_probe(samples: list[int]) -> None:
+    period_ns = int(_PROBE_PERIOD_S * 1e9)
+    while True:
+        t0 = perf_counter_ns()
+        await asyncio.sleep(_PROBE_PERIOD_S)
+        samples.append(max(0, perf_counter_ns() - t0 - period_ns))
+
+
+def _lag_stats(samples: list[int]) -> dict[str, float]:
+    if not samples:
+        return {"p50": 0.0, "p99": 0.0, "max": 0.0}
+    s = sorted(samples)
+
+    def pct(q: float) -> float:
+        # nearest-rank: the probe gives hundreds of samples, interpolation adds nothing
+        return s[min(len(s) - 1, int(q * len(s)))] / 1e6
+
+    return {"p50": pct(0.50), "p99": pct(0.99), "max": s[-1] / 1e6}
+
+
+def _wall_s(records: list[RequestRecord]) -> float:
+    sent = [r.t_sent_ns for r in records if r.t_sent_ns]
+    ends = [r.t_end_ns for r in records if r.t_end_ns]
+    if not sent or not ends:
+        return 0.0
+    return (max(ends) - min(sent)) / 1e9

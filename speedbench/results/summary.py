@@ -1,0 +1,121 @@
+"""Turn a run folder's raw files into ``summary.json``/``.csv``, Parquet and reports.
+
+Everything is recomputed from what is on disk (records, point states, Prometheus
+snapshots, provenance), so ``speedbench report`` and a resumed run produce the same
+summary as the run that wrote the files.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Any
+
+from speedbench import metrics
+from speedbench.results.rundir import SCHEMA_VERSION, RunDir
+from speedbench.scenario import Scenario, validate_data
+
+
+def _hardware(provenance: dict[str, Any]) -> str:
+    for prov in provenance.values():
+        hw = prov.get("hardware") if isinstance(prov, dict) else None
+        if isinstance(hw, dict):
+            return str(hw.get("summary") or hw.get("description") or hw)
+        if hw:
+            return str(hw)
+    return ""
+
+
+def _created(run_dir: RunDir) -> str:
+    """The run's start time, from its folder name (``YYYYmmddTHHMMSSZ-xxxxxx``)."""
+    try:
+        t = _dt.datetime.strptime(run_dir.path.name.split("-")[0], "%Y%m%dT%H%M%SZ")
+        return t.replace(tzinfo=_dt.timezone.utc).isoformat(timespec="seconds")
+    except ValueError:
+        return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _prom_deltas(run_dir: RunDir, points: dict) -> dict:
+    deltas = {key: run_dir.prometheus_delta(key) for key in points}
+    return {k: v for k, v in deltas.items() if v is not None}
+
+
+def _point_infos(points: dict) -> dict:
+    infos = {}
+    for key, p in points.items():
+        lag = p.get("loop_lag_ms_max")
+        if lag is None and isinstance(p.get("loop_lag_ms"), dict):
+            lag = p["loop_lag_ms"].get("max")
+        status = p.get("status")
+        # An interrupted point has partial data; it is reported as failed so nobody
+        # mistakes it for a complete measurement.
+        infos[key] = metrics.PointInfo(
+            wall_s=p.get("wall_s"),
+            loop_lag_ms_max=lag,
+            status="failed" if status in ("failed", "interrupted") else None,
+            failure=p.get("failure") or (status if status == "interrupted" else None),
+            request_rate=p.get("request_rate"),
+            burstiness=p.get("burstiness"),
+        )
+    return infos
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def noise_floor(rows: list[dict[str, Any]], aa_arm: str | None) -> list[dict[str, Any]]:
+    """The A/A arm's speedup over the baseline at each point: what two servers of the
+    same configuration differ by on this machine. Each interval should contain 1.0."""
+    out = []
+    for r in rows:
+        if aa_arm is None or r["arm"] != aa_arm:
+            continue
+        lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
+        out.append({"concurrency": r["concurrency"], "variant": r["variant"], "speedup": r["speedup_mean"],
+                    "ci_low": lo, "ci_high": hi, "speedup_engine": r["speedup_engine_mean"],
+                    "engine_ci_low": r["speedup_engine_ci_low"], "engine_ci_high": r["speedup_engine_ci_high"],
+                    "contains_one": bool(lo <= 1.0 <= hi) if _finite(lo) and _finite(hi) else None})
+    return out
+
+
+def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
+    """Compute the summary of a run folder and (by default) write summary.json/csv and
+    records.parquet. The reports are report/'s job (``report.write_report``)."""
+    raw = run_dir.load_scenario()
+    sc: Scenario = validate_data(raw, str(run_dir.scenario_path))
+    records = run_dir.load_records()
+    points = run_dir.all_points()
+    provenance = run_dir.load_provenance()
+    arm_info = {}
+    for arm in sc.arms:
+        prov = provenance.get(arm.name) or {}
+        failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
+        arm_info[arm.name] = metrics.ArmInfo.from_arm(
+            arm,
+            eagle_version=str(prov.get("eagle_version") or ""),
+            status="failed" if failed else "ok",
+            failure=(failed[0].get("failure") if failed else None),
+        )
+    rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
+                             percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None)
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "scenario": sc.name,
+        "run_id": run_dir.path.name,
+        "created_utc": _created(run_dir),
+        "hardware": _hardware(provenance),
+        "baseline": sc.baseline_arm,
+        "reference": sc.reference.model_dump(mode="json"),
+        "percentiles": list(sc.percentiles),
+        "load": sc.load.model_dump(mode="json"),
+        "slo": sc.slo.model_dump(mode="json"),
+        "noise_floor": noise_floor(rows, sc.aa_arm),
+        "rows": rows,
+        "categories": metrics.category_rows(records, sc.baseline_arm),
+    }
+    if write:
+        run_dir.write_summary(summary)
+        if records:
+            run_dir.write_parquet(records)
+    return summary

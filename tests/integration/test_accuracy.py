@@ -1,0 +1,92 @@
+"""End-to-end accuracy: client + runner + metrics against the fake server's ground truth.
+
+The fake server (a child process, so it shares no GIL with the client) logs when it
+wrote every token chunk; per-user TPS computed from those
+times is the truth. At c = 1, 4, 16 the reported per-user TPS and speedup must be
+within 2% of the truth, and AL must be exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from tests.helpers.fakes import FakeBuilder, prompts
+
+from speedbench.client.http import ClientConfig
+from speedbench.metrics import PointInfo, request_table, summarize
+from speedbench.loadgen import run_point
+from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
+from speedbench.testing import FakeConfig, FakeProcess, true_per_user_tps
+
+# 49 tokens: decode windows of ~0.5 s (base) and ~0.23 s (spec), long enough that a
+# few ms of scheduling noise on a busy machine stays well inside 2%.
+BASE = FakeConfig(ttft_s=0.02, t_step_s=0.010, output_tokens=49)
+SPEC = FakeConfig(ttft_s=0.02, t_step_s=0.012, output_tokens=49, k=3, acceptance=(3, 1, 2, 0))
+LEVELS = (1, 4, 16)
+
+
+@pytest.fixture(scope="module")
+def run():
+    """Both arms at every level; returns records, prom deltas, point infos and truth."""
+    records, proms, points, truth = [], {}, {}, {}
+    for arm, cfg in (("base", BASE), ("sd", SPEC)):
+        with FakeProcess(cfg) as srv:  # a separate process, like a real server
+            for c in LEVELS:
+                srv.reset()
+                ps = prompts(max(4, 2 * c), prefix=f"c{c}-")
+
+                async def point(srv=srv, ps=ps, arm=arm, c=c):
+                    before = spec_counters(parse_prometheus(await scrape(srv.base_url)))
+                    res = await run_point(ClientConfig(srv.base_url), FakeBuilder(), ps, arm=arm, concurrency=c)
+                    after = spec_counters(parse_prometheus(await scrape(srv.base_url)))
+                    return res, delta(before, after)
+
+                res, d = asyncio.run(point())
+                records += res.records
+                proms[(arm, c, "")] = d
+                points[(arm, c, "")] = PointInfo.from_results([res])
+                by_prompt = {e.body["messages"][-1]["content"]: e for e in srv.log()}
+                for r in res.records:
+                    em = by_prompt[ps[r.prompt_index].turns[0]]
+                    truth[(arm, c, r.prompt_index)] = (true_per_user_tps(em.emit_ns, em.tokens), em.spec)
+    rows = summarize(records, proms, "base", {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}}, points)
+    return records, {(r["arm"], r["concurrency"]): r for r in rows}, truth
+
+
+@pytest.mark.parametrize("c", LEVELS)
+def test_per_user_tps_within_2pct_of_truth(run, c):
+    records, rows, truth = run
+    for arm in ("base", "sd"):
+        recs = [r for r in records if r.arm == arm and r.concurrency == c]
+        assert recs and all(r.ok for r in recs)
+        table = request_table(recs)
+        true = np.array([truth[(arm, c, i)][0] for i in table.prompt_index])
+        signed = table.per_user_tps.to_numpy() / true - 1
+        per_req_err = np.abs(signed)
+        mean_err = abs(rows[(arm, c)]["per_user_tps_mean"] / true.mean() - 1)
+        print(f"{arm} c={c}: mean error {mean_err:.3%}, per-request median {np.median(signed):+.3%} max {per_req_err.max():.3%}")
+        assert mean_err < 0.02
+        # Single requests may catch a scheduling hiccup on a loaded machine; the typical
+        # one must still be far inside the budget.
+        assert np.median(per_req_err) < 0.02
+
+
+@pytest.mark.parametrize("c", LEVELS)
+def test_speedup_within_2pct_and_exact_al(run, c):
+    _, rows, truth = run
+    sd = rows[("sd", c)]
+    true_sd = np.mean([v[0] for k, v in truth.items() if k[0] == "sd" and k[1] == c])
+    true_base = np.mean([v[0] for k, v in truth.items() if k[0] == "base" and k[1] == c])
+    assert sd["speedup_mean"] == pytest.approx(true_sd / true_base, rel=0.02)
+    assert sd["speedup_ci_low"] <= sd["speedup_mean"] <= sd["speedup_ci_high"]
+    assert sd["speedup_pairs"] == max(4, 2 * c)
+    # AL exact: what the server scripted, from per-request metrics and from counters
+    specs = [v[1] for k, v in truth.items() if k[0] == "sd" and k[1] == c]
+    al = 1 + sum(s["num_accepted_draft_tokens"] for s in specs) / sum(s["num_spec_steps"] for s in specs)
+    assert sd["al_tokens"] == pytest.approx(al, abs=1e-12)
+    assert sd["al_prometheus"] == pytest.approx(al, abs=1e-12) and sd["al_agree"] is True
+    # the proxy S = t_ar * AL / t_sd lands near the measured speedup (same step times)
+    assert sd["proxy_speedup"] == pytest.approx(sd["speedup_mean"], rel=0.05)
+    assert rows[("base", c)]["status"] == sd["status"] == "ok"

@@ -1,0 +1,83 @@
+"""Engine-side per-user TPS and bursts against the fake server's exact truth.
+
+The fake's "engine" produces each step on schedule and reports vLLM's per-request timing
+from those production times. In ``buffer_output`` mode it holds every step back and
+writes the whole output at once, as a starved API server does: the client sees a burst
+(no client-side TPS), the engine-side TPS stays exact, and the point says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from tests.helpers.fakes import FakeBuilder, prompts
+
+from speedbench.client.http import ClientConfig
+from speedbench.metrics import PointInfo, request_table, summarize
+from speedbench.loadgen import run_point
+from speedbench.testing import FakeConfig, FakeProcess
+
+BASE = FakeConfig(ttft_s=0.01, t_step_s=0.008, output_tokens=33)
+SPEC = FakeConfig(ttft_s=0.01, t_step_s=0.010, output_tokens=33, k=3, acceptance=(3, 1, 2, 0))
+
+
+def _measure(cfg: FakeConfig, arm: str, c: int, n: int):
+    with FakeProcess(cfg) as srv:
+        ps = prompts(n, prefix=f"{arm}-")
+        res = asyncio.run(run_point(ClientConfig(srv.base_url), FakeBuilder(), ps, arm=arm, concurrency=c))
+        log = {e.body["messages"][-1]["content"]: e for e in srv.log()}
+        truth = {}
+        for r in res.records:
+            em = log[ps[r.prompt_index].turns[0]]
+            p = em.produced_ns
+            truth[r.prompt_index] = (sum(em.tokens) - 1) / ((p[-1] - p[0]) / 1e9)
+        return res, truth
+
+
+@pytest.fixture(scope="module")
+def bursty():
+    base, base_truth = _measure(FakeConfig(**{**BASE.__dict__, "buffer_output": True}), "base", 4, 8)
+    spec, spec_truth = _measure(SPEC, "sd", 4, 8)
+    rows = summarize(base.records + spec.records, {}, "base",
+                     {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}},
+                     {("base", 4, ""): PointInfo.from_results([base]), ("sd", 4, ""): PointInfo.from_results([spec])})
+    return {r["arm"]: r for r in rows}, base, spec, base_truth, spec_truth
+
+
+def test_engine_tps_is_exact_for_every_request(bursty):
+    _, base, spec, base_truth, spec_truth = bursty
+    for res, truth in ((base, base_truth), (spec, spec_truth)):
+        t = request_table(res.records)
+        got = t.engine_tps.to_numpy()
+        want = np.array([truth[i] for i in t.prompt_index])
+        # the fake reports its production times in ms with float precision: exact
+        assert np.allclose(got, want, rtol=1e-9), (got, want)
+
+
+def test_buffered_output_is_counted_as_bursts_and_flagged(bursty):
+    rows, base, *_ = bursty
+    b = rows["base"]
+    assert b["n_burst"] == 8 == b["n_ok"]
+    assert b["per_user_tps_mean"] is None or not np.isfinite(b["per_user_tps_mean"])
+    assert np.isfinite(b["per_user_tps_engine_mean"])
+    assert any("bursts" in w and "batched its output" in w for w in b["warnings"])
+    assert rows["sd"]["n_burst"] == 0
+
+
+def test_bursts_are_never_called_different_prompts_and_count_in_the_engine_speedup(bursty):
+    rows, _, _, base_truth, spec_truth = bursty
+    sd = rows["sd"]
+    assert not any("different prompts" in w for w in sd["warnings"])
+    assert sd["speedup_pairs"] == 0  # no baseline request has a client-side TPS
+    want = np.mean(list(spec_truth.values())) / np.mean(list(base_truth.values()))
+    assert sd["speedup_engine_mean"] == pytest.approx(want, rel=1e-9)
+    assert sd["speedup_engine_ci_low"] <= sd["speedup_engine_mean"] <= sd["speedup_engine_ci_high"]
+
+
+def test_a_streaming_server_agrees_with_its_engine(bursty):
+    rows, *_ = bursty
+    sd = rows["sd"]
+    assert sd["tps_agree"] is True
+    assert sd["per_user_tps_engine_mean"] == pytest.approx(sd["per_user_tps_mean"], rel=0.05)

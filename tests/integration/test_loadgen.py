@@ -1,0 +1,177 @@
+"""Closed-loop runner against the fake server: concurrency, warmup, order, multi-turn, aborts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from tests.helpers.fakes import FakeBuilder, fake_server, prompts
+
+from speedbench.client.http import ClientConfig
+from speedbench.loadgen import run_point
+from speedbench.testing import FakeConfig, Fault
+
+
+@pytest.fixture(scope="module")
+def srv():
+    with fake_server() as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def _fresh(srv):
+    srv.config = FakeConfig(t_step_s=0.004, output_tokens=8)
+    srv.reset()
+
+
+def _run(srv, ps, builder=None, **kw):
+    return asyncio.run(run_point(ClientConfig(srv.base_url), builder or FakeBuilder(), ps, arm=kw.pop("arm", "a"), **kw))
+
+
+def _max_overlap(records) -> int:
+    events = sorted([(r.t_sent_ns, 1) for r in records] + [(r.t_end_ns, -1) for r in records], key=lambda e: (e[0], e[1]))
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+@pytest.mark.parametrize("conc", [1, 4, 16])
+def test_exactly_n_in_flight(srv, conc):
+    res = _run(srv, prompts(3 * conc), concurrency=conc)
+    assert len(res.records) == 3 * conc and all(r.ok for r in res.records)
+    assert srv.max_concurrent == conc  # the server saw exactly N streams at once, never more
+    assert _max_overlap(res.records) == conc
+    assert res.wall_s > 0 and set(res.loop_lag_ms) == {"p50", "p99", "max"} and res.aborted is None
+
+
+def test_fewer_prompts_than_concurrency(srv):
+    res = _run(srv, prompts(3), concurrency=8)
+    assert len(res.records) == 3 and srv.max_concurrent == 3
+
+
+def test_warmup_is_separate_and_excluded(srv):
+    seen = []
+    scraped_at = []
+
+    async def before():
+        scraped_at.append(len(srv.log))
+
+    res = _run(srv, prompts(4), concurrency=2, warmup=prompts(2, prefix="w"), on_record=seen.append, before_measure=before)
+    assert [r.prompt_id for r in res.warmup_records] == ["w0", "w1"] and all(r.warmup for r in res.warmup_records)
+    assert sorted(r.prompt_id for r in res.records) == ["p0", "p1", "p2", "p3"]
+    assert not any(r.warmup for r in res.records)
+    assert seen == res.records  # on_record got each measured record, in completion order, and no warmup
+    assert scraped_at == [2]  # before_measure ran after both warmup requests, before any measured one
+    first_user = [e.body["messages"][0]["content"] for e in srv.log]
+    assert sorted(first_user[:2]) == ["question w0 turn 0", "question w1 turn 0"] and len(first_user) == 6
+
+
+def test_identical_prompt_order_across_arms(srv):
+    ps = prompts(10)
+    orders = []
+    for arm in ("base", "sd"):
+        res = _run(srv, ps, concurrency=3, arm=arm)
+        by_queue = sorted(res.records, key=lambda r: r.t_queued_ns)
+        orders.append([r.prompt_index for r in by_queue])
+        assert all(r.prompt_id == ps[r.prompt_index].id for r in res.records)
+    assert orders[0] == orders[1] == list(range(10))
+
+
+def test_multiturn_history_grows_in_one_slot(srv):
+    b = FakeBuilder()
+    res = _run(srv, prompts(2, turns=3), builder=b, concurrency=1)
+    assert [(r.prompt_index, r.turn) for r in res.records] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    assert [len(h) for _, _, h in b.calls] == [0, 1, 2, 0, 1, 2]
+    # the answer fed back is what the model said in the previous turn
+    r0, r1 = res.records[0], res.records[1]
+    assert b.calls[1][2] == [("question p0 turn 0", r0.output_text)] and r0.output_text
+    msgs = srv.log[2].body["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user"]
+    assert msgs[3]["content"] == r1.output_text
+    assert r1.t_queued_ns >= r0.t_end_ns  # the next turn waits for the previous answer
+
+
+def test_failed_turn_ends_the_conversation(srv):
+    srv.config = FakeConfig(t_step_s=0.002, output_tokens=4, faults={1: Fault("http_500")})
+    res = _run(srv, prompts(1, turns=3), concurrency=1)
+    assert [(r.turn, r.error) for r in res.records] == [(0, None), (1, "http_status")]
+
+
+def test_server_death_aborts_the_point(srv):
+    srv.config = FakeConfig(t_step_s=0.05, output_tokens=200)
+    t0 = time.monotonic()
+    seen = []
+
+    def alive():
+        return "server exited with code 137" if time.monotonic() - t0 > 0.6 else None
+
+    res = _run(srv, prompts(20), concurrency=4, server_alive=alive, on_record=seen.append)
+    assert res.aborted == "server exited with code 137"
+    assert time.monotonic() - t0 < 3
+    assert len(res.records) == 4 and seen == res.records  # only the 4 in flight; nothing else dispatched
+    assert all(r.error == "server_died" and r.error_detail == res.aborted for r in res.records)
+    assert all(r.chunk_ns for r in res.records)  # partial streams are kept
+    assert len(srv.log) == 4
+
+
+def test_async_server_alive_and_abort_during_warmup(srv):
+    srv.config = FakeConfig(t_step_s=0.05, output_tokens=200)
+
+    async def alive():
+        return "gone"
+
+    res = _run(srv, prompts(3), concurrency=2, warmup=prompts(2, prefix="w"), server_alive=alive)
+    assert res.aborted == "gone" and res.records == []
+    assert all(r.error == "server_died" for r in res.warmup_records)
+
+
+def test_ctrl_c_keeps_completed_records(srv):
+    srv.config = FakeConfig(t_step_s=0.01, output_tokens=10)
+    seen = []
+
+    async def go():
+        task = asyncio.create_task(run_point(ClientConfig(srv.base_url), FakeBuilder(), prompts(50), arm="a",
+                                             concurrency=2, on_record=seen.append))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    done = [r for r in seen if r.ok]
+    cancelled = [r for r in seen if r.error == "cancelled"]
+    assert len(done) >= 4 and len(cancelled) == 2
+    assert all(r.output_tokens == 10 for r in done)
+
+
+def test_measure_orders_warmup_scrape_repeats_scrape(srv):
+    """measure(): warmup, a settled scrape, every repeat, a settled scrape; a scrape that
+    fails because the server died aborts the point with the death as the reason."""
+    from speedbench.errors import ServerError
+    from speedbench.loadgen import measure
+
+    scraped_at = []
+
+    async def scrape(base_url):
+        scraped_at.append(len(srv.log))
+        return "vllm:spec_decode_num_drafts_total 1\n"
+
+    m = asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(3), arm="a", concurrency=2,
+                            repeats=2, warmup=prompts(2, prefix="w"), scrape=scrape))
+    assert m.aborted is None and [r.records[0].repeat for r in m.repeats] == [0, 1]
+    assert m.before and m.after and m.n_errors == 0 and m.wall_s > 0
+    # two scrapes settle each snapshot: after warmup (2 requests), after both repeats (2 + 3 + 3)
+    assert scraped_at == [2, 2, 8, 8]
+
+    async def dead_scrape(base_url):
+        raise ServerError("GET /metrics failed")
+
+    m = asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(3), arm="a", concurrency=2,
+                            warmup=prompts(1, prefix="w"), server_alive=lambda: "exit code 1", scrape=dead_scrape))
+    assert m.aborted == "exit code 1" and m.repeats[0].records == [] and m.before == ""
+    with pytest.raises(ServerError):
+        asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(1), arm="a", concurrency=1,
+                            scrape=dead_scrape))

@@ -1,0 +1,144 @@
+"""Run-to-run noise: repeats as rounds of fresh server starts in ABBA order, the
+two-level bootstrap, and the A/A check's noise floor.
+
+The fake server is launched by ``speedbench run`` as vLLM would be, so every round
+really starts and stops a process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
+from tests.integration.test_reliability import out_of, sb, the_run
+
+from speedbench.metrics.bootstrap import cluster_paired_ratio_ci, paired_ratio_ci
+
+
+@pytest.fixture(scope="module")
+def rounds_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("noise")
+    prompts = write_prompts(tmp / "p.jsonl", [f"prompt {i}" for i in range(6)])
+    sc = scenario("noise", prompts, server=fake_local(**{"t-step": "0.002", "output-tokens": "12"}),
+                  arms=[{"name": "base"}, {"name": "spec", "args": {"k": "3", "acceptance": "2,1"}}],
+                  concurrency=[1, 2], repeats=2, aa_check=True)
+    path = write_yaml(tmp / "noise.yaml", sc)
+    res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="noise", cwd=tmp, timeout=300)
+    assert res.returncode == 0, out_of(res)
+    run = the_run(tmp / "out")
+    return run, json.loads((run / "summary.json").read_text()), out_of(res)
+
+
+def test_each_repeat_is_a_round_of_fresh_servers_in_abba_order(rounds_run):
+    run, _, out = rounds_run
+    assert "round 1 of 2: fresh servers, base -> base-aa -> spec" in out
+    assert "round 2 of 2: fresh servers, spec -> base-aa -> base" in out
+    recs = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
+    by_arm_round: dict = {}
+    for r in recs:
+        if not r["warmup"]:
+            by_arm_round.setdefault((r["arm"], r["repeat"]), []).append(r["t_sent_ns"])
+    # the order in time: base, aa, spec in round 0, then spec, aa, base in round 1
+    order = sorted(by_arm_round, key=lambda k: min(by_arm_round[k]))
+    assert order == [("base", 0), ("base-aa", 0), ("spec", 0), ("spec", 1), ("base-aa", 1), ("base", 1)]
+    # each round has its own Prometheus snapshots (a fresh server's counters start at 0)
+    names = {p.name for p in (run / "prometheus").iterdir()}
+    assert "spec__c1__default__before.txt" in names and "spec__c1__default__r1__before.txt" in names
+
+
+def test_rows_carry_the_spread_between_rounds(rounds_run):
+    _, summary, _ = rounds_run
+    spec = [r for r in summary["rows"] if r["arm"] == "spec"]
+    assert spec and all(len(r["speedup_by_repeat"]) == 2 for r in spec)
+    for r in spec:
+        assert r["speedup_ci_low"] <= r["speedup_mean"] <= r["speedup_ci_high"]
+        assert math.isfinite(r["speedup_between_sd"])
+        assert r["n_requests"] == 12  # 6 prompts x 2 rounds
+        assert math.isfinite(r["per_user_tps_engine_mean"]) and r["tps_agree"] is not None
+
+
+def test_noise_floor_comes_from_the_aa_arm(rounds_run):
+    _, summary, _ = rounds_run
+    floor = summary["noise_floor"]
+    assert [f["concurrency"] for f in floor] == [1, 2]
+    for f in floor:
+        assert set(f) >= {"concurrency", "speedup", "ci_low", "ci_high"}
+        assert f["ci_low"] <= f["speedup"] <= f["ci_high"]
+        assert f["contains_one"] == (f["ci_low"] <= 1.0 <= f["ci_high"])
+
+
+def test_resolved_scenario_reloads_with_its_aa_arm(rounds_run):
+    run, _, _ = rounds_run
+    res = sb(["report", str(run)], tag="noise", cwd=run)
+    assert res.returncode == 0, out_of(res)
+
+
+def test_cluster_bootstrap_is_paired_bootstrap_with_one_round_and_wider_with_spread():
+    rng = np.random.default_rng(1)
+    base = rng.normal(100, 10, 40)
+    spec = base * 1.5 * rng.normal(1, 0.02, 40)
+    one = cluster_paired_ratio_ci(spec, base, np.zeros(40))
+    assert one == paired_ratio_ci(spec, base)
+    # the same pairs split into 4 rounds whose servers ran 10% apart: the interval widens
+    rounds = np.repeat(np.arange(4), 10)
+    shifted = spec * np.array([0.9, 1.1, 0.95, 1.05])[rounds]
+    flat = paired_ratio_ci(shifted, base)
+    clustered = cluster_paired_ratio_ci(shifted, base, rounds)
+    assert (clustered[1] - clustered[0]) > 1.5 * (flat[1] - flat[0])
+
+
+def test_cluster_bootstrap_covers_a_server_effect(tmp_path):
+    """Coverage on simulated rounds: each round's servers draw a speed factor (sd 8%), and
+    prompts add noise. The 95% interval must hold the true 1.5x in most of 200 runs."""
+    rng = np.random.default_rng(7)
+    hits = 0
+    for _ in range(200):
+        rounds = np.repeat(np.arange(4), 12)
+        base = rng.normal(100, 15, 48) * rng.normal(1, 0.08, 4)[rounds]
+        spec = (1.5 * base / rng.normal(1, 0.08, 4)[rounds]) * rng.normal(1, 0.08, 4)[rounds] * rng.normal(1, 0.03, 48)
+        lo, hi = cluster_paired_ratio_ci(spec, base, rounds, n_resamples=400)
+        hits += lo <= 1.5 <= hi
+    print(f"coverage {hits / 200:.2f}")
+    assert hits / 200 >= 0.93  # R = 4 is few; the t widening keeps it near nominal
+
+
+def _run(run_id: str, speedup: float, lo: float, hi: float, by_repeat: list[float] | None = None):
+    from speedbench.results import Run
+
+    row = {"arm": "eagle3", "concurrency": 1, "variant": "", "speculative": True, "status": "ok",
+           "speedup_mean": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi,
+           "speedup_by_repeat": by_repeat or [], "per_user_tps_mean": 100.0}
+    return Run(None, {"scenario": "nightly", "run_id": run_id, "baseline": "base", "rows": [row]})
+
+
+def test_relative_gate_respects_the_night_to_night_spread():
+    from speedbench.report.gate import evaluate_gates
+    from speedbench.scenario import GateSpec
+
+    gate = [GateSpec(metric="speedup", arm="eagle3", max_regression=0.05)]
+    current, baseline = _run("now", 1.50, 1.40, 1.55), _run("before", 1.70, 1.60, 1.80)
+    # beyond this run's interval, and no history: a regression
+    assert evaluate_gates(current, gate, baseline)[0].status == "fail"
+    # nights that moved by sd ~0.15: a 0.2 drop is inside 2 sd, so not counted
+    noisy = [_run(f"n{i}", v, v - 0.05, v + 0.05) for i, v in enumerate([1.5, 1.8, 1.6, 1.75, 1.45])]
+    res = evaluate_gates(current, gate, baseline, noisy)[0]
+    assert res.status == "pass" and "night-to-night" in res.message
+    # steady nights: the same drop is real
+    steady = [_run(f"s{i}", v, v - 0.05, v + 0.05) for i, v in enumerate([1.69, 1.70, 1.71])]
+    res = evaluate_gates(current, gate, baseline, steady)[0]
+    assert res.status == "fail" and "night-to-night sd" in res.message
+
+
+def test_compare_uses_the_two_level_intervals_when_runs_have_rounds():
+    from speedbench.report.compare import _ci_diff
+
+    a = _run("a", 1.50, 1.30, 1.70, [1.4, 1.6]).rows[0]
+    b = _run("b", 1.62, 1.42, 1.82, [1.5, 1.7]).rows[0]
+    iv = _ci_diff(a, b)
+    assert iv.value == pytest.approx(0.12) and not iv.excludes_zero  # inside the server-to-server noise
+    c = _run("c", 2.20, 2.10, 2.30, [2.15, 2.25]).rows[0]
+    assert _ci_diff(a, c).excludes_zero

@@ -1,0 +1,193 @@
+"""Open-loop request-rate mode: arrival schedules, scenario keys, the runner, goodput."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.helpers.fakes import FakeBuilder, fake_server, prompts
+
+from speedbench.loadgen.arrivals import arrival_offsets
+from speedbench.client.http import ClientConfig
+from speedbench.errors import ScenarioError
+from speedbench.metrics import PointInfo, good_requests, request_table, summarize
+from speedbench.run.plan import build_plan
+from speedbench.records import RequestRecord
+from speedbench.loadgen import run_point
+from speedbench.scenario import load_scenario, validate_data
+from speedbench.testing import FakeConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+S = 1_000_000_000
+
+
+def test_arrivals_are_fixed_by_seed_and_shaped_by_burstiness():
+    a = arrival_offsets(2000, rate=4.0, burstiness=1.0, seed=7)
+    assert a == arrival_offsets(2000, rate=4.0, burstiness=1.0, seed=7)  # every arm: the same times
+    assert a != arrival_offsets(2000, rate=4.0, burstiness=1.0, seed=8)
+    assert a[0] == 0.0 and all(x < y for x, y in zip(a, a[1:]))
+    gaps = np.diff(a)
+    assert gaps.mean() == pytest.approx(0.25, rel=0.08)  # 1 / rate
+    assert gaps.std() / gaps.mean() == pytest.approx(1.0, rel=0.1)  # Poisson: CV 1
+    bursty = np.diff(arrival_offsets(2000, rate=4.0, burstiness=0.25, seed=7))
+    assert bursty.mean() == pytest.approx(0.25, rel=0.15)
+    assert bursty.std() / bursty.mean() == pytest.approx(2.0, rel=0.15)  # gamma: CV = 1/sqrt(shape)
+    assert arrival_offsets(0, 1.0) == [] and arrival_offsets(1, 1.0) == [0.0]
+
+
+def _cpu_tiny(tmp_path, load: dict, slo: dict | None = None):
+    sc = load_scenario(ROOT / "scenarios/cpu_tiny.yaml")
+    data = sc.model_dump(mode="json")
+    data["load"] = load
+    if slo:
+        data["slo"] = slo
+    return validate_data(data)
+
+
+def test_rate_points_in_the_plan(tmp_path):
+    sc = _cpu_tiny(tmp_path, {"mode": "rate", "rates": [0.5, 2], "burstiness": 0.5, "max_concurrency": 8})
+    plan = build_plan(sc)
+    assert plan.points("baseline") == [("baseline", 8, "0.5rps"), ("baseline", 8, "2rps")]
+    assert plan.n_points == len(sc.arms) * 2
+    assert sc.point_load("2rps") == ("", 2.0) and sc.point_load("") == ("", None)
+    closed = load_scenario(ROOT / "scenarios/cpu_tiny.yaml")
+    assert closed.load.mode == "concurrency"  # SPEED-Bench's closed loop stays the default
+    assert build_plan(closed).points("baseline") == [("baseline", c, "") for c in (1, 4, 16)]
+
+
+@pytest.mark.parametrize("load, match", [
+    ({"mode": "rate"}, "needs 'rates'"),
+    ({"mode": "rate", "rates": [0]}, "positive"),
+    ({"mode": "rate", "rates": [1, 1]}, "distinct"),
+    ({"rates": [1]}, "needs load mode 'rate'"),
+    ({"mode": "rate", "rates": [1], "burstiness": 0}, "burstiness"),
+])
+def test_bad_load(tmp_path, load, match):
+    with pytest.raises(ScenarioError, match=match):
+        _cpu_tiny(tmp_path, load)
+
+
+def test_slo_must_be_positive(tmp_path):
+    with pytest.raises(ScenarioError, match="ttft_ms"):
+        _cpu_tiny(tmp_path, {}, {"ttft_ms": -1})
+
+
+@pytest.fixture(scope="module")
+def srv():
+    with fake_server() as s:
+        yield s
+
+
+def test_open_loop_sends_on_schedule(srv):
+    srv.config = FakeConfig(ttft_s=0.02, t_step_s=0.01, output_tokens=20)  # each request ~0.2 s
+    srv.reset()
+    arrivals = arrival_offsets(12, rate=25.0, seed=3)
+    res = asyncio.run(run_point(ClientConfig(srv.base_url), FakeBuilder(), prompts(12), arm="a", concurrency=100,
+                                variant="25rps", arrivals=arrivals))
+    recs = sorted(res.records, key=lambda r: r.prompt_index)
+    assert len(recs) == 12 and all(r.ok for r in recs)
+    t0 = recs[0].t_queued_ns
+    for r, at in zip(recs, arrivals):
+        assert r.t_queued_ns - t0 == pytest.approx(at * S, abs=2e6)  # the scheduled arrival
+        assert 0 <= r.t_sent_ns - r.t_queued_ns < 50e6  # sent on time, not after the previous one ended
+    assert srv.max_concurrent > 1  # open loop: arrivals overlap, nobody waited for a free worker
+
+
+def test_open_loop_respects_the_cap(srv):
+    srv.config = FakeConfig(ttft_s=0.02, t_step_s=0.01, output_tokens=10)
+    srv.reset()
+    res = asyncio.run(run_point(ClientConfig(srv.base_url), FakeBuilder(), prompts(8), arm="a", concurrency=2,
+                                arrivals=[0.0] * 8))
+    assert len(res.records) == 8 and srv.max_concurrent == 2
+
+
+def _rec(idx, ttft_s, n, decode_s, arm="a", error=None):
+    first = S + int(ttft_s * S)
+    chunks = [first] + ([first + int(decode_s * S)] if n > 1 else [])
+    return RequestRecord(arm=arm, concurrency=8, prompt_index=idx, prompt_id=f"p{idx}", variant="2rps",
+                         t_sent_ns=S, t_end_ns=chunks[-1] + 1000, chunk_ns=chunks,
+                         chunk_tokens=[1] + ([n - 1] if n > 1 else []), output_tokens=n, error=error)
+
+
+def test_goodput_known_answer():
+    recs = [_rec(0, 0.1, 11, 0.5),   # ttft 100, tpot 50, e2e 600: good
+            _rec(1, 0.3, 11, 0.5),   # ttft 300: misses the TTFT SLO
+            _rec(2, 0.1, 11, 1.5),   # tpot 150: misses the TPOT SLO
+            _rec(3, 0.1, 1, 0.0),    # one token: TPOT counts as 0 (vLLM), good
+            _rec(4, 0.1, 11, 0.5, error="http_status")]
+    ok = request_table([r for r in recs if r.ok])
+    assert good_requests(ok, {"ttft_ms": 200, "tpot_ms": 100}) == 2
+    assert good_requests(ok, {"e2el_ms": 900}) == 3  # e2e 600, 800, 1600, 100 ms
+    assert good_requests(ok, None) is None and good_requests(ok, {"ttft_ms": None}) is None
+    (row,) = summarize(recs, None, None, {}, {("a", 8, "2rps"): PointInfo(wall_s=4.0, request_rate=2.0,
+                                                                           burstiness=1.0)},
+                       slo={"ttft_ms": 200, "tpot_ms": 100})
+    assert row["goodput"] == pytest.approx(2 / 4.0) and row["goodput_share"] == pytest.approx(2 / 5)
+    assert row["request_rate"] == 2.0 and row["burstiness"] == 1.0
+    (row,) = summarize(recs, None, None, {})
+    assert math.isnan(row["goodput"]) and row["request_rate"] is None
+
+
+def test_vllm_export_of_a_rate_point(tmp_path):
+    from tests.helpers.runfactory import make_run
+
+    from speedbench.results.exports import vllm_results
+    from speedbench.results import load_run
+
+    rd = make_run(tmp_path, concurrencies=(8,), n_prompts=4)
+    summary = json.loads(rd.summary_path.read_text())
+    for row in summary["rows"]:
+        row.update(request_rate=2.0, burstiness=0.5, goodput=1.25)
+    rd.write_summary(summary)
+    res = next(iter(vllm_results(load_run(rd.path)).values()))
+    assert res["request_rate"] == 2.0 and res["burstiness"] == 0.5 and res["max_concurrency"] is None
+    assert res["request_goodput"] == 1.25
+
+
+def test_rate_mode_run_end_to_end_on_the_fake(tmp_path):
+    """`speedbench run` in rate mode (two arms on the fake, two rates, SLOs): the same
+    arrival schedule in both arms, goodput and speedups per rate in the summary, the
+    rate table in the report, and vLLM-shaped exports."""
+    import yaml
+
+    from speedbench.cli import main
+    from speedbench.testing import FakeServer
+
+    lines = [json.dumps({"id": f"q{i}", "prompt": f"question {i}"}) for i in range(6)]
+    (tmp_path / "p.jsonl").write_text("\n".join(lines) + "\n")
+    with FakeServer(FakeConfig(ttft_s=0.02, t_step_s=0.004, output_tokens=12)) as srv:
+        sc = {"name": "rate", "server": {"launcher": "external"},
+              "arms": [{"name": "base", "base_url": srv.base_url}, {"name": "fast", "base_url": srv.base_url}],
+              "baseline": "base",
+              "workload": {"source": "jsonl", "path": str(tmp_path / "p.jsonl"), "max_tokens": 12, "warmup": 0},
+              "load": {"mode": "rate", "rates": [10, 40], "burstiness": 0.5, "seed": 5},
+              "slo": {"ttft_ms": 5000, "e2el_ms": 10000}}
+        (tmp_path / "s.yaml").write_text(yaml.safe_dump(sc))
+        assert main(["run", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
+    (run_dir,) = [p for p in (tmp_path / "out" / "rate").iterdir() if p.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    rows = {(r["arm"], r["variant"]): r for r in summary["rows"]}
+    assert set(rows) == {("base", "10rps"), ("base", "40rps"), ("fast", "10rps"), ("fast", "40rps")}
+    for (arm, v), r in rows.items():
+        assert r["request_rate"] == float(v[:-3]) and r["burstiness"] == 0.5 and r["concurrency"] == 1000
+        assert r["goodput"] > 0 and r["goodput_share"] == 1.0 and r["n_ok"] == 6
+        assert (arm == "base") == (r["speedup_pairs"] == 0)  # speedups per rate, paired by prompt
+    recs = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]
+
+    def schedule(arm, v):
+        rs = sorted((r for r in recs if r["arm"] == arm and r["variant"] == v), key=lambda r: r["prompt_index"])
+        return [(r["t_queued_ns"] - rs[0]["t_queued_ns"]) / 1e9 for r in rs]
+
+    for v in ("10rps", "40rps"):
+        expected = arrival_offsets(6, float(v[:-3]), 0.5, 5)
+        for arm in ("base", "fast"):
+            assert schedule(arm, v) == pytest.approx(expected, abs=2e-3)  # the same arrivals in every arm
+    md = (run_dir / "report.md").read_text()
+    assert "## Request rate (open loop)" in md and "| fast | 40 | 0.50 | 6/6 |" in md
+    assert main(["export", str(run_dir), "--format", "vllm", "--out", str(tmp_path / "v")]) == 0
+    res = json.loads((tmp_path / "v" / "fast__c1000__40rps.json").read_text())
+    assert res["request_rate"] == 40.0 and res["max_concurrency"] is None and res["request_goodput"] > 0

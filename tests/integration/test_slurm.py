@@ -1,0 +1,296 @@
+"""The Slurm executor on a real one-node Slurm (issue 15).
+
+A module fixture starts munged, slurmctld and slurmd from a temporary folder
+(tests/helpers/slurm_cluster.py); every test submits through ``speedbench run --executor slurm``
+as a user does, against the scripted fake server launched by speedbench as a local
+server inside each job. The jobs run speedbench from this checkout: the scenario's
+``executor.slurm`` names this interpreter and exports PYTHONPATH in its setup lines.
+
+Orphans: every speedbench subprocess carries a unique ``SPEEDBENCH_TEST_TAG``; sbatch
+passes the environment on, so the jobs, their servers and watchdogs carry it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.slurm_cluster import Cluster, unavailable
+from tests.helpers.cli_runs import TAG_VAR, fake_local, scenario, tagged, write_prompts, write_yaml
+
+REPO = Path(__file__).resolve().parents[2]
+WHY = unavailable()
+pytestmark = [pytest.mark.slurm, pytest.mark.skipif(WHY is not None, reason=f"no single-node Slurm here: {WHY}")]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # Not under pytest's tmp folder: that one is private to root, and munged runs as munge.
+    root = Path(tempfile.mkdtemp(prefix="speedbench-slurm-", dir="/tmp"))
+    c = Cluster(root)
+    try:
+        c.start()
+    except Exception:
+        c.stop()
+        raise
+    yield c
+    subprocess.run(["scancel", "--user=root"], env={**os.environ, **c.env}, check=False)
+    c.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def tag() -> str:
+    return uuid.uuid4().hex
+
+
+def sb(cluster: Cluster, args: list[str], *, tag: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, **cluster.env, TAG_VAR: tag, "COLUMNS": "250", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "speedbench.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout, check=False)
+
+
+def slurm_scenario(tmp: Path, name: str, *, n_prompts: int, t_step: float, concurrency=(1, 2)) -> Path:
+    prompts = write_prompts(tmp / "p.jsonl", [f"question {i}" for i in range(n_prompts)])
+    sc = scenario(name, prompts, server=fake_local(**{"t-step": t_step, "output-tokens": 8}),
+                  arms=[{"name": "base"}, {"name": "fast", "args": {"t-step": t_step / 2}}],
+                  concurrency=list(concurrency))
+    sc["executor"] = {"kind": "local", "slurm": {
+        "speedbench": [sys.executable, "-m", "speedbench.cli"],
+        "setup": [f"export PYTHONPATH={REPO}"],
+        "cpus_per_task": 1, "mem": "1500M", "time": "00:10:00", "signal_before_s": 0,
+        "gpus_per_node": None,
+    }}
+    return write_yaml(tmp / "s.yaml", sc)
+
+
+def job_state(cluster: Cluster, job_id: str) -> str:
+    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
+                         env={**os.environ, **cluster.env})
+    for word in out.stdout.split():
+        if word.startswith("JobState="):
+            return word.split("=", 1)[1]
+    return "GONE"
+
+
+def wait_jobs(cluster: Cluster, ids: list[str], timeout: float = 120) -> dict[str, str]:
+    active = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = {i: job_state(cluster, i) for i in ids}
+        if not any(s in active for s in states.values()):
+            return states
+        time.sleep(0.5)
+    raise AssertionError(f"jobs still active after {timeout} s: {states}\n{cluster.logs()}")
+
+
+def the_run(out: Path) -> Path:
+    runs = sorted(p for p in out.glob("*/*") if p.is_dir())
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def jsonl(p: Path) -> list[dict]:
+    return [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
+
+
+def job_output(run: Path) -> str:
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run / "slurm").glob("*.out")))
+
+
+def assert_nothing_left(cluster: Cluster, tag: str, run: Path) -> None:
+    jobs = json.loads((run / "slurm" / "jobs.json").read_text())
+    every = [i for ids in jobs["arms"].values() for i in ids] + jobs["gather"]
+    states = {i: job_state(cluster, i) for i in every}
+    assert not [i for i, s in states.items() if s in ("PENDING", "RUNNING", "COMPLETING")], states
+    deadline = time.monotonic() + 10  # watchdogs poll every 0.5 s
+    while tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = tagged(tag)
+    assert not left, f"processes left: {[(p.pid, p.cmdline()) for p in left]}"
+
+
+def record_key(r: dict) -> tuple:
+    return r["arm"], r["concurrency"], r["variant"], r["repeat"], r["prompt_id"], r["turn"]
+
+
+def test_two_arms_run_as_two_jobs_and_gather_equals_local_summary(cluster, tmp_path, tag):
+    scen = slurm_scenario(tmp_path, "slurm2", n_prompts=4, t_step=0.004)
+    dry = sb(cluster, ["run", str(scen), "--executor", "slurm", "--dry-run", "--skip-doctor"], tag=tag, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.count("#!/bin/bash") == 3 and "--signal" not in dry.stdout  # signal_before_s: 0
+    assert "job \"$RUN\" --arm base" in dry.stdout and "gather \"$RUN\"" in dry.stdout
+
+    res = sb(cluster, ["run", str(scen), "-o", str(tmp_path / "out"), "--executor", "slurm", "--skip-doctor"],
+             tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = the_run(tmp_path / "out")
+    jobs = json.loads((run / "slurm" / "jobs.json").read_text())
+    base_id, fast_id = jobs["arms"]["base"][0], jobs["arms"]["fast"][0]
+    assert base_id != fast_id
+    states = wait_jobs(cluster, [base_id, fast_id, jobs["gather"][0]])
+    assert set(states.values()) == {"COMPLETED"}, (states, job_output(run))
+
+    # Two jobs, each wrote its own files, and provenance names its job and node.
+    prov = json.loads((run / "provenance-" f"{base_id}.json").read_text())["base"]
+    assert prov["cluster"]["job_id"] == base_id and prov["cluster"]["node"] == cluster.host
+    for arm, job in (("base", base_id), ("fast", fast_id)):
+        recs = jsonl(run / f"records-{job}.jsonl")
+        assert recs and {r["arm"] for r in recs} == {arm}
+        assert {p["arm"] for p in json.loads((run / f"points-{job}.json").read_text())} == {arm}
+    assert not (run / "records.jsonl").exists()
+
+    # The gather's summary equals what the same records give in a single-process folder.
+    gathered = json.loads((run / "summary.json").read_text())
+    local = tmp_path / "local"
+    local.mkdir()
+    for name in ("scenario.resolved.yaml",):
+        (local / name).write_text((run / name).read_text())
+    (local / "records.jsonl").write_text("".join((run / f"records-{j}.jsonl").read_text() for j in (base_id, fast_id)))
+    (local / "points.json").write_text(json.dumps(
+        [p for j in (base_id, fast_id) for p in json.loads((run / f"points-{j}.json").read_text())]))
+    (local / "provenance.json").write_text(json.dumps(
+        {k: v for j in (base_id, fast_id) for k, v in json.loads((run / f"provenance-{j}.json").read_text()).items()}))
+    subprocess.run(["cp", "-r", str(run / "prometheus"), str(local / "prometheus")], check=True)
+    from speedbench.results import RunDir
+    from speedbench.results.files import finite as _finite
+    from speedbench.results.summary import summarize_run_dir
+
+    mine = summarize_run_dir(RunDir.open(local), write=False)
+    assert len(gathered["rows"]) == 4
+    assert gathered["rows"] == json.loads(json.dumps(_finite(mine["rows"])))
+    assert gathered["categories"] == json.loads(json.dumps(_finite(mine["categories"])))
+
+    st = sb(cluster, ["status", str(run)], tag=tag, cwd=tmp_path)
+    assert st.returncode == 0, st.stdout
+    assert base_id in st.stdout and "COMPLETED" in st.stdout and "2/2" in st.stdout
+    assert_nothing_left(cluster, tag, run)
+
+
+def _wait_records(run: Path, n: int, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sum(len(jsonl(p)) for p in run.glob("records-*.jsonl")) >= n:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {n} records after {timeout} s\n{job_output(run)}")
+
+
+def test_cancel_leaves_no_job_and_no_server(cluster, tmp_path, tag):
+    scen = slurm_scenario(tmp_path, "slurmcancel", n_prompts=40, t_step=0.05)
+    res = sb(cluster, ["run", str(scen), "-o", str(tmp_path / "out"), "--executor", "slurm", "--skip-doctor"],
+             tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = the_run(tmp_path / "out")
+    _wait_records(run, 2)
+    assert [p for p in tagged(tag) if "fake_server" in " ".join(p.cmdline())], "no server running before cancel"
+    res = sb(cluster, ["cancel", str(run)], tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert_nothing_left(cluster, tag, run)
+    # The cancelled jobs stopped their servers themselves and did not requeue.
+    assert (run / "slurm" / "cancelled").exists()
+    statuses = {p["status"] for f in run.glob("points-*.json") for p in json.loads(f.read_text())}
+    assert "interrupted" in statuses or not statuses, statuses
+
+
+def _is_job(cmd: list[str], arm: str) -> bool:
+    return "speedbench.cli" in cmd and "job" in cmd and "--arm" in cmd and cmd[cmd.index("--arm") + 1] == arm
+
+
+def test_killed_job_is_reported_and_resume_completes_without_duplicates(cluster, tmp_path, tag):
+    scen = slurm_scenario(tmp_path, "slurmkill", n_prompts=12, t_step=0.03)
+    res = sb(cluster, ["run", str(scen), "-o", str(tmp_path / "out"), "--executor", "slurm", "--skip-doctor"],
+             tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = the_run(tmp_path / "out")
+    jobs = json.loads((run / "slurm" / "jobs.json").read_text())
+    victim = jobs["arms"]["base"][0]
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and len(jsonl(run / f"records-{victim}.jsonl")) < 3:
+        time.sleep(0.1)
+    procs = [p for p in tagged(tag) if _is_job(p.cmdline(), "base")]
+    assert len(procs) == 1, [p.cmdline() for p in procs]
+    os.kill(procs[0].pid, signal.SIGKILL)  # the OOM killer's way: no teardown runs
+
+    states = wait_jobs(cluster, [*jobs["arms"]["base"], *jobs["arms"]["fast"], *jobs["gather"]])
+    assert states[victim] == "FAILED", states
+    st = sb(cluster, ["status", str(run)], tag=tag, cwd=tmp_path)
+    assert st.returncode == 1, st.stdout
+    assert victim in st.stdout and "FAILED (died)" in st.stdout and "exit 137" in st.stdout
+    assert f"speedbench run --resume {run}" in st.stdout
+    assert_nothing_left(cluster, tag, run)  # the watchdog stopped the killed job's server
+
+    res = sb(cluster, ["run", "--resume", str(run), "--skip-doctor"], tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "arms to run: base" in res.stdout
+    jobs = json.loads((run / "slurm" / "jobs.json").read_text())
+    assert len(jobs["arms"]["base"]) == 2 and len(jobs["arms"]["fast"]) == 1
+    states = wait_jobs(cluster, [jobs["arms"]["base"][-1], jobs["gather"][-1]])
+    assert set(states.values()) == {"COMPLETED"}, (states, job_output(run))
+
+    recs = [r for p in run.glob("records-*.jsonl") for r in jsonl(p)]
+    keys = [record_key(r) for r in recs]
+    assert len(keys) == len(set(keys)), "duplicated records"
+    assert len(keys) == 2 * 2 * 12  # 2 arms x 2 concurrency levels x 12 prompts, each once
+    assert jsonl(run / "records.superseded.jsonl"), "the killed point's partial records were moved aside"
+    summary = json.loads((run / "summary.json").read_text())
+    assert {r["status"] for r in summary["rows"]} == {"ok"} and all(r["n_requests"] == 12 for r in summary["rows"])
+    assert_nothing_left(cluster, tag, run)
+
+
+# Stands in for `vllm serve` where the arm has a --speculative-config (which the fake's
+# own CLI does not take): vLLM-only flags are accepted and ignored.
+FAKE_VLLM = '''\
+import argparse
+from speedbench.testing.fake_server import main
+ap = argparse.ArgumentParser()
+for flag, default in (("--host", "127.0.0.1"), ("--port", "0"), ("--model", "fake-model"), ("--k", "0"),
+                      ("--acceptance", ""), ("--t-step", "0.004")):
+    ap.add_argument(flag, default=default)
+a, _vllm_only = ap.parse_known_args()
+main(["--host", a.host, "--port", a.port, "--model", a.model, "--t-step", a.t_step, "--output-tokens", "8",
+      "--k", a.k] + (["--acceptance", a.acceptance] if a.acceptance else []))
+'''
+
+
+def test_nightly_matrix_of_two_checkpoints_builds_one_dashboard(cluster, tmp_path, tag):
+    fake = tmp_path / "fake_vllm.py"
+    fake.write_text(FAKE_VLLM)
+    prompts = write_prompts(tmp_path / "p.jsonl", ["q0", "q1", "q2"])
+    sc = scenario("nightly", prompts, server={**fake_local(), "command": [sys.executable, str(fake)]},
+                  arms=[{"name": "base"},
+                        {"name": "eagle3", "args": {"k": 3, "acceptance": "2,3"},
+                         "speculative_config": {"method": "eagle3", "model": "/ckpt/none", "num_speculative_tokens": 3}}],
+                  concurrency=[1])
+    sc["executor"] = {"slurm": {"speedbench": [sys.executable, "-m", "speedbench.cli"], "setup": [f"export PYTHONPATH={REPO}"],
+                                "mem": "1500M", "signal_before_s": 0}}
+    write_yaml(tmp_path / "s.yaml", sc)
+    matrix = write_yaml(tmp_path / "nightly.yaml", {
+        "results": str(tmp_path / "nightly"), "scenarios": ["s.yaml"],
+        "checkpoints": [{"name": "c1130", "set": ["arms.eagle3.speculative_config.model=/ckpt/1130", "arms.eagle3.args.acceptance=1,2"]},
+                        {"name": "c1201", "set": ["arms.eagle3.speculative_config.model=/ckpt/1201"]}],
+    })
+    res = sb(cluster, ["submit", str(matrix), "--skip-doctor"], tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "nightly").glob("matrix-*.json")]
+    assert [c["checkpoint"] for c in record["cells"]] == ["c1130", "c1201"]
+    assert len({c["run"] for c in record["cells"]}) == 2
+    ids = [j for c in record["cells"] for j in (*c["arm_jobs"], c["gather"])] + [record["dashboard_job"]]
+    states = wait_jobs(cluster, ids, timeout=180)
+    assert set(states.values()) == {"COMPLETED"}, (states, "\n".join(job_output(Path(c["run"])) for c in record["cells"]))
+    index = Path(record["site"]) / "index.html"
+    html = index.read_text()
+    assert "/ckpt/1130" in html and "/ckpt/1201" in html  # one dashboard, both checkpoints side by side
+    for c in record["cells"]:
+        assert (Path(c["run"]) / "summary.json").exists()
+    assert_nothing_left(cluster, tag, Path(record["cells"][0]["run"]))
