@@ -92,7 +92,9 @@ def print_plan(plan: Plan, console: Console) -> None:
     )
     prompts = plan.n_prompts or "all matching"
     console.print(
-        f"  per point: {prompts} prompts x {sc.repeats} repeats + {plan.n_warmup} warmup; "
+        f"  per point: {prompts} prompts + {plan.n_warmup} warmup, in each of {sc.repeats} "
+        f"round{'s' if sc.repeats > 1 else ''} of fresh server starts"
+        f"{' (arms in ABBA order)' if sc.repeats > 1 else ''}; "
         f"source {w.source}{'/' + w.config if w.source == 'speed_bench' else ''}"
         f"{' categories ' + ','.join(w.categories) if w.categories else ''}; "
         f"T={w.temperature}, max_tokens={w.max_tokens}, ignore_eos={w.ignore_eos}, "
