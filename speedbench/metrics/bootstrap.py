@@ -106,7 +106,7 @@ def cluster_paired_ratio_ci(
        Server-to-server differences widen it, which a bootstrap over prompts alone
        cannot see. With R clusters the bootstrap of their spread is biased low by
        ``(R-1)/R``, so each resample's deviation from the estimate is scaled by
-       ``sqrt(R/(R-1))``.
+       ``sqrt(R/(R-1))`` (on the log scale, as a ratio's spread is multiplicative).
     2. With few clusters a bootstrap still undercovers (percentiles of R values cannot
        know the tails), so at the 95% level the interval is widened, where needed, to
        the cluster-level t interval ``exp(log S ± t(R-1) · sd(log S_r) / sqrt(R))``
@@ -142,7 +142,13 @@ def cluster_paired_ratio_ci(
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = tot_n / tot_d
     centre = float(num.sum() / den.sum())
-    boot = centre + (boot - centre) * math.sqrt(r / (r - 1))
+    # scaled on the log scale: a ratio's spread is multiplicative, and a linear scaling
+    # could push the low end below zero
+    if centre > 0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            boot = centre * np.exp(np.log(boot / centre) * math.sqrt(r / (r - 1)))
+    else:
+        boot = centre + (boot - centre) * math.sqrt(r / (r - 1))
     lo, hi = _interval(boot, level)
     t = _T975.get(r - 1, 1.96 if r - 1 > 30 else None) if level == 0.95 else None
     per_round = np.array([gn.sum() / gd.sum() for gn, gd in groups if gd.sum() > 0])
