@@ -299,6 +299,8 @@ def _timing(em: Emission, tokens: int) -> dict:
            "queue_time_ms": 0.0}
     if tokens > 1:
         out["mean_itl_ms"] = gen_ms / (tokens - 1)
+    if p[-1] > em.t_arrival_ns:  # vLLM: all tokens over scheduled -> last token
+        out["tokens_per_second"] = tokens / ((p[-1] - em.t_arrival_ns) / 1e9)
     return out
 
 

@@ -188,9 +188,35 @@ def test_http_write_timing_of_vllm(server):
             assert "role" not in (ex.first_event["choices"][0].get("delta") or {})
 
 
+def test_usage_chunk_shape_matches_the_fake(server):
+    """The fake server's final usage chunk has the same metrics keys as vLLM's with
+    --enable-per-request-metrics (speedbench adds it to every server it launches)."""
+    import asyncio
+
+    import aiohttp
+
+    from speedbench.testing import FakeConfig, FakeServer
+
+    async def final_chunk(base_url: str, model: str) -> dict:
+        body = {"model": model, "max_tokens": 8, "temperature": 0, "stream": True,
+                "stream_options": {"include_usage": True}, "messages": [{"role": "user", "content": "def f(x):"}]}
+        async with aiohttp.ClientSession() as s, s.post(base_url + "/v1/chat/completions", json=body) as r:
+            events = [ln[5:].strip() for ln in (await r.text()).splitlines() if ln.startswith("data:")]
+        return json.loads([e for e in events if e != "[DONE]"][-1])
+
+    real = asyncio.run(final_chunk(server.base_url, server.model_name))
+    with FakeServer(FakeConfig(output_tokens=8)) as fake:
+        faked = asyncio.run(final_chunk(fake.base_url, "fake-model"))
+    timing = {"time_to_first_token_ms", "generation_time_ms", "queue_time_ms", "mean_itl_ms"}
+    assert timing <= set(real["metrics"]), real
+    assert set(real["metrics"]) - {"speculative_decoding"} == set(faked["metrics"]) - {"speculative_decoding"}
+    assert real["choices"] == [] == faked["choices"] and set(real["usage"]) == set(faked["usage"])
+
+
 def test_stop_leaves_no_process(server):
     server.stop()
     assert server.dead() is not None
     assert not _group_alive(server.pgid)
     with pytest.raises(ProcessLookupError):
         os.kill(server.pid, 0)  # reaped, not a zombie
+
