@@ -65,6 +65,11 @@ class LiveProgress:
         self._servers: dict[str, TaskID | None] = {}
         self._server_last_print: dict[str, float] = {}
         self._progress: Progress | None = None
+        # the run's remaining work, for the ETA: server starts and points (one per round)
+        self._starts_left = 0
+        self._points_left = 0
+        self._start_s: list[float] = []
+        self._point_s: list[float] = []
 
     # ---- context ------------------------------------------------------------------------
 
@@ -95,6 +100,28 @@ class LiveProgress:
         with self._lock:
             self._line(text)
 
+    # ---- the run as a whole ---------------------------------------------------------------
+
+    def plan(self, starts: int, points: int) -> None:
+        """The work ahead: server starts and (point, round) measurements; enables the ETA."""
+        with self._lock:
+            self._starts_left, self._points_left = starts, points
+
+    def eta_s(self) -> float | None:
+        """Seconds left, from the mean server start and point time seen so far (None
+        until both have been seen once)."""
+        if not self._start_s or not self._point_s:
+            return None
+        return (self._starts_left * sum(self._start_s) / len(self._start_s)
+                + self._points_left * sum(self._point_s) / len(self._point_s))
+
+    def _eta_text(self) -> str:
+        eta = self.eta_s()
+        if eta is None:
+            return ""
+        done = f"{self._starts_left} server starts and {self._points_left} points left"
+        return f"  (ETA {eta / 60:.0f} min: {done})" if eta >= 90 else f"  (ETA {eta:.0f} s: {done})"
+
     # ---- servers ---------------------------------------------------------------------------
 
     def server_starting(self, arm: str) -> None:
@@ -123,7 +150,9 @@ class LiveProgress:
             task = self._servers.pop(arm, None)
             if self._progress is not None and task is not None:
                 self._progress.remove_task(task)
-            self._line(f"{arm}: server ready after {elapsed_s:.1f} s", "green")
+            self._start_s.append(elapsed_s)
+            self._starts_left = max(0, self._starts_left - 1)
+            self._line(f"{arm}: server ready after {elapsed_s:.1f} s" + self._eta_text(), "green")
 
     # ---- points ------------------------------------------------------------------------------
 
@@ -173,6 +202,8 @@ class LiveProgress:
             if self._progress is not None and p.task is not None:
                 self._progress.remove_task(p.task)
             elapsed = self._clock() - p.started
+            self._point_s.append(elapsed)
+            self._points_left = max(0, self._points_left - 1)
             rate = p.tokens / elapsed if elapsed > 0 else 0.0
             self._line(f"{key.label}: {p.done}/{p.total} requests in {elapsed:.1f} s, "
-                       f"{rate:,.0f} output tok/s, {p.errors} errors", "red" if p.errors else "")
+                       f"{rate:,.0f} output tok/s, {p.errors} errors" + self._eta_text(), "red" if p.errors else "")

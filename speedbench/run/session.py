@@ -120,6 +120,9 @@ def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared
                       n_prompts=prepared.n_prompts)
     done = run_dir.finished_rounds() if resume else set()
     with LiveProgress(console) as live:
+        todo = [(k, r) for r in range(plan.rounds) for k in plan.points() if (k, r) not in done]
+        launched = {ap.arm.name for ap in plan.arms if ap.launched}
+        live.plan(starts=len({(k.arm, r) for k, r in todo if k.arm in launched}), points=len(todo))
         ctx = RunContext(sc, plan, run_dir, live, prepared, done)
         interrupted = run_arms(ctx)
     if not summarize:
