@@ -45,7 +45,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def print_plan(plan: Plan, console: Console) -> None:
+def print_plan(plan: Plan, console: Console, output_root: Path | None = None) -> None:
     sc = plan.scenario
     console.print(f"[bold]plan for scenario '{sc.name}'[/bold]  (launcher: {sc.server.launcher})")
     if plan.overrides:
@@ -105,6 +105,11 @@ def print_plan(plan: Plan, console: Console) -> None:
                       "(multi-turn rows add one request per extra turn)")
     else:
         console.print(f"  total: {plan.n_launches} server launches")
+    from speedbench.run.cost import describe, estimate  # noqa: PLC0415 -- keeps --help light
+
+    console.print("\n[bold]cost[/bold] (estimated)")
+    for line in describe(estimate(plan, output_root), plan):
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 def run(args) -> int:
@@ -127,7 +132,7 @@ def run(args) -> int:
     if args.executor:
         sc = sc.model_copy(update={"executor": sc.executor.model_copy(update={"kind": args.executor})})
     if args.dry_run:
-        print_plan(build_plan(sc, overrides=args.overrides), console)
+        print_plan(build_plan(sc, overrides=args.overrides), console, Path(args.output))
         if sc.executor.kind == "slurm":
             _print_scripts(sc, args, console)
         return 0

@@ -111,6 +111,8 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
     speed: dict[str, dict[str, list]] = {}
     al: dict[str, dict[str, list]] = {"pooled over concurrency": {}}
     tps: dict[str, dict[str, list]] = {}
+    # what each run cost: GPU-hours (0 on CPU hosts) and server wall hours, summed over arms
+    cost: dict[str, dict[str, list]] = {"GPU-hours": {}, "server hours (any device)": {}}
     latest_curves: dict[str, tuple[list[float], list[float]]] = {}
     for sr in runs:
         run = sr.run
@@ -123,6 +125,12 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
                 point = (sr.created, T.num(r.get("speedup_mean")), T.num(r.get("speedup_ci_low")),
                          T.num(r.get("speedup_ci_high")))
                 speed.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
+        arms_cost = run.summary.get("arms") or {}
+        if arms_cost:
+            gpu_h = sum(float(a.get("gpu_hours") or 0.0) for a in arms_cost.values())
+            wall_h = sum(float(a.get("wall_s") or 0.0) for a in arms_cost.values()) / 3600
+            cost["GPU-hours"].setdefault("run", []).append((sr.created, gpu_h))
+            cost["server hours (any device)"].setdefault("run", []).append((sr.created, wall_h))
         for arm in T.spec_arms(run):
             for v in T.variants(run):
                 ck = T.label(checkpoint(run, arm), v)
@@ -136,6 +144,7 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
         ("Acceptance length over time", P.trend(al, "AL pooled over steps (tokens/step)")),
         ("Per-user TPS over time", P.trend(by_c(tps), "tokens/s")),
         ("Per-position acceptance (latest run of each checkpoint)", P.position_curves(latest_curves)),
+        ("What each run cost: GPU-hours and server hours, summed over its arms", P.trend(cost, "hours")),
     ]
     cards = "".join(H.card(H.Safe(svg), cap) for cap, svg in charts)
     return (f'<h2 id="s{idx}">Scenario {H.esc(name)} <span class="muted">({len(runs)} runs)</span></h2>'

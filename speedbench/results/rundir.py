@@ -341,6 +341,28 @@ class RunDir:
             points.append(entry)
             self.write_json(own, points)
 
+    def mark_arm_round(self, arm: str, repeat: int, *, start_s: float | None, wall_s: float, gpus: int) -> None:
+        """One server lifetime of an arm (one round): how long it took to start, how long
+        it lived, and the GPUs it held; the summary's ``arms`` block sums them."""
+        entry = {"arm": arm, "repeat": int(repeat), "start_s": start_s, "wall_s": wall_s, "gpus": int(gpus)}
+        with self._lock:
+            own = self._own("arms", ".json")
+            rounds = [a for a in self.read_json(own, []) or [] if (a.get("arm"), a.get("repeat")) != (arm, repeat)]
+            self.write_json(own, [*rounds, entry])
+
+    def arm_costs(self) -> dict[str, dict[str, Any]]:
+        """Per arm: server start seconds per round, wall seconds, GPUs and GPU-hours."""
+        out: dict[str, dict[str, Any]] = {}
+        for f in self._all_files("arms", ".json"):
+            for a in self.read_json(f.name, []) or []:
+                c = out.setdefault(a["arm"], {"server_start_s": [], "wall_s": 0.0, "gpus": 0, "gpu_hours": 0.0})
+                if a.get("start_s") is not None:
+                    c["server_start_s"].append(a["start_s"])
+                c["wall_s"] += a.get("wall_s") or 0.0
+                c["gpus"] = max(c["gpus"], a.get("gpus") or 0)
+                c["gpu_hours"] += (a.get("wall_s") or 0.0) / 3600 * (a.get("gpus") or 0)
+        return out
+
     def point_rounds(self) -> dict[tuple[PointKey, int], dict[str, Any]]:
         """Every marked round of every point, by (PointKey, repeat). Across job files the
         latest mark wins (a resumed arm re-marks its rounds)."""

@@ -111,6 +111,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "load": sc.load.model_dump(mode="json"),
         "slo": sc.slo.model_dump(mode="json"),
         "noise_floor": noise_floor(rows, sc.aa_arm),
+        "arms": run_dir.arm_costs(),
         "rows": rows,
         "categories": metrics.category_rows(records, sc.baseline_arm),
     }

@@ -23,6 +23,7 @@ from speedbench.errors import ServerError
 from speedbench.run.plan import ArmPlan
 from speedbench.records import PointKey
 from speedbench.run.context import RunContext
+from speedbench.run.cost import arm_gpus
 from speedbench.run.point import run_point
 
 
@@ -107,13 +108,15 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
     with ctx.lock:
         ctx.servers.append(server)
     t0 = time.monotonic()
+    start_s: float | None = None
     current: PointKey | None = None  # the point in progress
     try:
         with server:
             server.wait_ready()
             if ctx.stop.is_set():
                 return
-            ctx.live.server_ready(arm.name, time.monotonic() - t0)
+            start_s = time.monotonic() - t0
+            ctx.live.server_ready(arm.name, start_s)
             prov = collect_provenance(sc, arm, ap.launch, server.argv, ap.launch.env_with_gpus(), server.base_url)
             # The process ids let tests (and users) prove that nothing was left running.
             prov["server_process"] = {"pid": server.pid, "pgid": server.pgid}
@@ -141,6 +144,9 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
         with ctx.lock:
             if server in ctx.servers:
                 ctx.servers.remove(server)
+        if ap.launched:
+            ctx.run_dir.mark_arm_round(arm.name, repeat, start_s=start_s, wall_s=time.monotonic() - t0,
+                                       gpus=arm_gpus(ap))
 
 
 def _mark_failed(ctx: RunContext, points: list[PointKey], failure: str, repeat: int) -> None:

@@ -117,7 +117,7 @@ class LiveProgress:
 
     def _eta_text(self) -> str:
         eta = self.eta_s()
-        if eta is None:
+        if eta is None or not (self._starts_left or self._points_left):
             return ""
         done = f"{self._starts_left} server starts and {self._points_left} points left"
         return f"  (ETA {eta / 60:.0f} min: {done})" if eta >= 90 else f"  (ETA {eta:.0f} s: {done})"

@@ -40,7 +40,7 @@ def test_dashboard_site(tmp_path):
                     "Scenario kimi_coding", "Speedup in per-user TPS over time", "Per-position acceptance"):
         assert heading in html
     assert "eagle3.1 · org/eagle3.1-draft" in html  # checkpoint = arm + draft model
-    assert html.count("<svg") == 8  # 4 charts per scenario
+    assert html.count("<svg") == 10  # 5 charts per scenario (the fifth: what each run cost)
 
 
 def test_dashboard_cli_and_empty(tmp_path, capsys):
