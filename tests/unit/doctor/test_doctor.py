@@ -554,12 +554,12 @@ def test_baseline_never_gets_the_per_request_flag():
     from speedbench.engine.command import launch_spec
 
     sc = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml")
-    base, ngram = launch_spec(sc, sc.arm("baseline")), launch_spec(sc, sc.arm("ngram"))
+    base, spec = launch_spec(sc, sc.arm("baseline")), launch_spec(sc, sc.arm("eagle3"))
     assert "--per-request-spec-decode-metrics" not in base.argv
-    assert "--per-request-spec-decode-metrics" in ngram.argv and "--enable-per-request-metrics" in base.argv
+    assert "--per-request-spec-decode-metrics" in spec.argv and "--enable-per-request-metrics" in base.argv
     # the scenario's own command stays as written; the flags are speedbench's, kept apart
-    assert "--per-request-spec-decode-metrics" not in vllm_argv(sc.server, sc.arm("ngram"))
-    assert ngram.argv == vllm_argv(sc.server, sc.arm("ngram")) + ngram.measurement
+    assert "--per-request-spec-decode-metrics" not in vllm_argv(sc.server, sc.arm("eagle3"))
+    assert spec.argv == vllm_argv(sc.server, sc.arm("eagle3")) + spec.measurement
 
 
 def test_measurement_flags_can_be_switched_off_and_respect_the_scenario():

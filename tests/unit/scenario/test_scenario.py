@@ -176,7 +176,9 @@ def test_cpu_scenario_uses_module_entry_point():
     spec = launch_spec(sc, sc.arm("baseline"))
     assert spec.argv[:4] == ["python", "-m", "vllm.entrypoints.openai.api_server", "--model"]
     plan = build_plan(sc)
-    assert plan.n_launches == 6 and plan.n_points == 18  # 6 arms x 3 concurrencies
+    # 5 arms + the A/A twin of the baseline, 3 concurrencies, 3 rounds of fresh servers
+    assert [a.arm.name for a in plan.arms][:2] == ["baseline", "baseline-aa"]
+    assert plan.rounds == 3 and plan.n_points == 18 and plan.n_launches == 18
     # one enumeration, in run order: arm by arm, variant, then concurrency
     first = plan.arms[0].arm.name
     assert plan.points(first) == [(first, c, v) for v in sc.variant_names for c in sc.concurrency]
