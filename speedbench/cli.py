@@ -18,7 +18,7 @@ from speedbench import __version__
 from speedbench.errors import SpeedbenchError
 
 COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "export",
-            "job", "gather", "status", "cancel", "submit")
+            "job", "gather", "status", "cancel", "submit", "verify")
 
 DESCRIPTION = """\
 speedbench measures what speculative decoding buys on vLLM: it launches a server

@@ -32,6 +32,7 @@ from speedbench.run.point import trust_remote_code
 from speedbench.scenario import Scenario, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.results.summary import summarize_run_dir
+from speedbench.results.verify import reopen_damaged_rounds
 from speedbench.workload import load_workload
 from speedbench.workload.chat import workload_tokenizer
 
@@ -67,8 +68,12 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     prepared = prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console):
         return EXIT_FAILED
+    own_arms = [a.name for a in sc.arms] if arms else None
+    # A finished round whose records were lost or damaged is measured again, and says so.
+    for msg in reopen_damaged_rounds(run_dir, own_arms):
+        console.print(f"[yellow]warning[/yellow]: {msg}")
     # A job prunes only its own arm's records: other jobs are measuring theirs right now.
-    dropped = run_dir.prune_unfinished_records(arms=[a.name for a in sc.arms] if arms else None)
+    dropped = run_dir.prune_unfinished_records(arms=own_arms)
     console.print(
         f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept"
         + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
