@@ -18,6 +18,7 @@ Every other file goes through :func:`~speedbench.results.files.atomic_write`.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import threading
@@ -31,7 +32,7 @@ import yaml
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.formats import write_parquet, write_summary_csv
-from speedbench.results.files import atomic_write, finite, new_run_id, safe_part
+from speedbench.results.files import OUTPUT_ERRNOS, atomic_write, finite, new_run_id, output_error, safe_part
 from speedbench.results.lines import DAMAGED_NAME, FileScan, damaged_entry, line_sha, round_digest, scan_file
 from speedbench.client.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
 from speedbench.secrets import redact_override, redact_scenario
@@ -73,11 +74,15 @@ class RunDir:
             path = base / new_run_id(now)
             try:
                 path.mkdir(parents=True, exist_ok=False)
+                rd = cls(path, fsync=fsync)
+                rd.prometheus_dir.mkdir()
+                rd.logs_dir.mkdir()
             except FileExistsError:
                 continue
-            rd = cls(path, fsync=fsync)
-            rd.prometheus_dir.mkdir()
-            rd.logs_dir.mkdir()
+            except OSError as e:
+                if e.errno in OUTPUT_ERRNOS:
+                    raise output_error(e, path) from None
+                raise
             return rd
         raise UsageError(f"could not create a new run folder under {base}")  # pragma: no cover
 
@@ -269,12 +274,10 @@ class RunDir:
                 data = f.read()
                 f.truncate(data.rfind(b"\n") + 1)
         else:
-            with open(p, "a", encoding="utf-8") as f:
-                f.write("\n")
+            self._append(p, "\n")
 
     def _keep_damaged(self, scan: FileScan, damaged: list) -> None:
-        with open(self.damaged_path, "a", encoding="utf-8") as f:
-            f.writelines(damaged_entry(scan.path, d) for d in damaged)
+        self._append(self.damaged_path, "".join(damaged_entry(scan.path, d) for d in damaged))
 
     def append_record(self, rec: RequestRecord) -> None:
         line = json.dumps(finite(rec.to_dict()), separators=(",", ":"))
@@ -283,13 +286,33 @@ class RunDir:
                 self._repair_tail()
                 self._tail_checked = True
             # Open per record: a few microseconds, and nothing is left buffered if we die.
-            with open(self.records_path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
+            self._append(self.records_path, line + "\n")
             rnd = (PointKey(rec.arm, rec.concurrency, rec.variant or ""), int(rec.repeat or 0))
             self._tally.setdefault(rnd, []).append(line_sha(line))
+
+    def _append(self, path: Path, text: str) -> None:
+        """Whole lines or nothing: a disk that fills part-way through is cut back to where
+        it was, so the file keeps only complete records (and the cut frees the space)."""
+        data = text.encode("utf-8")
+        try:
+            with open(path, "ab", buffering=0) as f:
+                start = f.tell()
+                try:
+                    view = memoryview(data)
+                    while view:
+                        n = f.write(view)
+                        if not n:  # a regular file never does this; do not spin if it does
+                            raise OSError(errno.ENOSPC, "short write")
+                        view = view[n:]
+                    if self.fsync:
+                        os.fsync(f.fileno())
+                except OSError:
+                    os.ftruncate(f.fileno(), start)
+                    raise
+        except OSError as e:
+            if e.errno in OUTPUT_ERRNOS:
+                raise output_error(e, path) from None
+            raise
 
     def iter_records(self) -> Iterable[RequestRecord]:
         for p in self.record_files():
@@ -334,8 +357,7 @@ class RunDir:
                 if damaged:
                     self._keep_damaged(scan, damaged)
                 if gone:
-                    with open(self.superseded_path, "a", encoding="utf-8") as f:
-                        f.writelines(g.text + "\n" for g in gone)
+                    self._append(self.superseded_path, "".join(g.text + "\n" for g in gone))
                 drop = {g.lineno for g in gone} | {d.lineno for d in damaged}
                 keep = sorted((x.lineno, x.text) for x in [*scan.good, *scan.damaged] if x.lineno not in drop)
                 atomic_write(path, "".join(t + "\n" for _, t in keep), self.fsync)

@@ -19,13 +19,14 @@ from rich.console import Console
 from speedbench.doctor import exit_code, run_checks
 from speedbench.doctor.table import print_checks
 from speedbench.engine.gpus import detect_gpus
-from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
 from speedbench.report import write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
+from speedbench.results.files import free_space, human_bytes
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
@@ -37,6 +38,7 @@ from speedbench.workload import load_workload
 from speedbench.workload.chat import workload_tokenizer
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_OUTPUT = OutputError.exit_code  # 3: the run folder could not be written (disk full, read-only)
 
 
 def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
@@ -127,6 +129,8 @@ def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared
     with LiveProgress(console) as live:
         ctx = RunContext(sc, plan, run_dir, live, prepared, done)
         interrupted = run_arms(ctx)
+    if ctx.output_error is not None:
+        return _output_stop(run_dir, ctx.output_error, console)
     if not summarize:
         return _finish_job(ctx, console, interrupted)
     return _finish(ctx, console, interrupted)
@@ -144,12 +148,24 @@ def _finish_job(ctx: RunContext, console: Console, interrupted: bool) -> int:
     return EXIT_FAILED if ctx.failures else EXIT_OK
 
 
+def _output_stop(run_dir: RunDir, e: OutputError, console: Console) -> int:
+    """A full or read-only run folder: servers are stopped, complete records are kept."""
+    folder, free = free_space(run_dir.path)
+    console.print(f"[red]stopped: the run folder cannot be written[/red]: {e}", soft_wrap=True)
+    console.print(f"  run folder: {run_dir.path}\n  free space:  {human_bytes(free)} in {folder}\n"
+                  f"  servers stopped; every complete record is kept. Free space (or make the folder "
+                  f"writable), then resume:\n    speedbench run --resume {run_dir.path}", soft_wrap=True)
+    return EXIT_OUTPUT
+
+
 def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
     run_dir = ctx.run_dir
     try:
         summary = summarize_run_dir(run_dir)
         write_report(run_dir)
         print_summary(summary, console, run_dir=run_dir)
+    except OutputError as e:
+        return _output_stop(run_dir, e, console)
     except SpeedbenchError:
         raise
     except Exception as e:  # the records are safe on disk; say how to re-render
