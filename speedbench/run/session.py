@@ -46,7 +46,7 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
     # before the doctor (which would report them as a failed check, exit 1) and before
     # a run folder or any server exists.
     prepared = prepare(sc, console)
-    if not skip_doctor and not _doctor_ok(sc, console):
+    if not skip_doctor and not _doctor_ok(sc, console, output_root, prepared):
         return EXIT_FAILED
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
@@ -68,7 +68,7 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     if arms:
         sc = select_arms(sc, arms)
     prepared = prepare(sc, console)
-    if not skip_doctor and not _doctor_ok(sc, console):
+    if not skip_doctor and not _doctor_ok(sc, console, run_dir.path, prepared):
         return EXIT_FAILED
     own_arms = [a.name for a in sc.arms] if arms else None
     # A finished round whose records were lost or damaged is measured again, and says so.
@@ -101,8 +101,8 @@ def prepare(sc: Scenario, console: Console) -> Prepared:
     return Prepared(workloads, tokenizer)
 
 
-def _doctor_ok(sc: Scenario, console: Console) -> bool:
-    checks = run_checks(sc)
+def _doctor_ok(sc: Scenario, console: Console, output: Path, prepared: Prepared) -> bool:
+    checks = run_checks(sc, output=output, n_prompts=prepared.n_prompts)
     if exit_code(checks) == 0:
         warns = sum(1 for c in checks if c.status == "warn")
         console.print(f"pre-flight checks: ok ({len(checks)} checks, {warns} warnings; `speedbench doctor` shows them)")
