@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 
-from speedbench.engine import make_server
+from speedbench.engine import expected_model, make_server
 from speedbench.engine.provenance import collect_provenance
 from speedbench.errors import OutputError, ServerError
 from speedbench.run.plan import ArmPlan
@@ -110,7 +110,7 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
     current: PointKey | None = None  # the point in progress
     try:
         with server:
-            server.wait_ready()
+            server.wait_ready(expected_model(sc, ap.launch))
             if ctx.stop.is_set():
                 return
             ctx.live.server_ready(arm.name, time.monotonic() - t0)
