@@ -16,6 +16,7 @@ import importlib
 import sys
 
 from speedbench import __version__
+from speedbench.commands import exit_codes_epilog
 from speedbench.errors import SpeedbenchError
 
 COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "export",
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         importlib.import_module(f"speedbench.commands.{name}").register(sub)
+        sub.choices[name].epilog = exit_codes_epilog(name)  # one shape for every command
     return parser
 
 

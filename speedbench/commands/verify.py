@@ -10,8 +10,6 @@ with its records (how many lines were written and their digest), and every recor
 must be a whole record. Lists each problem: records lost, changed or duplicated, damaged
 lines, unreadable files. `speedbench run --resume RUN` repairs what it lists: damaged
 lines move to records.damaged.jsonl and the rounds that lost records are measured again.
-
-exit codes: 0 clean, 1 problems found (listed), 2 not a run folder
 """
 
 
