@@ -11,13 +11,16 @@ line order.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from speedbench.records import PointKey, RequestRecord
+from speedbench.results.files import OUTPUT_ERRNOS, output_error
 
 DAMAGED_NAME = "records.damaged.jsonl"
 
@@ -102,3 +105,29 @@ def damaged_entry(path: Path, d: Damaged) -> str:
     """A line of records.damaged.jsonl: the damaged text and where it was, as JSON (the
     text itself may not be JSON at all)."""
     return json.dumps({"file": path.name, "line": d.lineno, "why": d.why, "text": d.text}) + "\n"
+
+
+def append_whole(path: Path, text: str, fsync: bool = False) -> None:
+    """Append whole lines or nothing: a disk that fills part-way through is cut back to
+    where it was, so the file keeps only complete records (and the cut frees the space).
+    A full or read-only folder raises OutputError (exit 3)."""
+    data = text.encode("utf-8")
+    try:
+        with open(path, "ab", buffering=0) as f:
+            start = f.tell()
+            try:
+                view = memoryview(data)
+                while view:
+                    n = f.write(view)
+                    if not n:  # a regular file never does this; do not spin if it does
+                        raise OSError(errno.ENOSPC, "short write")
+                    view = view[n:]
+                if fsync:
+                    os.fsync(f.fileno())
+            except OSError:
+                os.ftruncate(f.fileno(), start)
+                raise
+    except OSError as e:
+        if e.errno in OUTPUT_ERRNOS:
+            raise output_error(e, path) from None
+        raise

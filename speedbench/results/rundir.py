@@ -18,7 +18,6 @@ Every other file goes through :func:`~speedbench.results.files.atomic_write`.
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import json
 import os
 import threading
@@ -33,7 +32,8 @@ from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.formats import write_parquet, write_summary_csv
 from speedbench.results.files import OUTPUT_ERRNOS, atomic_write, finite, new_run_id, output_error, safe_part
-from speedbench.results.lines import DAMAGED_NAME, FileScan, damaged_entry, line_sha, round_digest, scan_file
+from speedbench.results.lines import (DAMAGED_NAME, FileScan, append_whole, damaged_entry, line_sha, round_digest,
+                                     scan_file)
 from speedbench.client.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
 from speedbench.secrets import redact_override, redact_scenario
 
@@ -291,28 +291,7 @@ class RunDir:
             self._tally.setdefault(rnd, []).append(line_sha(line))
 
     def _append(self, path: Path, text: str) -> None:
-        """Whole lines or nothing: a disk that fills part-way through is cut back to where
-        it was, so the file keeps only complete records (and the cut frees the space)."""
-        data = text.encode("utf-8")
-        try:
-            with open(path, "ab", buffering=0) as f:
-                start = f.tell()
-                try:
-                    view = memoryview(data)
-                    while view:
-                        n = f.write(view)
-                        if not n:  # a regular file never does this; do not spin if it does
-                            raise OSError(errno.ENOSPC, "short write")
-                        view = view[n:]
-                    if self.fsync:
-                        os.fsync(f.fileno())
-                except OSError:
-                    os.ftruncate(f.fileno(), start)
-                    raise
-        except OSError as e:
-            if e.errno in OUTPUT_ERRNOS:
-                raise output_error(e, path) from None
-            raise
+        append_whole(path, text, self.fsync)
 
     def iter_records(self) -> Iterable[RequestRecord]:
         for p in self.record_files():
