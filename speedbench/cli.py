@@ -5,7 +5,8 @@ Each subcommand lives in ``speedbench/commands/<name>.py`` and exposes
 
 Exit codes: 0 success; 1 a run, gate or check failed (a regression, a server that
 died, a failing doctor check); 2 bad usage or invalid input (scenario, data, flags);
-130 interrupted by Ctrl-C / SIGTERM.
+3 the output folder cannot be written (disk full, read-only); 130 interrupted by
+Ctrl-C / SIGTERM.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import importlib
 import sys
 
 from speedbench import __version__
+from speedbench.commands import exit_codes_epilog
 from speedbench.errors import SpeedbenchError
 
 COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "export",
-            "job", "gather", "status", "cancel", "submit")
+            "job", "gather", "status", "cancel", "submit", "verify")
 
 DESCRIPTION = """\
 speedbench measures what speculative decoding buys on vLLM: it launches a server
@@ -33,7 +35,8 @@ typical use:
   speedbench report results/cpu_tiny/<run>            re-render a finished run
   speedbench gate results/cpu_tiny/<run>              fail CI on regressions
 
-exit codes: 0 ok, 1 failed run/gate/check, 2 invalid input or usage, 130 interrupted
+exit codes: 0 ok, 1 failed run/gate/check, 2 invalid input or usage,
+            3 output folder not writable (disk full, read-only), 130 interrupted
 """
 
 
@@ -53,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
         importlib.import_module(f"speedbench.commands.{name}").register(sub)
+        sub.choices[name].epilog = exit_codes_epilog(name)  # one shape for every command
     return parser
 
 

@@ -19,6 +19,17 @@ class UsageError(SpeedbenchError):
     exit_code = 2
 
 
+class OutputError(SpeedbenchError):
+    """The output folder cannot be written: disk full, read-only, no permission (exit
+    code 3). ``path`` is the file that failed; every complete record before it is kept."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, path: object = None):
+        super().__init__(message)
+        self.path = path
+
+
 class ServerError(SpeedbenchError):
     """A server failed to start, or died (exit code 1)."""
 

@@ -18,6 +18,15 @@ REPO = Path(__file__).resolve().parents[1]
 # so concurrent pytest runs (developers, helpers) queue instead of starving each other.
 VLLM_LOCK = Path("/tmp/speedbench-vllm.lock")
 
+try:  # property-based tests (tests/unit/client/test_properties.py): the same examples on every run
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("speedbench", derandomize=True, database=None, deadline=None, max_examples=150,
+                              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    settings.load_profile("speedbench")
+except ImportError:  # the `test` extra brings it; without it those tests are skipped
+    pass
+
 
 @pytest.fixture(scope="session")
 def vllm_slot():

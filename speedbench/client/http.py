@@ -297,30 +297,37 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
                 except (ValueError, AttributeError):
                     rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event is not a JSON object", _fragment(line)
                     return
-                if choices:
-                    c = choices[0]
-                    ids = c.get("token_ids")
-                    delta = c.get("delta")
-                    piece = delta.get("content") if delta is not None else c.get("text")
-                    if piece:
-                        text.append(piece)
-                    if ids is not None:
-                        n = len(ids)
-                    elif piece or (delta is not None and _has_other_text(delta)):
-                        n = 1
-                    elif c.get("finish_reason") is not None:
-                        # Without token ids, the last step often comes as an empty delta
-                        # with finish_reason (EOS detokenises to ""): it still carries
-                        # the last token, and its arrival ends the decode window.
-                        n = 1
-                    else:
-                        n = 0
-                    if n:
-                        chunk_ns.append(arrivals.at(pos, resumed))
-                        chunk_tokens.append(n)
-                    legacy = c.get("speculative_decoding_stats")
-                    if legacy is not None:
-                        set_spec(rec, legacy)
+                try:
+                    if choices:
+                        c = choices[0]
+                        ids = c.get("token_ids")
+                        delta = c.get("delta")
+                        piece = delta.get("content") if delta is not None else c.get("text")
+                        if piece:
+                            if not isinstance(piece, str):
+                                raise TypeError("content is not text")
+                            text.append(piece)
+                        if ids is not None:
+                            n = len(ids)
+                        elif piece or (delta is not None and _has_other_text(delta)):
+                            n = 1
+                        elif c.get("finish_reason") is not None:
+                            # Without token ids, the last step often comes as an empty delta
+                            # with finish_reason (EOS detokenises to ""): it still carries
+                            # the last token, and its arrival ends the decode window.
+                            n = 1
+                        else:
+                            n = 0
+                        if n:
+                            chunk_ns.append(arrivals.at(pos, resumed))
+                            chunk_tokens.append(n)
+                        legacy = c.get("speculative_decoding_stats")
+                        if legacy is not None:
+                            set_spec(rec, legacy)
+                except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+                    # JSON, but not the OpenAI shape (choices not a list of objects, ...)
+                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event has an unexpected shape", _fragment(line)
+                    return
                 usage = obj.get("usage")
                 if usage:
                     read_usage(obj, usage, rec)

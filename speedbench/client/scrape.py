@@ -68,7 +68,9 @@ def parse_prometheus(text: str, keep_created: bool = False) -> Parsed:
     counts; :func:`spec_counters` uses them to see a counter reset) are dropped; lines
     that do not parse are skipped rather than failing a whole scrape."""
     out: Parsed = {}
-    for raw in text.splitlines():
+    # "\n" only: str.splitlines() also splits at \x1c-\x1e, \x85 and \u2028, which a
+    # label value may hold (found by tests/unit/client/test_properties.py).
+    for raw in text.split("\n"):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

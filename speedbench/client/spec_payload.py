@@ -19,11 +19,16 @@ _TIMING_FIELDS = (("generation_time_ms", "generation_ms"), ("time_to_first_token
                   ("queue_time_ms", "queue_ms"), ("mean_itl_ms", "mean_itl_ms"))
 
 
-def read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
-    if usage.get("prompt_tokens") is not None:
-        rec.prompt_tokens = int(usage["prompt_tokens"])
-    if usage.get("completion_tokens") is not None:
-        rec.output_tokens = int(usage["completion_tokens"])
+def read_usage(obj: dict, usage: Any, rec: RequestRecord) -> None:
+    """The usage chunk: token counts, engine timing and spec stats. A usage that is not
+    an object, or a count that is not a number, is ignored (the client's own counts
+    stand): a proxy's odd chunk must not fail a request whose tokens arrived."""
+    if not isinstance(usage, dict):
+        return
+    for key, attr in (("prompt_tokens", "prompt_tokens"), ("completion_tokens", "output_tokens")):
+        v = usage.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+            setattr(rec, attr, int(v))
     # vLLM 0.32 puts metrics next to usage; accept it inside usage too.
     holders = [h for h in (obj.get("metrics"), usage.get("metrics"), usage) if isinstance(h, dict)]
     for holder in holders:

@@ -1,1 +1,32 @@
-"""One module per CLI subcommand; each exposes ``register(subparsers)``."""
+"""One module per CLI subcommand; each exposes ``register(subparsers)``.
+
+``EXIT_CODES`` is every command's exit codes, written once in one shape; cli.py puts it
+at the end of each command's ``--help``, so the commands cannot drift apart.
+"""
+
+# 3 (the output folder cannot be written) applies to every command that writes files.
+EXIT_CODES = {
+    "validate": "0 valid, 2 invalid scenario or bad usage",
+    "run": "0 ok, 1 an arm failed, 2 invalid input or bad usage, 3 output folder not writable "
+           "(disk full, read-only; resume once fixed), 130 interrupted (Ctrl-C / SIGTERM)",
+    "fixtures": "0 built (or already built), 2 bad usage, 3 output folder not writable",
+    "data": "0 ok, 2 bad input or usage",
+    "doctor": "0 nothing fails (warnings allowed), 1 a check fails (--strict: a warning too), 2 bad usage",
+    "report": "0 written, 2 not a readable run or bad usage, 3 output folder not writable",
+    "compare": "0 compared, 2 unreadable run or bad usage, 3 output folder not writable",
+    "gate": "0 all gates pass, 1 a gate failed, 2 bad usage or unreadable data, 3 output folder not writable",
+    "dashboard": "0 written, 2 bad usage, 3 output folder not writable",
+    "export": "0 written, 2 unreadable run or bad usage, 3 output folder not writable",
+    "job": "0 ok, 1 the arm failed, 3 output folder not writable, 130 stopped by SIGTERM (time limit, "
+           "preemption, cancel)",
+    "gather": "0 all arms finished and all gates pass, 1 a gate failed or a point is unfinished or failed, "
+              "2 bad usage, 3 output folder not writable",
+    "status": "0 no job died, 1 a job ended without finishing its points, 2 not a run folder",
+    "cancel": "0 cancelled (or none active), 2 not a run folder",
+    "submit": "0 submitted (locally: all cells ok), else the worst cell's `run` exit code; 2 bad usage",
+    "verify": "0 clean, 1 problems found (listed), 2 not a run folder",
+}
+
+
+def exit_codes_epilog(command: str) -> str:
+    return f"exit codes: {EXIT_CODES[command]}"

@@ -27,7 +27,8 @@ def register(sub) -> None:
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders; the first is the reference")
     p.add_argument("--arms", nargs=2, metavar=("A", "B"), help="compare arm B against arm A within each run")
-    p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML comparison")
+    p.add_argument("-o", "--output", "--html", dest="html", metavar="OUT",
+                   help="also write a self-contained HTML comparison to this file (--html: the old spelling)")
     p.set_defaults(func=run)
 
 

@@ -7,6 +7,8 @@ prints it too).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 
 from speedbench.doctor import exit_code, run_checks
@@ -20,19 +22,21 @@ def register(sub) -> None:
         help="check that this machine can run a scenario, without starting anything",
         description="Pre-flight checks: vLLM package, version and launch command; draft checkpoints "
         "and their EAGLE version; GPUs (count, model, memory in use, NVFP4 needs Blackwell); port, "
-        "disk, HF token; docker; the workload data. Nothing is started or downloaded. "
+        "disk, room for the run folder, HF token; docker; the workload data. Nothing is started or downloaded. "
         "Exit 0 when nothing fails, 1 when a check fails (--strict: warnings fail too).",
     )
     p.add_argument("scenario", help="path to a scenario YAML file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a value before checking (repeatable)")
     p.add_argument("--strict", action="store_true", help="treat warnings as failures")
+    p.add_argument("--output", "-o", default="results", metavar="DIR",
+                   help="the results root the run would write under: its free space is checked (default: results)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     sc = load_scenario(args.scenario, args.overrides)
-    checks = run_checks(sc)
+    checks = run_checks(sc, output=Path(args.output))
     console = Console()
     console.print(f"speedbench doctor: scenario '{sc.name}' ({args.scenario})", markup=False, highlight=False)
     print_checks(checks, console)

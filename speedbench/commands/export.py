@@ -14,8 +14,7 @@ Write a finished run in another shape:
   parquet  summary.parquet, categories.parquet and records.parquet
   json     summary.json
 
-Files go to --out (default: RUN/export/<format>/).
-exit codes: 0 written, 2 unreadable run or bad usage
+Files go to -o/--output (default: RUN/export/<format>/).
 """
 
 
@@ -26,7 +25,8 @@ def register(sub) -> None:
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", help="run folder, e.g. results/cpu_tiny/20261130T120000Z-1a2b3c")
     p.add_argument("--format", required=True, choices=FORMATS)
-    p.add_argument("--out", metavar="DIR", help="output folder (default: RUN/export/<format>)")
+    p.add_argument("-o", "--output", metavar="DIR", help="output folder (default: RUN/export/<format>)")
+    p.add_argument("--out", dest="output", help=argparse.SUPPRESS)  # the old spelling, kept working
     p.set_defaults(func=run)
 
 
@@ -37,7 +37,7 @@ def run(args) -> int:
     from speedbench.results import load_run
 
     r = load_run(args.run)
-    out = Path(args.out) if args.out else r.path / "export" / args.format
+    out = Path(args.output) if args.output else r.path / "export" / args.format
     for p in export_run(r, args.format, out):
         print(p)
     return 0

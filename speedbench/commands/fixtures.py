@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from speedbench.errors import UsageError
 from speedbench.fixtures.assemble import MARKER, ensure_tiny, is_built
 
 
@@ -22,14 +23,17 @@ def register(sub) -> None:
         f"An existing identical build (DIR/{MARKER}) is kept unless --force.",
     )
     p.add_argument("kind", choices=["tiny"], help="which fixture set to build")
-    p.add_argument("dir", help="output folder, e.g. .fixtures/tiny")
+    p.add_argument("dir", nargs="?", help="output folder, e.g. .fixtures/tiny (or -o/--output)")
+    p.add_argument("-o", "--output", metavar="DIR", help="output folder (the same as DIR)")
     p.add_argument("--force", action="store_true", help="rebuild even when an identical build exists")
     p.add_argument("--seed", type=int, default=0, help="seed of the untrained control's weights (default 0, the trained drafts' start)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    root = Path(args.dir)
+    if bool(args.dir) == bool(args.output):
+        raise UsageError("give the output folder once: `speedbench fixtures tiny DIR` or `-o DIR`")
+    root = Path(args.dir or args.output)
     if not args.force and is_built(root, seed=args.seed):
         print(f"{root}: up to date (delete it or pass --force to rebuild)")
         return 0

@@ -17,8 +17,6 @@ than max_regression AND the 95% confidence interval says the drop is real (with
 repeats, that interval covers fresh server starts too); with --history RESULTS_DIR and
 at least 3 earlier runs of the scenario, the drop must also exceed 2 night-to-night
 standard deviations. See docs/gates.md. A gate that refers to a missing or failed arm fails.
-
-exit codes: 0 all gates pass, 1 a gate failed, 2 bad usage or unreadable data
 """
 
 

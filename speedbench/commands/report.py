@@ -10,8 +10,9 @@ def register(sub) -> None:
         "report",
         help="re-render a run's report.md / report.html and print its results table",
         description="Re-render report.md and report.html of a finished run folder from its summary.json, "
-        "records and provenance, and print the speedup tables. Exit 0, or 2 when the folder is not a "
-        "readable run.",
+        "records and provenance, and print the speedup tables. Finished rounds are checked against their "
+        "records first (as `speedbench verify` does); problems are printed as warnings. Exit 0, or 2 when "
+        "the folder is not a readable run.",
     )
     p.add_argument("run", help="run folder, e.g. results/cpu_tiny/20261130T120000Z-1a2b3c")
     p.add_argument("--no-files", action="store_true", help="only print the table; write nothing")
@@ -23,7 +24,16 @@ def run(args) -> int:
     from speedbench.report.terminal import print_report
     from speedbench.results import load_run
 
+    from speedbench.results import RunDir
+    from speedbench.results.verify import verify_run
+
     console = Console(highlight=False)
+    # Lost or damaged records would show as fewer requests, or a failed point: say so first.
+    v = verify_run(RunDir.open(args.run))
+    for problem in v.problems():
+        console.print(f"[yellow]warning[/yellow]: {problem}", markup=True, soft_wrap=True)
+    if not v.ok:
+        console.print(f"`speedbench run --resume {v.run.path}` re-measures the damaged rounds", soft_wrap=True)
     r = load_run(args.run)
     print_report(r, console)
     if not args.no_files:

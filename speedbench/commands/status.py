@@ -13,6 +13,7 @@ def register(sub) -> None:
         "finishing its points (resume with `speedbench run --resume RUN`).",
     )
     p.add_argument("run", help="run folder")
+    p.add_argument("--json", action="store_true", help="print the same as JSON: {run, jobs: [...], gather}")
     p.set_defaults(func=run)
 
 
@@ -27,6 +28,15 @@ def run(args) -> int:
     rd = RunDir.open(args.run)
     sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
     jobs = slurm.arm_jobs(rd, sc)
+    if args.json:
+        import dataclasses
+        import json
+
+        g = slurm.gather_job(rd)
+        print(json.dumps({"run": str(rd.path),
+                          "jobs": [{**dataclasses.asdict(j), "died": j.died} for j in jobs],
+                          "gather": {"job_id": g[0], "state": g[1]} if g else None}, indent=1))
+        return 1 if any(j.died for j in jobs) else 0
     table = Table(title=f"jobs of {rd.path}", title_justify="left")
     for col in ("arm", "job", "state", "node", "points", "details"):
         table.add_column(col, overflow="fold")

@@ -31,6 +31,8 @@ def run_checks(
     vllm_source: Path | None | Any = _FIND,
     executable: str | None = None,
     check_source: Callable[[Any], Any] | None = None,
+    output: Path | None = None,
+    n_prompts: int | None = None,
 ) -> list[Check]:
     """All checks for ``scenario``, in table order.
 
@@ -39,6 +41,8 @@ def run_checks(
     lookup. disk_free(path) -> bytes. port_free(host, port). docker(args) -> (rc, output).
     vllm_source: the installed ``vllm`` folder whose backend/parser names are read (None:
     cannot verify). check_source: the workload check (None: speedbench.workload's).
+    output: the results root, whose free space is compared with the run's estimated
+    output; n_prompts: prompts per point (None: the scenario's num_prompts).
     """
     facts = Facts.gather(
         gpus=gpus, packages=packages, env=env, which=which, disk_free=disk_free, port_free=port_free,
@@ -51,6 +55,8 @@ def run_checks(
         engine=vllm_checks.resolve_engine(scenario, facts),
         arms=arms,
         argv={a.name: arm_argv(scenario, a) for a in arms},
+        output=output,
+        n_prompts=n_prompts,
     )
     # Drafts first: what they are decides which vLLM the scenario needs.
     drafts = _guarded("draft", models.check_drafts, ctx)
@@ -63,6 +69,7 @@ def run_checks(
         ("quantization", gpu_checks.check_quantization),
         ("port", host.check_port),
         ("disk", models.check_disk),
+        ("output space", host.check_output_space),
         ("hf token", models.check_token),
         ("docker", host.check_docker),
         ("leftover containers", containers.check_leftover_containers),

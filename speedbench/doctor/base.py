@@ -155,6 +155,8 @@ class Context:
     argv: dict[str, list[str]]  # arm name -> launch argv (without --host/--port)
     draft_versions: dict[str, str] = field(default_factory=dict)  # "3.1", "3", "?" or ""
     required: list[tuple[str, str, bool]] = field(default_factory=list)  # (feature, why, certain)
+    output: Path | None = None  # the results root the run writes under (None: not checked)
+    n_prompts: int | None = None  # prompts per point, when the workload is loaded already
 
     @property
     def needs_gpu(self) -> bool:

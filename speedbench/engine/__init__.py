@@ -36,17 +36,41 @@ class Server(Protocol):
     def stop(self) -> None: ...
 
 
-def api_key_for(scenario: Scenario) -> str | None:
-    """The API key named by ``server.api_key_env`` (the scenario holds only the name)."""
+def api_key_for(scenario: Scenario, launch_spec: LaunchSpec | None = None) -> str | None:
+    """The key the client sends: the one named by ``server.api_key_env`` (the scenario
+    holds only the name), else the key speedbench gives the server it launches
+    (``--api-key`` in its argv, or ``VLLM_API_KEY`` in its environment), so a scenario
+    that protects its server still measures it. Never written anywhere (secrets.py)."""
     name = scenario.server.api_key_env
-    return os.environ.get(name) if name else None
+    if name:
+        return os.environ.get(name)
+    if launch_spec is None or launch_spec.base_url or scenario.server.launcher == "external":
+        return None
+    return _flag_value(launch_spec.argv, "--api-key") or launch_spec.env.get("VLLM_API_KEY") or None
+
+
+def expected_model(scenario: Scenario, launch_spec: LaunchSpec) -> str | None:
+    """The model name a server we launch must serve (``--served-model-name``, else the
+    model as passed); None for an endpoint we did not start, which serves what it serves."""
+    if launch_spec.base_url or scenario.server.launcher == "external":
+        return None
+    return _flag_value(launch_spec.argv, "--served-model-name") or scenario.server.model or None
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
 
 
 def make_server(scenario: Scenario, launch_spec: LaunchSpec, log_path: Path,
                 on_progress: ProgressFn | None = None) -> Server:
     """The server object for one arm; use it as a context manager, then ``wait_ready()``."""
     server = scenario.server
-    key = api_key_for(scenario)
+    key = api_key_for(scenario, launch_spec)
     if launch_spec.base_url or server.launcher == "external":
         if not launch_spec.base_url:
             raise ValueError(f"arm '{launch_spec.arm}': launcher 'external' needs a base_url")

@@ -13,6 +13,8 @@ import socket
 import urllib.error
 import urllib.request
 
+from speedbench.errors import ServerError
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A port the OS says is free right now (it may be taken again before use)."""
@@ -75,17 +77,45 @@ def probe_ready(base_url: str, model_name: str | None, api_key: str | None,
 
     Returns (served model name or None, what is still missing). ``/health`` answers 200
     before the engine can generate, so only a completed request proves readiness.
+    Answers that waiting cannot change raise ServerError at once, with the fix: 401/403
+    (the API key) and a model name the server does not serve (404, or not listed).
     """
     status, _ = http_json("GET", base_url + "/health", timeout=min(timeout, 5))
     if status != 200:
         return None, f"/health answered {status or 'nothing'}"
     status, models = http_json("GET", base_url + "/v1/models", api_key=api_key, timeout=min(timeout, 10))
+    _refused(base_url + "/v1/models", status, api_key)
     ids = [m.get("id") for m in models.get("data", [])] if status == 200 and isinstance(models, dict) else []
     if not ids:
         return None, f"/v1/models answered {status or 'nothing'} with no model"
-    name = model_name if model_name in ids else ids[0]
+    if model_name and model_name not in ids:
+        raise ServerError(_not_served(base_url, model_name, ids))
+    name = model_name or ids[0]
     body = {"model": name, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
     status, answer = http_json("POST", base_url + "/v1/completions", body, api_key=api_key, timeout=timeout)
+    _refused(base_url + "/v1/completions", status, api_key)
+    if status == 404:
+        raise ServerError(_not_served(base_url, name, ids) + f" (it answered 404: {str(answer)[:200]})")
     if status != 200:
         return None, f"the 1-token completion answered {status or 'nothing'}: {str(answer)[:200]}"
     return name, ""
+
+
+def _refused(url: str, status: int, api_key: str | None) -> None:
+    """401/403 never turn into 200 by waiting. The key's value is never in the message."""
+    if status not in (401, 403):
+        return
+    what = "401 Unauthorized" if status == 401 else "403 Forbidden"
+    if api_key:
+        raise ServerError(
+            f"{url} answered {what}: the server rejects the API key speedbench sent -- fix: the client's key "
+            "(server.api_key_env, else the server's own --api-key) must equal the key the server was given")
+    raise ServerError(
+        f"{url} answered {what}: the server wants an API key and speedbench sent none -- fix: give the key "
+        "to the server with server.args.api-key (speedbench then sends the same key), or name an environment "
+        "variable that holds it in server.api_key_env")
+
+
+def _not_served(base_url: str, name: str, ids: list) -> str:
+    return (f"{base_url} does not serve model '{name}'; it serves: {', '.join(map(str, ids))} -- fix: set "
+            "server.model (or --served-model-name in server.args) to one of those")

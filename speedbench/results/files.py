@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import math
 import os
 import secrets
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+from speedbench.errors import OutputError
+
+# Write errors that waiting or retrying does not fix: the disk (or quota) is full, the
+# folder is read-only or not ours. They stop a run cleanly (exit 3) instead of a traceback.
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -50,9 +58,47 @@ def atomic_write_with(path: Path, write: Callable[[IO[bytes]], Any], fsync: bool
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # a read-only folder: nothing was created either
+            pass
+        if isinstance(e, OSError) and e.errno in OUTPUT_ERRNOS:
+            raise output_error(e, path) from None
         raise
+
+
+def free_space(path: Path) -> tuple[Path, int | None]:
+    """The nearest existing folder of ``path`` and the bytes free there (None: unknown)."""
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    if p.is_file():
+        p = p.parent
+    try:
+        return p, shutil.disk_usage(p).free
+    except OSError:
+        return p, None
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def output_error(e: OSError, path: Path) -> OutputError:
+    """An :class:`OutputError` naming the file, the reason and the free space."""
+    folder, free = free_space(path)
+    why = e.strerror or str(e)
+    fix = ("free space there" if e.errno in (errno.ENOSPC, errno.EDQUOT)
+           else "make the folder writable, or write somewhere else with -o/--output")
+    return OutputError(f"cannot write {path}: {why} (free space in {folder}: {human_bytes(free)}) -- fix: {fix}",
+                       path=path)
 
 
 def safe_part(s: str) -> str:

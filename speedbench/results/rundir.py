@@ -7,8 +7,11 @@ is the job id. Each job writes only its own files, so no two processes ever appe
 file; every reader below merges them, and the folder loads as one run.
 
 Records are appended and flushed one line at a time as each request completes, so a
-crash loses at most the line being written (a torn last line is cut on the next append,
-skipped on reading); records.jsonl and records.superseded.jsonl are append-only logs.
+crash loses at most the line being written (a torn last line is moved to
+records.damaged.jsonl on the next append, skipped on reading); records.jsonl,
+records.superseded.jsonl and records.damaged.jsonl are append-only logs. Each finished
+round's entry in points.json carries the count and digest of its record lines
+(results/lines.py), which resume and ``speedbench verify`` check (results/verify.py).
 Every other file goes through :func:`~speedbench.results.files.atomic_write`.
 """
 
@@ -28,7 +31,9 @@ import yaml
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.formats import write_parquet, write_summary_csv
-from speedbench.results.files import atomic_write, finite, new_run_id, safe_part
+from speedbench.results.files import OUTPUT_ERRNOS, atomic_write, finite, new_run_id, output_error, safe_part
+from speedbench.results.lines import (DAMAGED_NAME, FileScan, append_whole, damaged_entry, line_sha, round_digest,
+                                     scan_file)
 from speedbench.client.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
 from speedbench.secrets import redact_override, redact_scenario
 
@@ -52,6 +57,9 @@ class RunDir:
     # records/points/provenance files. Readers always merge every writer's files.
     tag: str = ""
     _tail_checked: bool = field(default=False, repr=False)
+    # Line digests of the records this process appended, by round, until the round is
+    # marked: mark_point writes their count and digest into points.json.
+    _tally: dict[tuple[PointKey, int], list[str]] = field(default_factory=dict, repr=False, compare=False)
     # Arms of one wave run in threads and share this folder: serialise writes that
     # read-modify-write (points, provenance) or that may span several write() calls.
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -66,11 +74,15 @@ class RunDir:
             path = base / new_run_id(now)
             try:
                 path.mkdir(parents=True, exist_ok=False)
+                rd = cls(path, fsync=fsync)
+                rd.prometheus_dir.mkdir()
+                rd.logs_dir.mkdir()
             except FileExistsError:
                 continue
-            rd = cls(path, fsync=fsync)
-            rd.prometheus_dir.mkdir()
-            rd.logs_dir.mkdir()
+            except OSError as e:
+                if e.errno in OUTPUT_ERRNOS:
+                    raise output_error(e, path) from None
+                raise
             return rd
         raise UsageError(f"could not create a new run folder under {base}")  # pragma: no cover
 
@@ -112,7 +124,8 @@ class RunDir:
     def _all_files(self, stem: str, ext: str) -> list[Path]:
         """The single-process file first, then every job's file in name order."""
         base = self.path / f"{stem}{ext}"
-        jobs = sorted(p for p in self.path.glob(f"{stem}-*{ext}") if p.name != "records.superseded.jsonl")
+        jobs = sorted(p for p in self.path.glob(f"{stem}-*{ext}")
+                      if p.name not in ("records.superseded.jsonl", DAMAGED_NAME))
         return ([base] if base.exists() else []) + jobs
 
     def record_files(self) -> list[Path]:
@@ -235,84 +248,98 @@ class RunDir:
 
     # ---- records --------------------------------------------------------------------
 
+    @property
+    def superseded_path(self) -> Path:
+        return self.path / "records.superseded.jsonl"
+
+    @property
+    def damaged_path(self) -> Path:
+        return self.path / DAMAGED_NAME
+
     def _repair_tail(self) -> None:
-        """Cut a half-written last line left by a crash, so the next append starts on a
-        fresh line instead of gluing a good record onto a broken one."""
+        """Before the first append: a last line without its newline gets one when it is a
+        whole record, and is moved to records.damaged.jsonl when it is not (a crash cut
+        it), so the next record starts on a fresh line and nothing is silently dropped."""
         p = self.records_path
         if not p.exists() or p.stat().st_size == 0:
             return
-        with open(p, "rb+") as f:
+        with open(p, "rb") as f:
             f.seek(-1, os.SEEK_END)
             if f.read(1) == b"\n":
                 return
-            f.seek(0)
-            data = f.read()
-            f.truncate(data.rfind(b"\n") + 1)
+        scan = scan_file(p)
+        if scan.torn:
+            self._keep_damaged(scan, [scan.damaged[-1]])
+            with open(p, "rb+") as f:
+                data = f.read()
+                f.truncate(data.rfind(b"\n") + 1)
+        else:
+            self._append(p, "\n")
+
+    def _keep_damaged(self, scan: FileScan, damaged: list) -> None:
+        self._append(self.damaged_path, "".join(damaged_entry(scan.path, d) for d in damaged))
 
     def append_record(self, rec: RequestRecord) -> None:
-        line = json.dumps(finite(rec.to_dict()), separators=(",", ":")) + "\n"
+        line = json.dumps(finite(rec.to_dict()), separators=(",", ":"))
         with self._lock:
             if not self._tail_checked:
                 self._repair_tail()
                 self._tail_checked = True
             # Open per record: a few microseconds, and nothing is left buffered if we die.
-            with open(self.records_path, "a", encoding="utf-8") as f:
-                f.write(line)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
+            self._append(self.records_path, line + "\n")
+            rnd = (PointKey(rec.arm, rec.concurrency, rec.variant or ""), int(rec.repeat or 0))
+            self._tally.setdefault(rnd, []).append(line_sha(line))
+
+    def _append(self, path: Path, text: str) -> None:
+        append_whole(path, text, self.fsync)
 
     def iter_records(self) -> Iterable[RequestRecord]:
         for p in self.record_files():
             yield from self._iter_file(p)
 
     def _iter_file(self, p: Path) -> Iterable[RequestRecord]:
-        if not p.exists():
-            return
-        with open(p, encoding="utf-8", errors="replace") as f:
-            lines = f.readlines()
-        for i, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                yield RequestRecord.from_dict(d)
-            except (json.JSONDecodeError, TypeError) as e:
-                if i == len(lines) and not line.endswith("\n"):
-                    return  # the line a crash cut short: everything before it is intact
-                raise UsageError(f"{p}:{i}: corrupt record ({e}) -- fix: delete that line") from None
+        scan = scan_file(p)
+        for d in scan.damaged:
+            if not (scan.torn and d is scan.damaged[-1]):  # a torn last line: the rest is intact
+                raise UsageError(
+                    f"{p}:{d.lineno}: damaged record line ({d.why}) -- `speedbench verify {self.path}` lists "
+                    f"every problem; `speedbench run --resume {self.path}` moves damaged lines to "
+                    f"{DAMAGED_NAME} and re-measures the rounds they belonged to")
+        for g in scan.good:
+            yield g.record
 
     def load_records(self) -> list[RequestRecord]:
         return list(self.iter_records())
 
-    @property
-    def superseded_path(self) -> Path:
-        return self.path / "records.superseded.jsonl"
-
     def prune_unfinished_records(self, arms: Iterable[str] | None = None) -> int:
-        """Move records of points not marked done to ``records.superseded.jsonl`` (for
-        resume, which re-runs those points whole); returns how many moved. Nothing is
-        deleted, and the record files never hold two measurements of one point.
+        """Move records of rounds not marked done to ``records.superseded.jsonl`` (for
+        resume, which re-runs those rounds whole), and damaged lines to
+        ``records.damaged.jsonl``; returns how many records moved. Nothing is deleted,
+        kept lines stay byte-identical, and the record files never hold two measurements
+        of one round.
 
-        ``arms`` limits the pruning to those arms' records: a cluster job resuming one arm
-        must not touch the points other jobs are measuring right now."""
+        ``arms`` limits the pruning to those arms' records, and damaged lines to this
+        writer's own file: a cluster job resuming one arm must not touch the files other
+        jobs are appending to right now."""
         done = self.finished_rounds()
         only = set(arms) if arms is not None else None
         moved = 0
         with self._lock:
             for path in self.record_files():
-                recs = list(self._iter_file(path))
-                drop = [(PointKey(r.arm, r.concurrency, r.variant), r.repeat) not in done
-                        and (only is None or r.arm in only) for r in recs]
-                gone = [r for r, d in zip(recs, drop) if d]
-                if not gone:
+                scan = scan_file(path)
+                damaged = scan.damaged if only is None or path == self.records_path else []
+                gone = [g for g in scan.good if (PointKey(g.record.arm, g.record.concurrency, g.record.variant),
+                                                 g.record.repeat) not in done
+                        and (only is None or g.record.arm in only)]
+                if not gone and not damaged:
                     continue
-                keep = [r for r, d in zip(recs, drop) if not d]
-                with open(self.superseded_path, "a", encoding="utf-8") as f:
-                    for r in gone:
-                        f.write(json.dumps(finite(r.to_dict()), separators=(",", ":")) + "\n")
-                text = "".join(json.dumps(finite(r.to_dict()), separators=(",", ":")) + "\n" for r in keep)
-                atomic_write(path, text, self.fsync)
+                if damaged:
+                    self._keep_damaged(scan, damaged)
+                if gone:
+                    self._append(self.superseded_path, "".join(g.text + "\n" for g in gone))
+                drop = {g.lineno for g in gone} | {d.lineno for d in damaged}
+                keep = sorted((x.lineno, x.text) for x in [*scan.good, *scan.damaged] if x.lineno not in drop)
+                atomic_write(path, "".join(t + "\n" for _, t in keep), self.fsync)
                 moved += len(gone)
             self._tail_checked = True  # rewritten whole: no torn tail
         return moved
@@ -336,6 +363,9 @@ class RunDir:
         if self.tag:
             entry["job"] = self.tag
         with self._lock:
+            shas = self._tally.pop((PointKey(*key), int(repeat)), [])
+            if status in RESUMABLE_DONE:  # what verify and resume check this round against
+                entry["record_count"], entry["records_sha256"] = len(shas), round_digest(shas)
             own = self.points_path.name
             points = [p for p in self.read_json(own, []) or [] if _round_key(p) != (PointKey(*key), int(repeat))]
             points.append(entry)

@@ -17,9 +17,9 @@ import signal
 import threading
 import time
 
-from speedbench.engine import make_server
+from speedbench.engine import expected_model, make_server
 from speedbench.engine.provenance import collect_provenance
-from speedbench.errors import ServerError
+from speedbench.errors import OutputError, ServerError
 from speedbench.run.plan import ArmPlan
 from speedbench.records import PointKey
 from speedbench.run.context import RunContext
@@ -112,7 +112,7 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
     current: PointKey | None = None  # the point in progress
     try:
         with server:
-            server.wait_ready()
+            server.wait_ready(expected_model(sc, ap.launch))
             if ctx.stop.is_set():
                 return
             start_s = time.monotonic() - t0
@@ -130,6 +130,8 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
                     ctx.failures[arm.name] = failure
                     _mark_failed(ctx, todo[i + 1:], failure, repeat)
                     return
+    except OutputError as e:  # leaving `with server` stops it; the session says how to resume
+        ctx.output_failed(e)
     except ServerError as e:
         if ctx.stop.is_set():
             return
@@ -150,5 +152,8 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
 
 
 def _mark_failed(ctx: RunContext, points: list[PointKey], failure: str, repeat: int) -> None:
-    for key in points:
-        ctx.run_dir.mark_point(key, "failed", repeat=repeat, failure=failure)
+    try:
+        for key in points:
+            ctx.run_dir.mark_point(key, "failed", repeat=repeat, failure=failure)
+    except OutputError as e:
+        ctx.output_failed(e)

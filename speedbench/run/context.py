@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.engine import Server
+from speedbench.errors import OutputError
 from speedbench.run.plan import Plan
 from speedbench.records import PointKey
 from speedbench.run.live import LiveProgress
@@ -40,3 +41,12 @@ class RunContext:
     lock: threading.Lock = field(default_factory=threading.Lock)
     failures: dict[str, str] = field(default_factory=dict)  # arm -> why it failed
     interrupted: bool = False  # Ctrl-C / SIGTERM seen; servers are being stopped
+    # The run folder could not be written (disk full, read-only): the first such error.
+    # Every arm stops; the session prints the folder, the free space and how to resume.
+    output_error: OutputError | None = None
+
+    def output_failed(self, e: OutputError) -> None:
+        with self.lock:
+            if self.output_error is None:
+                self.output_error = e
+        self.stop.set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from speedbench.loadgen.arrivals import arrival_offsets
 from speedbench.client.http import ClientConfig
 from speedbench.engine import Server
+from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
 from speedbench.loadgen import measure, run_async
@@ -52,7 +53,11 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
             rec.error = "cancelled"
         elif rec.error not in (None, "cancelled") and ctx.stop.is_set() and ctx.interrupted:
             rec.error, rec.error_detail = "cancelled", f"interrupted ({rec.error}: {rec.error_detail})"
-        ctx.run_dir.append_record(rec)
+        if ctx.output_error is None:
+            try:
+                ctx.run_dir.append_record(rec)
+            except OutputError as e:  # a full disk: stop every arm (the point aborts at its next poll)
+                ctx.output_failed(e)
         ctx.live.record_done(rec)
 
     # Each arm runs in its own thread, so each point gets its own event loop.
@@ -64,7 +69,8 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     failure = None
     if aborted and aborted != "interrupted":
         failure = f"server died during concurrency {conc}: {aborted}"
-    if aborted == "interrupted":
+    if aborted == "interrupted" or ctx.output_error is not None:
+        # A record that could not be written may be this round's last: never mark it done.
         status = "interrupted"
     else:
         status = "failed" if aborted else ("partial" if m.n_errors else "ok")

@@ -19,23 +19,26 @@ from rich.console import Console
 from speedbench.doctor import exit_code, run_checks
 from speedbench.doctor.table import print_checks
 from speedbench.engine.gpus import detect_gpus
-from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
 from speedbench.report import write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
+from speedbench.results.files import free_space, human_bytes
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
 from speedbench.scenario import Scenario, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.results.summary import summarize_run_dir
+from speedbench.results.verify import reopen_damaged_rounds
 from speedbench.workload import load_workload
 from speedbench.workload.chat import workload_tokenizer
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_OUTPUT = OutputError.exit_code  # 3: the run folder could not be written (disk full, read-only)
 
 
 def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
@@ -43,7 +46,7 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
     # before the doctor (which would report them as a failed check, exit 1) and before
     # a run folder or any server exists.
     prepared = prepare(sc, console)
-    if not skip_doctor and not _doctor_ok(sc, console):
+    if not skip_doctor and not _doctor_ok(sc, console, output_root, prepared):
         return EXIT_FAILED
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
@@ -65,10 +68,14 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     if arms:
         sc = select_arms(sc, arms)
     prepared = prepare(sc, console)
-    if not skip_doctor and not _doctor_ok(sc, console):
+    if not skip_doctor and not _doctor_ok(sc, console, run_dir.path, prepared):
         return EXIT_FAILED
+    own_arms = [a.name for a in sc.arms] if arms else None
+    # A finished round whose records were lost or damaged is measured again, and says so.
+    for msg in reopen_damaged_rounds(run_dir, own_arms):
+        console.print(f"[yellow]warning[/yellow]: {msg}")
     # A job prunes only its own arm's records: other jobs are measuring theirs right now.
-    dropped = run_dir.prune_unfinished_records(arms=[a.name for a in sc.arms] if arms else None)
+    dropped = run_dir.prune_unfinished_records(arms=own_arms)
     console.print(
         f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept"
         + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
@@ -94,8 +101,8 @@ def prepare(sc: Scenario, console: Console) -> Prepared:
     return Prepared(workloads, tokenizer)
 
 
-def _doctor_ok(sc: Scenario, console: Console) -> bool:
-    checks = run_checks(sc)
+def _doctor_ok(sc: Scenario, console: Console, output: Path, prepared: Prepared) -> bool:
+    checks = run_checks(sc, output=output, n_prompts=prepared.n_prompts)
     if exit_code(checks) == 0:
         warns = sum(1 for c in checks if c.status == "warn")
         console.print(f"pre-flight checks: ok ({len(checks)} checks, {warns} warnings; `speedbench doctor` shows them)")
@@ -125,6 +132,8 @@ def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared
         live.plan(starts=len({(k.arm, r) for k, r in todo if k.arm in launched}), points=len(todo))
         ctx = RunContext(sc, plan, run_dir, live, prepared, done)
         interrupted = run_arms(ctx)
+    if ctx.output_error is not None:
+        return _output_stop(run_dir, ctx.output_error, console)
     if not summarize:
         return _finish_job(ctx, console, interrupted)
     return _finish(ctx, console, interrupted)
@@ -142,12 +151,24 @@ def _finish_job(ctx: RunContext, console: Console, interrupted: bool) -> int:
     return EXIT_FAILED if ctx.failures else EXIT_OK
 
 
+def _output_stop(run_dir: RunDir, e: OutputError, console: Console) -> int:
+    """A full or read-only run folder: servers are stopped, complete records are kept."""
+    folder, free = free_space(run_dir.path)
+    console.print(f"[red]stopped: the run folder cannot be written[/red]: {e}", soft_wrap=True)
+    console.print(f"  run folder: {run_dir.path}\n  free space:  {human_bytes(free)} in {folder}\n"
+                  f"  servers stopped; every complete record is kept. Free space (or make the folder "
+                  f"writable), then resume:\n    speedbench run --resume {run_dir.path}", soft_wrap=True)
+    return EXIT_OUTPUT
+
+
 def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
     run_dir = ctx.run_dir
     try:
         summary = summarize_run_dir(run_dir)
         write_report(run_dir)
         print_summary(summary, console, run_dir=run_dir)
+    except OutputError as e:
+        return _output_stop(run_dir, e, console)
     except SpeedbenchError:
         raise
     except Exception as e:  # the records are safe on disk; say how to re-render

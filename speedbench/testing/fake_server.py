@@ -308,9 +308,20 @@ def _event(obj: dict) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
+def _auth(state: _State):
+    @web.middleware
+    async def check(request: web.Request, handler):
+        key = state.config.api_key
+        if key and request.path.startswith("/v1") and request.headers.get("Authorization") != f"Bearer {key}":
+            return web.json_response({"error": "Unauthorized"}, status=401)  # vLLM's exact answer
+        return await handler(request)
+
+    return check
+
+
 def build_app(state: _State) -> web.Application:
     h = _Handlers(state)
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[_auth(state)])
     app.router.add_get("/health", h.health)
     app.router.add_get("/v1/models", h.models)
     app.router.add_get("/version", h.version)
@@ -360,13 +371,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--enable-per-request-metrics", action="store_true")
     ap.add_argument("--per-request-spec-decode-metrics", default="summary", choices=["none", "summary", "detailed"])
     ap.add_argument("--buffer-output", action="store_true", help="hold every step and write the output at once")
+    ap.add_argument("--api-key", default=None, help="as vLLM: /v1 paths answer 401 without this bearer key")
     a = ap.parse_args(argv)
     cfg = _config_from_json(a.config_json) if a.config_json else FakeConfig(
         model=a.model, ttft_s=a.ttft, t_step_s=a.t_step, output_tokens=a.output_tokens, k=a.k,
         acceptance=tuple(int(x) for x in a.acceptance.split(",") if x), spec_shape=a.spec_shape,
         engines=a.engines, accept_token_ids=not a.reject_token_ids,
         faults=dict(_parse_fault(f) for f in a.fault), die_after=a.die_after,
-        per_request_metrics=a.enable_per_request_metrics, buffer_output=a.buffer_output,
+        per_request_metrics=a.enable_per_request_metrics, buffer_output=a.buffer_output, api_key=a.api_key,
     )
 
     async def serve() -> None:

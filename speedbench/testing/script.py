@@ -59,6 +59,9 @@ class FakeConfig:
     # An API server that falls behind the engine: steps are produced on schedule but
     # buffered, and the whole output goes out in one write after the last step.
     buffer_output: bool = False
+    # vLLM's --api-key: every /v1 path wants "Authorization: Bearer KEY" and answers 401
+    # {"error": "Unauthorized"} without it; /health, /metrics and /version stay open.
+    api_key: str | None = None
 
     def with_overrides(self, over: dict[str, Any]) -> FakeConfig:
         known = {f.name for f in fields(self)} - {"faults", "die_after", "engines"}

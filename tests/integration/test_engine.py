@@ -197,10 +197,14 @@ def test_lifecycle_ready_progress_stop(fake, tmp_path):
     assert "fake server pid" in log.read_text()
 
 
-def test_wait_ready_prefers_the_requested_model_name(fake, tmp_path):
+def test_wait_ready_wants_the_requested_model_name(fake, tmp_path):
     with LocalServer(fake_spec(fake, "--model", "org/name"), tmp_path / "l.txt", ready_timeout_s=20, grace_s=2) as s:
         assert s.wait_ready("org/name") == "org/name"
-        assert s.wait_ready("something-else") == "org/name"  # falls back to what is served
+        # a name the server does not serve is final (issue 23): no waiting, the served names
+        t0 = time.monotonic()
+        with pytest.raises(ServerError, match="does not serve model 'something-else'; it serves: org/name"):
+            s.wait_ready("something-else")
+        assert time.monotonic() - t0 < 5
 
 
 def test_early_exit_raises_with_log_tail(fake, tmp_path):

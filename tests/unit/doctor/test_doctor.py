@@ -430,6 +430,15 @@ def test_disk(host, tmp_path):
     assert one(run_checks(make(), **host), "disk").status == "ok"
 
 
+def test_output_space_warns_below_the_estimated_run_size(host, tmp_path):
+    sc = make(workload={"num_prompts": 100, "max_tokens": 1000})  # ~8 MB of records and Parquet, plus snapshots and logs
+    assert by(run_checks(sc, **host), "output space") == []  # only when the run's folder is given
+    c = one(run_checks(sc, **{**host, "disk_free": lambda p: 1 << 20}, output=tmp_path / "results"), "output space")
+    assert c.status == "warn" and "1.0 MiB free in" in c.detail and "exit 3" in c.fix and "--resume" in c.fix
+    c = one(run_checks(sc, **host, output=tmp_path / "results", n_prompts=3), "output space")
+    assert c.status == "ok" and "500.0 GiB free" in c.detail
+
+
 def test_hf_token_presence_only(host):
     secret = "hf_doNotPrintThisValue123456"
     checks = run_checks(make(), **{**host, "env": {**host["env"], "HF_TOKEN": secret}})

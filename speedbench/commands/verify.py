@@ -1,0 +1,39 @@
+"""``speedbench verify RUN``: check a run folder's finished rounds against their records."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = """\
+Check a run folder without changing it: every finished round in points.json is compared
+with its records (how many lines were written and their digest), and every record line
+must be a whole record. Lists each problem: records lost, changed or duplicated, damaged
+lines, unreadable files. `speedbench run --resume RUN` repairs what it lists: damaged
+lines move to records.damaged.jsonl and the rounds that lost records are measured again.
+"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("verify", help="check a run folder's records against points.json (changes nothing)",
+                       description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run", help="run folder, e.g. results/cpu_tiny/20261130T120000Z-1a2b3c")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from speedbench.results import RunDir
+    from speedbench.results.verify import verify_run
+
+    rd = RunDir.open(args.run)
+    v = verify_run(rd)
+    note = f" ({v.unverifiable} rounds from before record counts were kept: not checked)" if v.unverifiable else ""
+    kept = f"; {v.quarantined} lines kept in {rd.damaged_path.name}" if v.quarantined else ""
+    if v.ok:
+        print(f"{rd.path}: ok, {v.checked} finished rounds match their records{note}{kept}")
+        return 0
+    problems = v.problems()
+    print(f"{rd.path}: {len(problems)} problems{note}{kept}")
+    for p in problems:
+        print(f"  {p}")
+    print(f"fix: speedbench run --resume {rd.path}  (re-measures the damaged rounds)")
+    return 1
