@@ -84,7 +84,8 @@ def _series_groups(rows: list[dict]) -> dict[tuple[str, str, str, int], dict[int
         k = k_of(r)
         if k is None or not r.get("speculative", True):
             continue
-        key = (str(r.get("template") or r.get("arm")), series_of(r), str(r.get("variant", "")), int(num(r.get("concurrency"))))
+        key = (str(r.get("template") or r.get("arm")), series_of(r), str(r.get("variant", "")),
+               int(num(r.get("concurrency"))))
         groups.setdefault(key, {})[k] = r
     return groups
 
@@ -182,7 +183,8 @@ def speculative_config_flag(k: int, method: str = "", arm_spec: dict | None = No
     return "--speculative-config " + shlex.quote(json.dumps(cfg, separators=(",", ":")))
 
 
-def optimal_k(rows: list[dict], template: str | None = None, arms_spec: dict[str, dict] | None = None) -> list[OptimalK]:
+def optimal_k(rows: list[dict], template: str | None = None,
+              arms_spec: dict[str, dict] | None = None) -> list[OptimalK]:
     """Best k per (template, series, variant, concurrency) for series with two or more ks.
 
     ``template`` keeps one template (or series); ``arms_spec`` maps arm name -> resolved
@@ -197,7 +199,8 @@ def optimal_k(rows: list[dict], template: str | None = None, arms_spec: dict[str
             continue
         points = [
             KPoint(k, str(r.get("arm")), num(r.get("speedup_mean")), num(r.get("speedup_ci_low")),
-                   num(r.get("speedup_ci_high")), num(r.get("per_user_tps_mean")), num(r.get("proxy_speedup")), al_of(r))
+                   num(r.get("speedup_ci_high")), num(r.get("per_user_tps_mean")), num(r.get("proxy_speedup")),
+                   al_of(r))
             for k, r in sorted(by_k.items())
         ]
         points = [p for p in points if math.isfinite(p.speedup) or math.isfinite(p.per_user_tps)]
@@ -346,7 +349,8 @@ def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
     if axis not in ("depth", "context"):
         raise ValueError("axis must be 'depth' or 'context'")
     rs = usable(rows)
-    pick = {n: [r for r in rs if n in (r.get("arm"), series_of(r)) and r.get("speculative", True)] for n in (arm_a, arm_b)}
+    pick = {n: [r for r in rs if n in (r.get("arm"), series_of(r)) and r.get("speculative", True)]
+            for n in (arm_a, arm_b)}
     concs = {n: {int(num(r.get("concurrency"))) for r in pick[n]} for n in pick}
     common_c = sorted(concs[arm_a] & concs[arm_b])
     conc = concurrency if concurrency is not None else (common_c[0] if common_c else 0)

@@ -174,7 +174,8 @@ async def stream_request(
     want_ids = cfg.return_token_ids
     # sock_read is aiohttp's per-read timer, re-armed on every received packet: one
     # timer re-arm per read, and it fires only when the stream really stalls.
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s), sock_read=cfg.idle_timeout_s)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s),
+                                    sock_read=cfg.idle_timeout_s)
     started = False  # True once a 200 response began streaming
     complete = False  # True once [DONE] was seen (only the body's tail remained)
     try:
@@ -277,14 +278,16 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
             lines = (pending + piece_bytes if pending else piece_bytes).split(b"\n")
             pending = lines.pop()
             if len(pending) > _MAX_LINE:
-                rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "an SSE line over 16 MiB", _fragment(pending)
+                rec.error, rec.error_detail = "malformed_sse", "an SSE line over 16 MiB"
+                rec.raw_fragment = _fragment(pending)
                 return
             for line in lines:
                 pos += len(line) + 1
                 if not line.startswith(b"data:"):
                     if not line.strip() or line.startswith(b":") or line.startswith(_IGNORED_FIELDS):
                         continue
-                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "not an SSE data line", _fragment(line)
+                    rec.error, rec.error_detail = "malformed_sse", "not an SSE data line"
+                    rec.raw_fragment = _fragment(line)
                     return
                 last = line
                 data = line[5:].strip()
@@ -295,7 +298,8 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
                     obj = loads(data)
                     choices = obj.get("choices")
                 except (ValueError, AttributeError):
-                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event is not a JSON object", _fragment(line)
+                    rec.error, rec.error_detail = "malformed_sse", "event is not a JSON object"
+                    rec.raw_fragment = _fragment(line)
                     return
                 if choices:
                     c = choices[0]

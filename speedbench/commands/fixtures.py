@@ -24,7 +24,8 @@ def register(sub) -> None:
     p.add_argument("kind", choices=["tiny"], help="which fixture set to build")
     p.add_argument("dir", help="output folder, e.g. .fixtures/tiny")
     p.add_argument("--force", action="store_true", help="rebuild even when an identical build exists")
-    p.add_argument("--seed", type=int, default=0, help="seed of the untrained control's weights (default 0, the trained drafts' start)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the untrained control's weights (default 0, the trained drafts' start)")
     p.set_defaults(func=run)
 
 

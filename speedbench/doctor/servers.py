@@ -73,7 +73,8 @@ def check_leftover_servers(ctx: Context) -> list[Check]:
     stale = [p for p in leaders if p.owner_host == host and not _alive(p.owner_pid)]
     if not stale:
         return []
-    desc = ", ".join(f"pid {p.pid} (arm {p.arm or '?'}, owner pid {p.owner_pid} gone): {p.cmdline[:120]}" for p in stale)
+    desc = ", ".join(f"pid {p.pid} (arm {p.arm or '?'}, owner pid {p.owner_pid} gone): {p.cmdline[:120]}"
+                     for p in stale)
     fix = "; ".join(f"kill -TERM -- -{p.pgid}" for p in stale)
     return [Check("leftover servers", "warn",
                   f"{len(stale)} server(s) left running by an earlier speedbench run hold GPUs and ports: {desc}", fix)]

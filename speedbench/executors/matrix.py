@@ -95,9 +95,10 @@ def cells(m: Matrix, base: Path | None = None) -> list[Cell]:
 def dashboard_script(sc: Scenario, results: Path, site: Path, *, cwd: Path) -> str:
     """The job that rebuilds the dashboard once every cell's gather has ended."""
     spec = sc.executor.slurm
-    head = [f"--job-name=sb-dashboard", f"--output={results}/slurm-dashboard-%j.out", f"--chdir={cwd}",
+    head = ["--job-name=sb-dashboard", f"--output={results}/slurm-dashboard-%j.out", f"--chdir={cwd}",
             "--nodes=1", "--ntasks=1", "--cpus-per-task=1"]
-    head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos)) if v]
+    head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos))
+             if v]
     return ("#!/bin/bash\n# speedbench: nightly matrix dashboard (generated; docs/slurm.md)\n"
             + "".join(f"#SBATCH {h}\n" for h in head)
             + "".join(f"{ln}\n" for ln in spec.setup)

@@ -115,7 +115,8 @@ def arm_script(sc: Scenario, run_path: Path | str, arm: str, *, cwd: Path, skip_
 def gather_script(sc: Scenario, run_path: Path | str, *, cwd: Path) -> str:
     spec = sc.executor.slurm
     cmd = " ".join(shlex.quote(w) for w in [*speedbench_argv(spec), "gather"]) + ' "$RUN"'
-    return _script_head(sc, run_path, what="gather", job="gather", cwd=cwd, arm_job=False) + f"{_launcher(spec, cwd)}{cmd}\n"
+    return _script_head(sc, run_path, what="gather", job="gather", cwd=cwd,
+                        arm_job=False) + f"{_launcher(spec, cwd)}{cmd}\n"
 
 
 # ---- the Slurm commands --------------------------------------------------------------

@@ -70,7 +70,8 @@ async def closed_loop(
     for i, p in enumerate(prompts):
         queue.put_nowait((i, p))
     n_workers = max(1, min(phase.concurrency, len(prompts)))
-    workers = [asyncio.create_task(_worker(session, cfg, builder, queue, phase, server_alive)) for _ in range(n_workers)]
+    workers = [asyncio.create_task(_worker(session, cfg, builder, queue, phase,
+                                           server_alive)) for _ in range(n_workers)]
     watchdog = asyncio.create_task(_watch(server_alive, phase, workers)) if server_alive else None
     try:
         # return_exceptions: a worker cancelled by the watchdog must not stop the others'

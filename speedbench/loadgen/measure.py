@@ -118,4 +118,4 @@ async def _settled_scrape(scrape: Callable[[str], Awaitable[str]], base_url: str
 
 
 def _spec_part(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.startswith("vllm:spec_decode") or ln.startswith("vllm:generation_tokens")]
+    return [ln for ln in text.splitlines() if ln.startswith(("vllm:spec_decode", "vllm:generation_tokens"))]

@@ -128,7 +128,10 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     agree = None
     if math.isfinite(acc["al_tokens"]) and math.isfinite(al_prom):
         agree = bool(abs(acc["al_tokens"] - al_prom) <= AL_AGREE_TOLERANCE * al_prom)
-    col = lambda c: ok[c] if n_ok else []
+
+    def col(c: str):
+        return ok[c] if n_ok else []
+
     overcount = overcount_stats(ok, arm.num_speculative_tokens)
     warnings = list(prom.warnings) if prom is not None else []
     n_bad = int(ok["spec_malformed"].sum()) if n_ok else 0

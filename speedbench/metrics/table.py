@@ -12,7 +12,8 @@ from speedbench.records import RequestRecord
 
 _COLUMNS = [
     "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
-    "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s", "decode_s", "tpot_ms", "per_user_tps",
+    "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s",
+            "decode_s", "tpot_ms", "per_user_tps",
     "per_user_e2e_tps", "queue_wait_ms", "t_sent_ns", "t_end_ns", "spec_steps", "spec_accepted",
     "spec_draft_tokens", "spec_hist", "has_spec", "spec_malformed", "spec_overcount",
 ]
@@ -84,5 +85,8 @@ def itl_values(records: Iterable[RequestRecord]) -> tuple[np.ndarray, np.ndarray
         n = np.asarray(r.chunk_tokens[1:], dtype=np.int64)
         chunk.append(gaps)
         token.append(np.repeat(gaps / np.maximum(n, 1), np.maximum(n, 1)))
-    cat = lambda xs: np.concatenate(xs) if xs else np.empty(0)
+
+    def cat(xs: list) -> np.ndarray:
+        return np.concatenate(xs) if xs else np.empty(0)
+
     return cat(chunk), cat(token)

@@ -208,7 +208,8 @@ def _wall(recs: list[RequestRecord]) -> float:
 
 
 def vllm_file_name(key: PointKey) -> str:
-    return "__".join([safe_part(key.arm), f"c{key.concurrency}"] + ([safe_part(key.variant)] if key.variant else [])) + ".json"
+    return "__".join([safe_part(key.arm),
+                      f"c{key.concurrency}"] + ([safe_part(key.variant)] if key.variant else [])) + ".json"
 
 
 def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:

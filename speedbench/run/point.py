@@ -64,10 +64,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     failure = None
     if aborted and aborted != "interrupted":
         failure = f"server died during concurrency {conc}: {aborted}"
-    if aborted == "interrupted":
-        status = "interrupted"
-    else:
-        status = "failed" if aborted else ("partial" if m.n_errors else "ok")
+    status = "interrupted" if aborted == "interrupted" else "failed" if aborted else "partial" if m.n_errors else "ok"
     ctx.run_dir.mark_point(
         key, status, repeat=repeat,
         failure=failure or (aborted or ""),

@@ -61,7 +61,8 @@ _HINTS = {
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     # Pydantic inserts union-member and validator tags ("function-after[...]", "str") into
     # locations; users only care about their own keys.
-    return tuple(p for p in loc if isinstance(p, int) or not re.match(r"^(function-|str$|int$|float$|bool$|list\[|dict\[|none$|json-or-python)", str(p)))
+    return tuple(p for p in loc if isinstance(p, int) or not re.match(
+        r"^(function-|str$|int$|float$|bool$|list\[|dict\[|none$|json-or-python)", str(p)))
 
 
 def format_validation_error(path: str, text: str, err: ValidationError) -> ScenarioError:
@@ -198,7 +199,8 @@ def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
         where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
         problem = getattr(e, "problem", None) or str(e)
         raise ScenarioError(
-            f"invalid scenario {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near that line"
+            f"invalid scenario {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near that "
+            "line"
         ) from None
     if not isinstance(data, dict):
         raise ScenarioError(f"invalid scenario {p}: the top level must be a mapping with 'name', 'server', 'arms', ...")

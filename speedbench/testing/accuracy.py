@@ -89,7 +89,7 @@ def servers() -> Iterator[dict[str, FakeProcess]]:
     fake's first-request costs would otherwise land on the first point)."""
     with FakeProcess(BASE) as base, FakeProcess(SPEC) as sd:
         srvs = {"base": base, "sd": sd}
-        for arm, srv in srvs.items():
+        for srv in srvs.values():
             asyncio.run(run_point(ClientConfig(srv.base_url), _Builder("chat", srv.config, False, "reused"),
                                   _prompts(4, "warm-"), arm="warm", concurrency=4))
         yield srvs
