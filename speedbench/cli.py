@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from speedbench import __version__
 from speedbench.errors import SpeedbenchError
@@ -38,7 +39,7 @@ exit codes: 0 ok, 1 failed run/gate/check, 2 invalid input or usage, 130 interru
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep its usage line
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep its usage line
         self.print_usage(sys.stderr)
         self.exit(2, f"speedbench: error: {message}\n")
 

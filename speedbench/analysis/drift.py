@@ -245,9 +245,12 @@ def depth_curves(rows: list[dict]) -> list[DepthCurve]:
             continue
         ks = sorted(by_k)
         rs = [by_k[k] for k in ks]
+        template, series, variant, concurrency = key
         out.append(DepthCurve(
-            *key, str(rs[0].get("eagle_version") or ""), tuple(ks), tuple(al_of(r) for r in rs),
-            tuple(tuple(conditional_of(r)) for r in rs), tuple(tuple(as_list(r.get("per_position_joint"))) for r in rs),
+            template=template, series=series, variant=variant, concurrency=concurrency,
+            eagle_version=str(rs[0].get("eagle_version") or ""), ks=tuple(ks), al=tuple(al_of(r) for r in rs),
+            conditional=tuple(tuple(conditional_of(r)) for r in rs),
+            joint=tuple(tuple(as_list(r.get("per_position_joint"))) for r in rs),
         ))
     return out
 
@@ -356,13 +359,13 @@ def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
     conc = concurrency if concurrency is not None else (common_c[0] if common_c else 0)
     vt = variant_tokens or {}
     fixed_v = variant if variant is not None else next((str(r.get("variant", "")) for r in pick[arm_a]), "")
-    ks = sorted({k_of(r) for r in pick[arm_a] if k_of(r)} & {k_of(r) for r in pick[arm_b] if k_of(r)})
+    ks = sorted({k for r in pick[arm_a] if (k := k_of(r))} & {k for r in pick[arm_b] if (k := k_of(r))})
     fixed_k = k if k is not None else (ks[-1] if ks else None)
 
     def index(name: str) -> dict[int, dict]:  # x -> row at the fixed concurrency
         sel = [r for r in pick[name] if int(num(r.get("concurrency"))) == conc]
         if axis == "depth":
-            return {k_of(r): r for r in sel if str(r.get("variant", "")) == fixed_v and k_of(r) is not None}
+            return {kr: r for r in sel if str(r.get("variant", "")) == fixed_v and (kr := k_of(r)) is not None}
         return {vt[str(r.get("variant"))]: r for r in sel if str(r.get("variant", "")) in vt and k_of(r) == fixed_k}
 
     ia, ib = index(arm_a), index(arm_b)

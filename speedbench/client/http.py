@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
 from collections import deque
 from dataclasses import dataclass
 from time import perf_counter_ns
@@ -41,7 +42,7 @@ try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks
 except ImportError:  # pragma: no cover -- msgspec comes with vLLM; a bare install may lack it
     _raw_decode = json.JSONDecoder().raw_decode
 
-    def _loads(data: bytes) -> Any:
+    def _loads(data: bytes) -> Any:  # type: ignore[misc]  # msgspec's decoder takes str too
         # json's own parser without json.loads' wrappers (encoding sniffing, whitespace
         # regexes): the data is stripped, so "parsed to the end" is the same check.
         s = data.decode()
@@ -50,10 +51,10 @@ except ImportError:  # pragma: no cover -- msgspec comes with vLLM; a bare insta
             raise ValueError("trailing data")
         return obj
 
-try:
-    from asyncio import timeout as _deadline  # Python 3.11+
-except ImportError:  # Python 3.10: aiohttp itself depends on async-timeout there
-    from async_timeout import timeout as _deadline
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as deadline
+else:  # Python 3.10: aiohttp itself depends on async-timeout there
+    from async_timeout import timeout as deadline
 
 _RAW_LIMIT = 2048  # bytes of an offending fragment kept on the record
 _BODY_LIMIT = 500  # bytes of a non-200 body kept in error_detail
@@ -147,7 +148,8 @@ def make_session(cfg: ClientConfig, concurrency: int) -> aiohttp.ClientSession:
     # A private hook of aiohttp's connector; when a future aiohttp changes it, stamps
     # quietly fall back to the time the reading coroutine resumes.
     if isinstance(factory, functools.partial) and factory.func is ResponseHandler:
-        connector._factory = functools.partial(_StampingHandler, *factory.args, **factory.keywords)
+        connector._factory = functools.partial(  # type: ignore[assignment]  # a ResponseHandler subclass
+            _StampingHandler, *factory.args, **factory.keywords)
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else None
     # total=None: aiohttp's default 300 s total would cut long generations; our own
     # deadline and idle timeout apply per request in stream_request.
@@ -179,7 +181,7 @@ async def stream_request(
     started = False  # True once a 200 response began streaming
     complete = False  # True once [DONE] was seen (only the body's tail remained)
     try:
-        async with _deadline(cfg.request_timeout_s):
+        async with deadline(cfg.request_timeout_s):
             while True:
                 if want_ids:
                     payload["return_token_ids"] = True
@@ -237,7 +239,7 @@ async def _drain(content: aiohttp.StreamReader) -> None:
     if content.at_eof():
         return
     try:
-        async with _deadline(_DRAIN_S):
+        async with deadline(_DRAIN_S):
             while await content.readany():
                 pass
     except (asyncio.TimeoutError, aiohttp.ClientError):

@@ -104,7 +104,7 @@ def _quant(ctx: Context) -> tuple[bool, str] | None:
         if isinstance(value, str) and "fp4" in value.lower():
             return True, f"--quantization {value}"
     loc = locate(ctx, model)
-    if loc.available:
+    if loc.folder is not None:  # available
         config = read_json(loc.folder / "config.json") or {}
         return nvfp4_from_config(config, read_json(loc.folder / "hf_quant_config.json"))
     if re.search(r"nvfp4", model, re.IGNORECASE):

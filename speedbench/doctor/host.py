@@ -4,7 +4,9 @@ and the fixtures folder."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from speedbench.doctor.base import Check, Context
 from speedbench.errors import SpeedbenchError
@@ -67,14 +69,15 @@ def _gpu_runtime(info: str) -> Check:
 
 
 def check_workload(ctx: Context) -> list[Check]:
-    check_source = ctx.facts.check_source
+    check_source: Callable[[Any], Any] | None = ctx.facts.check_source
     if check_source is None:
         try:
             # Lazy: the workload package may pull in heavy loaders, and doctor must still
             # run when it is broken or not there yet.
-            from speedbench.workload import check_source
+            from speedbench.workload import check_source as workload_check
         except ImportError as e:
             return [Check("workload", "warn", f"workload check unavailable ({e})")]
+        check_source = workload_check
     spec = ctx.scenario.workload
     try:
         res = check_source(spec)

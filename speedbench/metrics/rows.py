@@ -196,14 +196,14 @@ def summarize(
     percentiles = tuple(percentiles)
     measured = [r for r in records if not r.warmup]
     df = request_table(measured)
-    by_key = {(a, int(c), v): g for (a, c, v), g in df.groupby(["arm", "concurrency", "variant"], sort=False)}
+    by_key = {PointKey(a, int(c), v): g for (a, c, v), g in df.groupby(["arm", "concurrency", "variant"], sort=False)}
     recs_by_key: dict[PointKey, list[RequestRecord]] = {}
     for r in measured:
         if r.error is None:
-            recs_by_key.setdefault((r.arm, r.concurrency, r.variant), []).append(r)
+            recs_by_key.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
     points = points or {}
     prom_deltas = prom_deltas or {}
-    keys = list(dict.fromkeys([*by_key, *((a, int(c), v) for a, c, v in points)]))
+    keys = list(dict.fromkeys([*by_key, *(PointKey(a, int(c), v) for a, c, v in points)]))
     arm_order = {a: i for i, a in enumerate(arm_info)}
     keys.sort(key=lambda k: (arm_order.get(k[0], len(arm_order)), k[0], k[1]))
     groups = {k: by_key.get(k, df.iloc[0:0]) for k in keys}

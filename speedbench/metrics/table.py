@@ -33,7 +33,7 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
         n = r.n_output
         first = r.chunk_ns[0] if r.chunk_ns else None
         last = r.chunk_ns[-1] if r.chunk_ns else None
-        decode_ns = (last - first) if first is not None else 0
+        decode_ns = (last - first) if first is not None and last is not None else 0
         timed = n >= 2 and decode_ns > 0  # (n-1)/(t_last-t_first) needs both
         e2e = (r.t_end_ns - r.t_sent_ns) / 1e9 if r.t_end_ns and r.t_sent_ns else NAN
         sp = r.spec

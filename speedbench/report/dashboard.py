@@ -92,6 +92,7 @@ def _pooled_al(run: Run, arm: str, variant: str) -> float:
 
 def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
     dest = site / "runs" / _safe_rel(sr.rel) / "report.html"
+    assert sr.run.dir is not None  # scan() loads run folders
     src = sr.run.dir.report_html_path
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -117,8 +118,8 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
         for r in run.rows:
             arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), r.get("concurrency")
             ck = tables.label(checkpoint(run, arm), v)
-            point = (sr.created, tables.num(r.get("per_user_tps_mean")))
-            tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
+            tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(
+                (sr.created, tables.num(r.get("per_user_tps_mean"))))
             if tables.is_speculative(r):
                 point = (sr.created, tables.num(r.get("speedup_mean")), tables.num(r.get("speedup_ci_low")),
                          tables.num(r.get("speedup_ci_high")))

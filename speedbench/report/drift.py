@@ -158,7 +158,7 @@ def plot_conditional(curves: list[DepthCurve]) -> str:
     At temperature 0 acceptance does not depend on batch size, so each panel uses the
     lowest concurrency measured.
     """
-    lowest = {}
+    lowest: dict[str, DepthCurve] = {}
     for c in curves:
         if c.variant not in lowest or c.concurrency < lowest[c.variant].concurrency:
             lowest[c.variant] = c
@@ -264,7 +264,7 @@ def _table_rows(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[st
                     [[c.series, c.variant or "-", str(c.concurrency),
                       *[_f(dict(zip(c.ks, c.al)).get(k, math.nan)) for k in kmax]]
                      for c in data["depth"]]))
-        low = {}
+        low: dict[tuple[str, str], DepthCurve] = {}
         for c in data["depth"]:
             key = (c.series, c.variant)
             if key not in low or c.concurrency < low[key].concurrency:

@@ -213,7 +213,8 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
             if not math.isfinite(value):
                 results.append(GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point"))
                 continue
-            fails, notes = [], []
+            fails: list[str] = []
+            notes: list[str] = []
             if g.min is not None:
                 (fails if value < g.min else notes).append(
                     f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}")

@@ -95,7 +95,7 @@ def table(headers: Sequence[Any], rows: Sequence[Sequence[Any]], cls: str = "", 
     return Safe(f'<div class="wrap"><table{c}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
 
 
-def pill(status: str) -> Safe:
+def pill(status: str | None) -> Safe:
     s = str(status or "")
     known = s if s in ("ok", "partial", "failed", "interrupted") else ""
     return Safe(f'<span class="pill {known}">{esc(s)}</span>')
@@ -136,7 +136,7 @@ def run_plots(run: Run) -> list[tuple[str, str]]:
         if pts:
             ref[t.arm] = pts
     groups = [f"c={c}" for c in tables.concurrencies(run)]
-    al = {}
+    al: dict[str, dict[str, float]] = {}
     for r in run.rows:
         if tables.is_speculative(r):
             al.setdefault(tables.label(str(r.get("arm")), str(r.get("variant") or "")), {})[f"c={r['concurrency']}"] = \

@@ -14,6 +14,7 @@ import io
 import math
 import statistics
 import re
+from typing import Any
 from collections.abc import Sequence
 
 import matplotlib
@@ -24,7 +25,7 @@ from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac"]
-_RC = {
+_RC: dict[Any, Any] = {  # matplotlib types the keys as a Literal of every rcParams name
     "svg.fonttype": "path",
     "svg.hashsalt": "speedbench",  # stable ids: the same data gives the same file
     "text.parse_math": False,

@@ -155,8 +155,9 @@ def al_ci(run: Run, arm: str, concurrency: int, variant: str) -> Interval:
             and r.ok and not r.warmup and r.spec and r.spec.num_spec_steps > 0]
     if len(recs) < 2:
         return NAN_INTERVAL
-    acc = np.array([r.spec.num_accepted_tokens for r in recs], dtype=float)
-    steps = np.array([r.spec.num_spec_steps for r in recs], dtype=float)
+    specs = [r.spec for r in recs if r.spec]
+    acc = np.array([s.num_accepted_tokens for s in specs], dtype=np.float64)
+    steps = np.array([s.num_spec_steps for s in specs], dtype=np.float64)
     idx = _resample_idx(len(recs), np.random.default_rng(SEED))
     lo, hi = _pct(1 + acc[idx].sum(axis=1) / steps[idx].sum(axis=1))
     return Interval(float(1 + acc.sum() / steps.sum()), lo, hi, len(recs), "bootstrap over requests")

@@ -113,7 +113,10 @@ def vllm_result(recs: list[RequestRecord], *, wall_s: float, percentiles: Iterab
     ok = [r for r in recs if r.ok]
     out_lens = [r.n_output for r in ok]
     total_in = sum(r.prompt_tokens or 0 for r in ok)
-    ttft, tpot, itl, e2el = [], [], [], []
+    ttft: list[float] = []
+    tpot: list[float] = []
+    itl: list[float] = []
+    e2el: list[float] = []
     for r in ok:
         lat = (r.t_end_ns - r.t_sent_ns) / 1e9
         e2el.append(lat)

@@ -372,7 +372,7 @@ class RunDir:
             lag = p.get("loop_lag_ms_max")
             if lag is not None:
                 merged["loop_lag_ms_max"] = max(lag, merged.get("loop_lag_ms_max") or 0.0)
-            if _STATUS_RANK.get(p.get("status"), 3) > _STATUS_RANK.get(merged.get("status"), 3):
+            if _STATUS_RANK.get(p.get("status") or "", 3) > _STATUS_RANK.get(merged.get("status") or "", 3):
                 merged["status"], merged["failure"] = p.get("status"), p.get("failure")
         return out
 

@@ -29,7 +29,7 @@ from speedbench.results import RunDir
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
-from speedbench.scenario import Scenario, apply_overrides, resolved_dict, select_arms, validate_data
+from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.results.summary import summarize_run_dir
 from speedbench.workload import load_workload
@@ -86,7 +86,8 @@ def prepare(sc: Scenario, console: Console) -> Prepared:
     w = sc.workload
     tokenizer = workload_tokenizer(w, sc.server.model, list(w.variants), trust_remote_code=trust_remote_code(sc))
     workloads = {}
-    for v in list(w.variants) or [None]:
+    variants: list[VariantSpec | None] = [*w.variants] or [None]
+    for v in variants:
         wl = load_workload(w, variant=v, tokenizer=tokenizer)
         for msg in wl.warnings:
             console.print(f"[yellow]warning[/yellow]: {msg}")

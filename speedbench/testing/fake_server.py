@@ -26,6 +26,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from time import perf_counter_ns
+from typing import Any
 
 from aiohttp import web
 
@@ -279,7 +280,7 @@ class _Handlers:
         em.spec = p.spec_payload()
         if include_usage:
             pt = _prompt_tokens(body)
-            usage = {**head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok,
+            usage: dict[str, Any] = {**head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok,
                                                       "completion_tokens": tok}}
             metrics: dict = _timing(em, tok) if cfg.per_request_metrics else {}
             if em.spec and cfg.spec_shape == "current":
