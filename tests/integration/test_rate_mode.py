@@ -90,10 +90,13 @@ def test_open_loop_sends_on_schedule(srv):
                                 variant="25rps", arrivals=arrivals))
     recs = sorted(res.records, key=lambda r: r.prompt_index)
     assert len(recs) == 12 and all(r.ok for r in recs)
-    t0 = recs[0].t_queued_ns
-    for r, at in zip(recs, arrivals):
-        assert r.t_queued_ns - t0 == pytest.approx(at * S, abs=2e6)  # the scheduled arrival
+    # t_queued_ns is the schedule itself (first send + arrival offset), so it is not compared with the
+    # arrivals; what is measured is lateness: each request went out within 50 ms of its arrival, ...
+    for r in recs:
         assert 0 <= r.t_sent_ns - r.t_queued_ns < 50e6  # sent on time, not after the previous one ended
+    # ... and the sends themselves keep the schedule's spacing
+    for r, at in zip(recs, arrivals):
+        assert r.t_sent_ns - recs[0].t_sent_ns == pytest.approx((at - arrivals[0]) * S, abs=50e6)
     assert srv.max_concurrent > 1  # open loop: arrivals overlap, nobody waited for a free worker
 
 
