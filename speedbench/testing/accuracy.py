@@ -19,8 +19,8 @@ from typing import Any
 
 from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, summarize
-from speedbench.records import Prompt
-from speedbench.loadgen import run_point
+from speedbench.records import PointKey, Prompt
+from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import FakeConfig, true_per_user_tps
@@ -90,8 +90,9 @@ def servers() -> Iterator[dict[str, FakeProcess]]:
     with FakeProcess(BASE) as base, FakeProcess(SPEC) as sd:
         srvs = {"base": base, "sd": sd}
         for srv in srvs.values():
-            asyncio.run(run_point(ClientConfig(srv.base_url), _Builder("chat", srv.config, False, "reused"),
-                                  _prompts(4, "warm-"), arm="warm", concurrency=4))
+            asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url), builder=_Builder("chat", srv.config, False,
+                                                                                            "reused")),
+                                 PointJob(key=PointKey("warm", 4), prompts=_prompts(4, "warm-")), 0))
         yield srvs
 
 
@@ -109,7 +110,8 @@ def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: in
 
         async def point(srv=srv, ps=ps, arm=arm, builder=builder, warm=warm):
             before = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
-            res = await run_point(ClientConfig(srv.base_url), builder, ps, arm=arm, concurrency=c, warmup=warm)
+            res = await run_pass(Target(client=ClientConfig(srv.base_url), builder=builder),
+                                 PointJob(key=PointKey(arm, c), prompts=ps, warmup=warm), 0)
             after = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
             return res, delta(before, after)
 

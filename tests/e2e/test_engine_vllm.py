@@ -124,7 +124,8 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     from speedbench.loadgen.arrivals import arrival_offsets
     from speedbench.client.http import ClientConfig
     from speedbench.metrics import ArmInfo, PointInfo, summarize
-    from speedbench.loadgen import run_point
+    from speedbench.loadgen import PointJob, Target, run_pass
+    from speedbench.records import PointKey
     from speedbench.workload import load_workload
     from speedbench.workload.chat import RequestBuilder
 
@@ -134,8 +135,9 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     rate, seed = 4.0, 0
     arrivals = arrival_offsets(len(wl.measured), rate, 1.0, seed)
     cfg = ClientConfig(server.base_url, request_timeout_s=120, idle_timeout_s=30)
-    res = asyncio.run(run_point(cfg, builder, wl.measured, arm=ARM, concurrency=1000, variant="4rps",
-                                warmup=wl.warmup, arrivals=arrivals))
+    res = asyncio.run(run_pass(Target(client=cfg, builder=builder),
+                               PointJob(key=PointKey(ARM, 1000, "4rps"), prompts=wl.measured, warmup=wl.warmup,
+                                        arrivals=arrivals), 0))
     n_turns = sum(len(p.turns) for p in wl.measured)  # the sample has multi-turn prompts
     assert res.aborted is None and len(res.records) == n_turns and all(r.ok for r in res.records)
     recs = sorted((r for r in res.records if r.turn == 0), key=lambda r: r.prompt_index)  # turn 0 arrives
