@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from speedbench.analysis.cells import num
 from speedbench.metrics.registry import label as metric_label
+from speedbench.records import PointKey
 from speedbench.report.facts import draft_model, hardware, target_model, vllm_version
 from speedbench.results import Run
 
@@ -220,7 +221,8 @@ def noise_lines(run: Run) -> list[str]:
 
 
 def _where(r: dict[str, Any]) -> str:
-    return f"{r.get('arm')} c={r.get('concurrency')}" + (f" [{r['variant']}]" if r.get("variant") else "")
+    # a summary row's concurrency, as stored (the label only prints it)
+    return PointKey(str(r.get("arm")), cast(int, r.get("concurrency")), r.get("variant") or "").label
 
 
 def _grouped(items: list[tuple[str, str]]) -> list[str]:
@@ -273,7 +275,7 @@ def run_warnings(run: Run) -> list[str]:
         out.insert(0, f"arm {arm} FAILED: {msgs[0]}")
     for (arm, c, v), p in run.points.items():
         if p.get("status") == "interrupted":
-            out.append(f"{arm} c={c}{' [' + v + ']' if v else ''}: interrupted; resume the run to complete it")
+            out.append(f"{PointKey(arm, c, v).label}: interrupted; resume the run to complete it")
     if not run.baseline and spec_arms(run):
         out.append("no baseline arm: speedups are not available")
     return out

@@ -149,24 +149,24 @@ class RunDir:
     def log_path(self, arm: str) -> Path:
         return self.logs_dir / f"{safe_part(arm)}.log"
 
-    def prometheus_path(self, arm: str, concurrency: int, variant: str, when: str, repeat: int = 0) -> Path:
+    def prometheus_path(self, key: PointKey, when: str, repeat: int = 0) -> Path:
         if when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")
         # repeat 0 keeps the original name, so run folders from before rounds load unchanged
         rnd = f"__r{int(repeat)}" if repeat else ""
-        name = f"{safe_part(arm)}__c{int(concurrency)}__{safe_part(variant or 'default')}{rnd}__{when}.txt"
+        name = f"{safe_part(key.arm)}__c{int(key.concurrency)}__{safe_part(key.variant or 'default')}{rnd}__{when}.txt"
         return self.prometheus_dir / name
 
     def save_prometheus(self, key: PointKey, before: str, after: str, repeat: int = 0) -> None:
         """Both snapshots of one round of a point; an empty ``after`` (aborted point) is not written."""
         for when, text in (("before", before), ("after", after)):
             if text:
-                atomic_write(self.prometheus_path(*key, when, repeat), text, self.fsync)
+                atomic_write(self.prometheus_path(key, when, repeat), text, self.fsync)
 
     def load_prometheus(self, key: PointKey, repeat: int = 0) -> tuple[str | None, str | None]:
         out = []
         for when in ("before", "after"):
-            p = self.prometheus_path(*key, when, repeat)
+            p = self.prometheus_path(key, when, repeat)
             out.append(p.read_text(encoding="utf-8") if p.exists() else None)
         return out[0], out[1]
 
