@@ -198,9 +198,10 @@ def optimal_k(rows: list[dict], template: str | None = None,
         if len(by_k) < 2 or (template is not None and template not in (tmpl, series)):
             continue
         points = [
-            KPoint(k, str(r.get("arm")), num(r.get("speedup_mean")), num(r.get("speedup_ci_low")),
-                   num(r.get("speedup_ci_high")), num(r.get("per_user_tps_mean")), num(r.get("proxy_speedup")),
-                   al_of(r))
+            KPoint(k=k, arm=str(r.get("arm")), speedup=num(r.get("speedup_mean")), ci_low=num(r.get("speedup_ci_low")),
+                   ci_high=num(r.get("speedup_ci_high")), per_user_tps=num(r.get("per_user_tps_mean")),
+                   proxy_speedup=num(r.get("proxy_speedup")),
+                   al=al_of(r))
             for k, r in sorted(by_k.items())
         ]
         points = [p for p in points if math.isfinite(p.speedup) or math.isfinite(p.per_user_tps)]
@@ -212,9 +213,11 @@ def optimal_k(rows: list[dict], template: str | None = None,
         row = by_k[chosen.k]
         flag = speculative_config_flag(chosen.k, str(row.get("method") or ""), (arms_spec or {}).get(chosen.arm))
         out.append(OptimalK(
-            tmpl, series, variant, conc, chosen.k, chosen.arm, chosen.speedup, chosen.ci_low, chosen.ci_high,
-            chosen.per_user_tps, argmax.k, tuple(p.k for p in contenders), proxy.k if proxy else None,
-            proxy.proxy_speedup if proxy else math.nan, flag, tuple(points),
+            template=tmpl, series=series, variant=variant, concurrency=conc,
+            best_k=chosen.k, best_arm=chosen.arm, speedup=chosen.speedup, ci_low=chosen.ci_low, ci_high=chosen.ci_high,
+            per_user_tps=chosen.per_user_tps, argmax_k=argmax.k, contenders=tuple(p.k for p in contenders),
+            proxy_best_k=proxy.k if proxy else None, proxy_speedup=proxy.proxy_speedup if proxy else math.nan,
+            speculative_config=flag, points=tuple(points),
         ))
     return out
 
@@ -300,9 +303,11 @@ def context_curves(rows: list[dict], variant_tokens: dict[str, int]) -> list[Con
         if len(rs) < 2:
             continue
         out.append(ContextCurve(
-            arm, series_of(rs[0]), k_of(rs[0]), conc, str(rs[0].get("eagle_version") or ""),
-            tuple(str(r.get("variant")) for r in rs), tuple(variant_tokens[str(r.get("variant"))] for r in rs),
-            tuple(al_of(r) for r in rs), tuple(num(r.get("speedup_mean")) for r in rs),
+            arm=arm, series=series_of(rs[0]), k=k_of(rs[0]), concurrency=conc,
+            eagle_version=str(rs[0].get("eagle_version") or ""),
+            variants=tuple(str(r.get("variant")) for r in rs),
+            tokens=tuple(variant_tokens[str(r.get("variant"))] for r in rs),
+            al=tuple(al_of(r) for r in rs), speedup=tuple(num(r.get("speedup_mean")) for r in rs),
         ))
     return out
 
@@ -374,11 +379,13 @@ def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
         a, b = al_of(ia[x]), al_of(ib[x])
         noise = max(SEPARATION_REL * a, _disagreement(ia[x]) + _disagreement(ib[x]))
         ok = math.isfinite(a) and math.isfinite(b) and a > 0
-        points.append(SepPoint(x, a, b, (b - a) / a if ok else math.nan, noise, ok and abs(b - a) > noise))
+        points.append(SepPoint(x=x, al_a=a, al_b=b, rel_diff=(b - a) / a if ok else math.nan, noise=noise,
+                               separated=ok and abs(b - a) > noise))
     first = next((p for p in points if p.separated), None)
     return Separation(
-        arm_a, arm_b, axis, conc, fixed_v if axis == "depth" else f"k={fixed_k}", tuple(points),
-        first.x if first else None, (arm_b if first.al_b > first.al_a else arm_a) if first else None,
+        a=arm_a, b=arm_b, axis=axis, concurrency=conc, fixed=fixed_v if axis == "depth" else f"k={fixed_k}",
+        points=tuple(points),
+        first=first.x if first else None, leader=(arm_b if first.al_b > first.al_a else arm_a) if first else None,
     )
 
 

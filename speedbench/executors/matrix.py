@@ -89,7 +89,8 @@ def cells(m: Matrix, base: Path | None = None) -> list[Cell]:
         if not f.exists() and base is not None and (base / f).exists():
             f = base / f
         sets = [*m.set, *ck.set, *(ov.set if ov else [])]
-        out.append(Cell(str(f), ck.name, ov.name if ov else "", sets, load_scenario(f, sets)))
+        out.append(Cell(scenario_file=str(f), checkpoint=ck.name, override=ov.name if ov else "", overrides=sets,
+                        scenario=load_scenario(f, sets)))
     return out
 
 

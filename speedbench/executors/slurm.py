@@ -228,14 +228,16 @@ def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[Arm
         rc = _exit_code(run_path, job_id)
         if info is None:  # forgotten by the controller: what the job script wrote is all we know
             state = "UNKNOWN" if rc is None else ("COMPLETED" if rc == "0" else "FAILED")
-            out.append(ArmJob(arm, job_id, state, reason=f"exit {rc}" if rc else "no longer known to slurmctld",
+            out.append(ArmJob(arm=arm, job_id=job_id, state=state,
+                              reason=f"exit {rc}" if rc else "no longer known to slurmctld",
                               points_done=done, points_total=len(keys)))
             continue
         state = info.get("JobState", "UNKNOWN")
         reason = info.get("Reason", "")
         if state not in ACTIVE_STATES:
             reason = f"exit {info.get('ExitCode', '?')}" + (f" (speedbench exit {rc})" if rc else "")
-        out.append(ArmJob(arm, job_id, state, node=info.get("NodeList", "") if info.get("NodeList") != "(null)" else "",
+        node = info.get("NodeList", "") if info.get("NodeList") != "(null)" else ""
+        out.append(ArmJob(arm=arm, job_id=job_id, state=state, node=node,
                           reason="" if reason == "None" else reason, points_done=done, points_total=len(keys)))
     return out
 

@@ -75,14 +75,16 @@ async def run_pass(
             wphase = Phase(key=job.key, repeat=repeat, warmup=True, on_record=None)
             await closed_loop(Pass(session, target, wphase), warmup)
             if wphase.aborted:
-                return PointResult([], 0.0, _lag_stats(lag), wphase.aborted, wphase.records)
+                return PointResult(records=[], wall_s=0.0, loop_lag_ms=_lag_stats(lag), aborted=wphase.aborted,
+                                   warmup_records=wphase.records)
             warm_records = wphase.records
         else:
             warm_records = []
         if before_measure is not None:
             stop = await before_measure()
             if isinstance(stop, str) and stop:
-                return PointResult([], 0.0, _lag_stats(lag), stop, warm_records)
+                return PointResult(records=[], wall_s=0.0, loop_lag_ms=_lag_stats(lag), aborted=stop,
+                                   warmup_records=warm_records)
         # Move every object alive now (imported libraries, earlier records) out of the
         # cyclic collector's reach: with torch/transformers loaded a full collection
         # walks ~400k objects and froze the loop for ~400 ms mid-point in our client
@@ -95,7 +97,8 @@ async def run_pass(
             await closed_loop(Pass(session, target, phase), job.prompts)
         else:
             await open_loop(Pass(session, target, phase), job.prompts, job.arrivals)
-        return PointResult(phase.records, _wall_s(phase.records), _lag_stats(lag), phase.aborted, warm_records)
+        return PointResult(records=phase.records, wall_s=_wall_s(phase.records), loop_lag_ms=_lag_stats(lag),
+                           aborted=phase.aborted, warmup_records=warm_records)
     finally:
         for t in helpers:
             t.cancel()

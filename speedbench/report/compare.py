@@ -94,9 +94,9 @@ def _keys(run: Run, arm: str) -> list[tuple[int, str]]:
 def compare_runs(runs: list[Run]) -> Comparison:
     labels = [(f"R{i + 1}", r) for i, r in enumerate(runs)]
     first = runs[0]
-    cmp = Comparison("Comparison of runs", labels, [])
-    cmp.sections.append(Section("Runs", ["label", "scenario", "run", "created", "hardware"],
-                                [[lab, r.scenario_name, r.run_id, r.created_utc, tables.hardware(r)] for lab,
+    cmp = Comparison(title="Comparison of runs", runs=labels, sections=[])
+    cmp.sections.append(Section(title="Runs", headers=["label", "scenario", "run", "created", "hardware"],
+                                rows=[[lab, r.scenario_name, r.run_id, r.created_utc, tables.hardware(r)] for lab,
                                  r in labels],
                                 left=5))
     rec = [_has_records(r) for r in runs]
@@ -110,7 +110,7 @@ def compare_runs(runs: list[Run]) -> Comparison:
         diffs = [lab for lab in present if lab != "R1"] if "R1" in present else []
         headers += [f"Δ speedup {lab}−R1 [95% CI]" for lab in diffs] + [f"significant {lab}" for lab in diffs]
         headers += [f"Δ per-user TPS {lab}−R1" for lab in diffs]
-        sec = Section(f"Speedup: {arm}", headers, [])
+        sec = Section(title=f"Speedup: {arm}", headers=headers, rows=[])
         keys = sorted({k for lab, r in labels if lab in present for k in _keys(r, arm)})
         for c, v in keys:
             row = [f"{c}" + (f" [{v}]" if v else "")]
@@ -174,11 +174,13 @@ def _category_and_positions(cmp: Comparison, sources: list[tuple[str, Run, list[
                 pos_rows.append([f"{lab} {tables.label(arm, v)}".strip(), "conditional"]
                                 + [tables.fmt(x, 3) for x in cond])
     if rows_al:
-        cmp.sections.append(Section("Acceptance length per category", ["arm"] + cats,
-                                    [[name] + [tables.fmt(vals.get(c), 3) for c in cats] for name, vals in rows_al]))
+        cmp.sections.append(Section(title="Acceptance length per category", headers=["arm"] + cats,
+                                    rows=[[name] + [tables.fmt(vals.get(c), 3) for c in cats]
+                                          for name, vals in rows_al]))
     if pos_rows:
-        cmp.sections.append(Section("Per-position acceptance", ["arm", "kind"] + [f"pos {i + 1}" for i in range(n_pos)],
-                                    pos_rows, left=2))
+        cmp.sections.append(Section(title="Per-position acceptance",
+                                    headers=["arm", "kind"] + [f"pos {i + 1}" for i in range(n_pos)],
+                                    rows=pos_rows, left=2))
 
 
 def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
@@ -188,10 +190,10 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
             from speedbench.errors import UsageError
 
             raise UsageError(f"arm '{a}' is not in run {run.run_id}; its arms are {run.arms()}")
-    cmp = Comparison(f"{arm_b} vs {arm_a} in run {run.run_id}", [("", run)], [])
+    cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
                "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]
-    sec = Section("Speedup, paired by prompt", headers, [])
+    sec = Section(title="Speedup, paired by prompt", headers=headers, rows=[])
     has = _has_records(run)
     for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
         ra, rb = run.row(arm_a, c, v) or {}, run.row(arm_b, c, v) or {}
@@ -224,13 +226,14 @@ def merge(comparisons: list[Comparison]) -> Comparison:
     """One page for several comparisons (``--arms`` over several runs)."""
     if len(comparisons) == 1:
         return comparisons[0]
-    out = Comparison("; ".join(c.title for c in comparisons), [], [])
+    out = Comparison(title="; ".join(c.title for c in comparisons), runs=[], sections=[])
     for i, c in enumerate(comparisons, 1):
         out.runs += c.runs
         out.notes += c.notes
         for sec in c.sections:
-            out.sections.append(Section(f"{c.title}: {sec.title}", sec.headers, sec.rows, sec.note,
-                                        sec.significant_rows, sec.left))
+            out.sections.append(Section(title=f"{c.title}: {sec.title}", headers=sec.headers, rows=sec.rows,
+                                        note=sec.note,
+                                        significant_rows=sec.significant_rows, left=sec.left))
         out.speedups.update({f"#{i} {k}": v for k, v in c.speedups.items()})
         out.curves.update({f"#{i} {k}": v for k, v in c.curves.items()})
     return out

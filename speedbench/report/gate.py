@@ -202,7 +202,8 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
     for i, g in enumerate(gates):
         rows, problems = _select(run, g)
         for p in problems:
-            results.append(GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, p))
+            results.append(GateResult(index=i, gate=g, arm=g.arm, concurrency=g.concurrency, variant=g.variant,
+                                      status="fail", value=math.nan, message=p))
         for row in rows:
             ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
             value = metric_value(row, g.metric)

@@ -146,18 +146,22 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
             rows = [r for r in run.rows if r.get("arm") == arm and (r.get("variant") or "") == v]
             if not rows:
                 continue
-            t = SpeedupTable(arm, v, str(rows[0].get("eagle_version") or ""), draft_model(run, arm))
+            t = SpeedupTable(arm=arm, variant=v, eagle_version=str(rows[0].get("eagle_version") or ""),
+                             draft=draft_model(run, arm))
             for r in sorted(rows, key=lambda r: int(r["concurrency"])):
                 c = int(r["concurrency"])
                 base = run.row(run.baseline, c, v) if run.baseline else None
                 al, src = al_of(r)
                 t.rows.append(SpeedupRow(
-                    c, num((base or {}).get("per_user_tps_mean")), num(r.get("per_user_tps_mean")),
-                    num(r.get("speedup_mean")), num(r.get("speedup_ci_low")), num(r.get("speedup_ci_high")),
-                    int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al, src,
-                    reference_speedup(run, arm, c), str(r.get("status") or ""), str(r.get("failure") or ""),
-                    num(r.get("speedup_engine_mean")), num(r.get("speedup_engine_ci_low")),
-                    num(r.get("speedup_engine_ci_high"))))
+                    concurrency=c, base_tps=num((base or {}).get("per_user_tps_mean")),
+                    spec_tps=num(r.get("per_user_tps_mean")),
+                    speedup=num(r.get("speedup_mean")), ci_low=num(r.get("speedup_ci_low")),
+                    ci_high=num(r.get("speedup_ci_high")),
+                    pairs=int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al=al, al_source=src,
+                    reference=reference_speedup(run, arm, c), status=str(r.get("status") or ""),
+                    failure=str(r.get("failure") or ""),
+                    engine_speedup=num(r.get("speedup_engine_mean")), engine_ci_low=num(r.get("speedup_engine_ci_low")),
+                    engine_ci_high=num(r.get("speedup_engine_ci_high"))))
             tables.append(t)
     return tables
 

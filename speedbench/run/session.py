@@ -121,7 +121,7 @@ def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared
                       n_prompts=prepared.n_prompts)
     done = run_dir.finished_rounds() if resume else set()
     with LiveProgress(console) as live:
-        ctx = RunContext(sc, plan, run_dir, live, prepared, done)
+        ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done)
         interrupted = run_arms(ctx)
     if not summarize:
         return _finish_job(ctx, console, interrupted)

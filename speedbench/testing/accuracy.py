@@ -90,8 +90,8 @@ def servers() -> Iterator[dict[str, FakeProcess]]:
     with FakeProcess(BASE) as base, FakeProcess(SPEC) as sd:
         srvs = {"base": base, "sd": sd}
         for srv in srvs.values():
-            asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url), builder=_Builder("chat", srv.config, False,
-                                                                                            "reused")),
+            warm_builder = _Builder("chat", srv.config, False, "reused")
+            asyncio.run(run_pass(Target(client=ClientConfig(base_url=srv.base_url), builder=warm_builder),
                                  PointJob(key=PointKey("warm", 4), prompts=_prompts(4, "warm-")), 0))
         yield srvs
 
@@ -110,7 +110,7 @@ def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: in
 
         async def point(srv=srv, ps=ps, arm=arm, builder=builder, warm=warm):
             before = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
-            res = await run_pass(Target(client=ClientConfig(srv.base_url), builder=builder),
+            res = await run_pass(Target(client=ClientConfig(base_url=srv.base_url), builder=builder),
                                  PointJob(key=PointKey(arm, c), prompts=ps, warmup=warm), 0)
             after = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
             return res, delta(before, after)
@@ -130,7 +130,8 @@ def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: in
             d["ttft"][(arm, r.prompt_index)] = (em.emit_ns[0] - r.t_sent_ns) / 1e6
     rows = summarize(d["records"]["base"] + d["records"]["sd"], d["prom"], "base",
                      {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}}, d["points"])
-    return Point(key, {r["arm"]: r for r in rows}, d["records"], d["tps"], d["ttft"], d["ports"])
+    return Point(key=key, rows={r["arm"]: r for r in rows}, records=d["records"], truth_tps=d["tps"],
+                 truth_ttft_ms=d["ttft"], ports=d["ports"])
 
 
 KEYS = [(p, conn, c) for p in PATHS for conn in CONNS for c in LEVELS]

@@ -173,7 +173,8 @@ class _Handlers:
             over.update(body["fake"])
         cfg = s.config.with_overrides(over)
         fault = fault_from(over) or s.config.faults.get(seq)
-        em = Emission(seq, request.path, body, t_arrival, fault=fault.kind if fault else None)
+        em = Emission(seq=seq, path=request.path, body=body, t_arrival_ns=t_arrival,
+                      fault=fault.kind if fault else None)
         peer = request.transport.get_extra_info("peername") if request.transport else None
         em.peer_port = int(peer[1]) if peer else 0
         s.log.append(em)

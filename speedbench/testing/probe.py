@@ -132,7 +132,7 @@ async def probe(base_url: str, requests: list[tuple[str, dict]], gap_s: float = 
             payload = json.dumps({**body, "stream": True}).encode()
             head = (f"POST {path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(payload)}\r\nConnection: keep-alive\r\n\r\n").encode()
-            ex = Exchange(path, perf_counter_ns())
+            ex = Exchange(path=path, t_sent_ns=perf_counter_ns())
             writer.write(head + payload)
             await writer.drain()
             buf = b""
