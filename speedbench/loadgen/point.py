@@ -18,7 +18,7 @@ from typing import Any
 from speedbench.client.http import make_session
 from speedbench.loadgen.job import PointJob, Target
 from speedbench.loadgen.loops import Pass, Phase, closed_loop, open_loop
-from speedbench.records import RequestRecord
+from speedbench.records import RequestRecord, wall_s
 
 _PROBE_PERIOD_S = 0.010
 
@@ -97,7 +97,7 @@ async def run_pass(
             await closed_loop(Pass(session, target, phase), job.prompts)
         else:
             await open_loop(Pass(session, target, phase), job.prompts, job.arrivals)
-        return PointResult(records=phase.records, wall_s=_wall_s(phase.records), loop_lag_ms=_lag_stats(lag),
+        return PointResult(records=phase.records, wall_s=wall_s(phase.records), loop_lag_ms=_lag_stats(lag),
                            aborted=phase.aborted, warmup_records=warm_records)
     finally:
         for t in helpers:
@@ -125,10 +125,3 @@ def _lag_stats(samples: list[int]) -> dict[str, float]:
 
     return {"p50": pct(0.50), "p99": pct(0.99), "max": s[-1] / 1e6}
 
-
-def _wall_s(records: list[RequestRecord]) -> float:
-    sent = [r.t_sent_ns for r in records if r.t_sent_ns]
-    ends = [r.t_end_ns for r in records if r.t_end_ns]
-    if not sent or not ends:
-        return 0.0
-    return (max(ends) - min(sent)) / 1e9

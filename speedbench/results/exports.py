@@ -24,7 +24,7 @@ import numpy as np
 
 from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
-from speedbench.records import PointKey, RequestRecord
+from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.formats import write_parquet
 from speedbench.results.run import Run
@@ -182,7 +182,7 @@ def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
         if not recs:
             continue
         point = run.points.get(key) or {}
-        wall = point.get("wall_s") or _wall(recs)
+        wall = point.get("wall_s") or wall_s(recs)
         rate = row.get("request_rate")
         backend = "openai" if workload.get("api") == "completions" else "openai-chat"
         header = {
@@ -199,15 +199,6 @@ def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
                                request_goodput=goodput if isinstance(goodput, (int, float)) and math.isfinite(goodput)
                                else None)
     return out
-
-
-def _wall(recs: list[RequestRecord]) -> float:
-    total = 0.0
-    for rep in {r.repeat for r in recs}:
-        rs = [r for r in recs if r.repeat == rep and r.t_sent_ns and r.t_end_ns]
-        if rs:
-            total += (max(r.t_end_ns for r in rs) - min(r.t_sent_ns for r in rs)) / 1e9
-    return total
 
 
 def vllm_file_name(key: PointKey) -> str:
