@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from speedbench.analysis.cells import as_list, num
+from speedbench.analysis.cells import al_of, as_list, num
 
 # Two AL curves "separate" where they differ by more than this fraction of arm A's AL
 # (and by more than the rows' own measurement disagreement, see separation()).
@@ -32,12 +32,6 @@ USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 def k_of(row: dict) -> int | None:
     v = num(row.get("num_speculative_tokens"))
     return int(v) if math.isfinite(v) and v >= 1 else None
-
-
-def al_of(row: dict) -> float:
-    """Token-weighted AL (per-request metrics) when present, else the Prometheus AL."""
-    v = num(row.get("al_tokens"))
-    return v if math.isfinite(v) else num(row.get("al_prometheus"))
 
 
 def series_of(row: dict) -> str:
@@ -201,7 +195,7 @@ def optimal_k(rows: list[dict], template: str | None = None,
             KPoint(k=k, arm=str(r.get("arm")), speedup=num(r.get("speedup_mean")), ci_low=num(r.get("speedup_ci_low")),
                    ci_high=num(r.get("speedup_ci_high")), per_user_tps=num(r.get("per_user_tps_mean")),
                    proxy_speedup=num(r.get("proxy_speedup")),
-                   al=al_of(r))
+                   al=al_of(r)[0])
             for k, r in sorted(by_k.items())
         ]
         points = [p for p in points if math.isfinite(p.speedup) or math.isfinite(p.per_user_tps)]
@@ -251,7 +245,7 @@ def depth_curves(rows: list[dict]) -> list[DepthCurve]:
         template, series, variant, concurrency = key
         out.append(DepthCurve(
             template=template, series=series, variant=variant, concurrency=concurrency,
-            eagle_version=str(rs[0].get("eagle_version") or ""), ks=tuple(ks), al=tuple(al_of(r) for r in rs),
+            eagle_version=str(rs[0].get("eagle_version") or ""), ks=tuple(ks), al=tuple(al_of(r)[0] for r in rs),
             conditional=tuple(tuple(conditional_of(r)) for r in rs),
             joint=tuple(tuple(as_list(r.get("per_position_joint"))) for r in rs),
         ))
@@ -307,7 +301,7 @@ def context_curves(rows: list[dict], variant_tokens: dict[str, int]) -> list[Con
             eagle_version=str(rs[0].get("eagle_version") or ""),
             variants=tuple(str(r.get("variant")) for r in rs),
             tokens=tuple(variant_tokens[str(r.get("variant"))] for r in rs),
-            al=tuple(al_of(r) for r in rs), speedup=tuple(num(r.get("speedup_mean")) for r in rs),
+            al=tuple(al_of(r)[0] for r in rs), speedup=tuple(num(r.get("speedup_mean")) for r in rs),
         ))
     return out
 
@@ -376,7 +370,7 @@ def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
     ia, ib = index(arm_a), index(arm_b)
     points = []
     for x in sorted(set(ia) & set(ib)):
-        a, b = al_of(ia[x]), al_of(ib[x])
+        a, b = al_of(ia[x])[0], al_of(ib[x])[0]
         noise = max(SEPARATION_REL * a, _disagreement(ia[x]) + _disagreement(ib[x]))
         ok = math.isfinite(a) and math.isfinite(b) and a > 0
         points.append(SepPoint(x=x, al_a=a, al_b=b, rel_diff=(b - a) / a if ok else math.nan, noise=noise,

@@ -33,7 +33,7 @@ import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
 from speedbench.records import RequestRecord
-from speedbench.client.spec_payload import parse_spec, read_usage, set_spec  # noqa: F401 -- parse_spec: callers know it here
+from speedbench.client.spec_payload import read_usage, set_spec
 
 try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks/README.md)
     import msgspec

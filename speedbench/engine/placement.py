@@ -104,26 +104,6 @@ def schedule_scenario(sc: Scenario, inventory: Sequence[int] | None) -> list[Wav
     return schedule(sc.arms, inv, needs)
 
 
-def estimate_saving(waves: Sequence[Wave], per_arm_s: float | Mapping[str, float]) -> dict[str, float]:
-    """Wall time of the schedule against running every arm one after the other.
-
-    A wave lasts as long as its slowest arm.
-    """
-    def cost(arm: str) -> float:
-        return float(per_arm_s[arm]) if isinstance(per_arm_s, Mapping) else float(per_arm_s)
-
-    sequential = sum(cost(p.arm) for w in waves for p in w)
-    scheduled = sum(max((cost(p.arm) for p in w), default=0.0) for w in waves)
-    saved = sequential - scheduled
-    return {
-        "sequential_s": sequential,
-        "scheduled_s": scheduled,
-        "saving_s": saved,
-        "saving_fraction": saved / sequential if sequential else 0.0,
-        "waves": float(len(waves)),
-    }
-
-
 def describe(waves: Sequence[Wave]) -> list[str]:
     """One line per wave, for --dry-run."""
     lines = []

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedbench.analysis.cells import al_of
 from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
@@ -208,8 +209,8 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
                          tables.fmt_speedup(rb.get("speedup_mean"), rb.get("speedup_ci_low"),
                                             rb.get("speedup_ci_high")),
                          _fmt_diff(iv), _sig(iv), tables.fmt(ra.get("per_user_tps_mean"), 1),
-                         tables.fmt(rb.get("per_user_tps_mean"), 1), tables.fmt(tables.al_of(ra)[0], 3),
-                         tables.fmt(tables.al_of(rb)[0], 3)])
+                         tables.fmt(rb.get("per_user_tps_mean"), 1), tables.fmt(al_of(ra)[0], 3),
+                         tables.fmt(al_of(rb)[0], 3)])
     cmp.sections.append(sec)
     for t in tables.speedup_tables(run):
         if t.arm in (arm_a, arm_b):

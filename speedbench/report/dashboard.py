@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from speedbench.analysis.cells import al_of
 from speedbench.errors import SpeedbenchError
 from speedbench.report import html
 from speedbench.report import plots
@@ -83,7 +84,7 @@ def _pooled_al(run: Run, arm: str, variant: str) -> float:
     num = den = 0.0
     for r in run.rows:
         if r.get("arm") == arm and (r.get("variant") or "") == variant:
-            al, n = tables.al_of(r)[0], tables.num(r.get("n_ok"))
+            al, n = al_of(r)[0], tables.num(r.get("n_ok"))
             if math.isfinite(al):
                 w = n if n > 0 else 1.0
                 num, den = num + al * w, den + w

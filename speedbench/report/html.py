@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speedbench import __version__
+from speedbench.analysis.cells import al_of
 from speedbench.report import breakdowns
 from speedbench.report import markdown
 from speedbench.report import plots
@@ -140,7 +141,7 @@ def run_plots(run: Run) -> list[tuple[str, str]]:
     for r in run.rows:
         if tables.is_speculative(r):
             al.setdefault(tables.label(str(r.get("arm")), str(r.get("variant") or "")), {})[f"c={r['concurrency']}"] = \
-                tables.al_of(r)[0]
+                al_of(r)[0]
     cats, cat_al = tables.category_al(run)
     ref_cat = {c: tables.reference_al(run, c) for c in cats}
     return [

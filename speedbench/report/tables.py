@@ -14,13 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from speedbench.analysis.cells import num
+from speedbench.analysis.cells import al_of, num
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
 from speedbench.report.facts import draft_model, hardware, target_model, vllm_version
 from speedbench.results import Run
 
-NAN = float("nan")
 LOOP_LAG_WARN_MS = 10.0  # above this the client's own timestamps may be late
 
 
@@ -63,17 +62,6 @@ def concurrencies(run: Run) -> list[int]:
     return sorted({int(r["concurrency"]) for r in run.rows if r.get("concurrency") is not None})
 
 
-def al_of(row: dict[str, Any] | None) -> tuple[float, str]:
-    """AL and where it came from: per-request token counts first, Prometheus otherwise."""
-    if not row:
-        return NAN, ""
-    if ok(row.get("al_tokens")):
-        return num(row["al_tokens"]), "tokens"
-    if ok(row.get("al_prometheus")):
-        return num(row["al_prometheus"]), "prometheus"
-    return NAN, ""
-
-
 def _keyed(d: dict[Any, Any], key: Any) -> Any:
     # JSON turns integer keys into strings; accept both.
     return d.get(key, d.get(str(key)))
@@ -82,9 +70,9 @@ def _keyed(d: dict[Any, Any], key: Any) -> Any:
 def reference_speedup(run: Run, arm: str, concurrency: int) -> float:
     ref = run.reference or {}
     if ref.get("arm") not in (None, arm):
-        return NAN
+        return math.nan
     if ref.get("arm") is None and len(spec_arms(run)) != 1:
-        return NAN  # unnamed reference and several candidates: do not guess
+        return math.nan  # unnamed reference and several candidates: do not guess
     return num(_keyed(ref.get("speedup") or {}, concurrency))
 
 
@@ -114,9 +102,9 @@ class SpeedupRow:
     reference: float
     status: str
     failure: str = ""
-    engine_speedup: float = NAN  # the same ratio on the engine's clock
-    engine_ci_low: float = NAN
-    engine_ci_high: float = NAN
+    engine_speedup: float = math.nan  # the same ratio on the engine's clock
+    engine_ci_low: float = math.nan
+    engine_ci_high: float = math.nan
 
 
 @dataclass
@@ -206,7 +194,7 @@ def noise_lines(run: Run) -> list[str]:
         sds = [num(r.get("speedup_between_sd")) for r in run.rows if ok(r.get("speedup_between_sd"))]
         out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "
                    f"prompts); the speedup moved between rounds by a standard deviation of up to "
-                   f"{max(sds, default=NAN):.3f}x.")
+                   f"{max(sds, default=math.nan):.3f}x.")
     elif any(ok(r.get("speedup_ci_low")) for r in run.rows):
         out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
                    "server starts. Set repeats: 3 and aa_check: true to measure it.")

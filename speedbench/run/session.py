@@ -22,7 +22,6 @@ from speedbench.engine.gpus import detect_gpus
 from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
-from speedbench.report import write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
@@ -141,6 +140,9 @@ def _finish_job(ctx: RunContext, console: Console, interrupted: bool) -> int:
 
 
 def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
+    # Lazy: the renderers load matplotlib, which a run needs only once it ends.
+    from speedbench.report.render import write_report
+
     run_dir = ctx.run_dir
     try:
         summary = summarize_run_dir(run_dir)

@@ -135,11 +135,6 @@ class Padder:
         return self._pool_ids
 
 
-def pad_text(text: str, target_tokens: int, *, key: str, seed: int | str = 0, tokenizer=None) -> str:
-    """One-off padding; use :class:`Padder` for many prompts."""
-    return Padder(target_tokens, seed=seed, tokenizer=tokenizer).pad(text, key=key)
-
-
 def _filler(rng: random.Random, n_chars: int) -> str:
     parts: list[str] = []
     size = 0

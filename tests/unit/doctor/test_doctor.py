@@ -25,7 +25,6 @@ from speedbench.engine.gpus import (
     GPU_QUERY,
     detect_gpus,
     is_blackwell,
-    is_hopper,
     parse_compute_apps,
     parse_gpu_query,
     probe_gpus,
@@ -64,7 +63,7 @@ def test_parse_h100_with_busy_gpus():
     g0 = gpus[0]
     assert g0.name == "NVIDIA H100 80GB HBM3" and g0.memory_total_mib == 81559 and g0.compute_cap == "9.0"
     assert g0.driver == "550.127.05" and g0.uuid.startswith("GPU-")
-    assert is_hopper(g0) and not is_blackwell(g0)
+    assert g0.capability[0] == 9 and not is_blackwell(g0)  # Hopper
     assert [p.pid for p in g0.processes] == [48213] and g0.process_memory_mib == 62976
     assert gpus[2].processes == ()
 

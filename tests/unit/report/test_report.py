@@ -12,7 +12,7 @@ from tests.helpers.runfactory import make_run
 
 from speedbench.cli import main
 from speedbench.records import PointKey, RequestRecord
-from speedbench.report import render_report, write_report
+from speedbench.report.render import render_report, write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_report, print_summary
 from speedbench.results import load_run
