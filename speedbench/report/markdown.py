@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from speedbench.metrics.registry import BY_KEY
+from speedbench.metrics.registry import label as metric_label
 from speedbench.report import breakdowns
 from speedbench.report import tables
 from speedbench.results import Run
@@ -53,8 +55,19 @@ def speedup_table_md(t: tables.SpeedupTable, baseline: str | None) -> str:
     return md_table(headers, rows)
 
 
-DETAIL_HEADERS = ["arm", "c", "status", "ok/total", "per-user TPS mean (p10–p90)", "output TPS", "TTFT p50 ms",
-                  "TPOT p50 ms", "speedup", "AL pooled / per-request mean / Prometheus", "draft acc. rate"]
+def _head(key: str, *, unit: bool = False) -> str:
+    """A column header from the metric registry: its label, with the unit when asked."""
+    u = BY_KEY[key].unit if unit and key in BY_KEY else ""
+    return f"{metric_label(key)} {u}" if u else metric_label(key)
+
+
+# "All points": one column per detail_rows() cell, each named by the registry.
+DETAIL_HEADERS = [
+    _head("arm"), _head("concurrency"), _head("status"), f"{_head('n_ok')}/{_head('n_requests')}",
+    f"{_head('per_user_tps_mean')} mean (p10–p90)", _head("output_tps"), _head("ttft_ms_median", unit=True),
+    _head("tpot_ms_median", unit=True), _head("speedup_mean"),
+    " / ".join(_head(k) for k in ("al_tokens", "al_requests", "al_prometheus")), _head("draft_acceptance_rate"),
+]
 
 
 def detail_rows(run: Run) -> list[list[str]]:
