@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from speedbench.client.http import ClientConfig
-from speedbench.records import Prompt, RequestRecord
-from speedbench.loadgen import run_async, run_point
+from speedbench.records import PointKey, Prompt, RequestRecord
+from speedbench.loadgen import PointJob, Target, run_async, run_pass
 
 PY = sys.executable
 CLIENT_CPU, SERVER_CPU = 0, 1
@@ -89,7 +89,8 @@ def _ours(url: str, conc: int, n_requests: int, chunks: int) -> tuple[list[Reque
     prompts = [Prompt(id=str(i), turns=(f"w{i}",)) for i in range(n_requests)]
     c0 = time.process_time()
     # the loop `speedbench run` uses (uvloop when installed)
-    res = run_async(run_point(ClientConfig(url), _Builder(chunks), prompts, arm="bench", concurrency=conc))
+    res = run_async(run_pass(Target(client=ClientConfig(url), builder=_Builder(chunks)),
+                             PointJob(key=PointKey("bench", conc), prompts=prompts), 0))
     cpu = time.process_time() - c0
     bad = [r.error for r in res.records if r.error]
     if bad:

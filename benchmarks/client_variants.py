@@ -1,6 +1,6 @@
 """Which event loop and JSON parser should the client use? Side by side, interleaved.
 
-Runs speedbench's real client path (runner.run_point -> client.stream_request) four
+Runs speedbench's real client path (loadgen.run_pass -> client.stream_request) four
 ways against benchmarks/sse_server.py: {asyncio, uvloop} x {json, msgspec}. Prints the
 added latency at c=256 (paced server, 20 chunks/s per stream) and the ingest rate at
 c=16 (burst server) for each. Usage::

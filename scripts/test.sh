@@ -4,6 +4,7 @@
 #   integration  tests/integration/     subprocesses, Slurm, Chromium, fake servers
 #   e2e          tests/e2e/             a real vLLM on the CPU (the `vllm` marker; tests/conftest.py
 #                                       keeps the marker and the folder the same)
+# Before the tiers: ruff and mypy on speedbench/ (configured in pyproject.toml).
 # A failing tier stops the script. Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,9 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
     'BEGIN { printf "[test] %s tier: %.1f s wall (exit %d)\n", n, b - a, rc }'
   return "$rc"
 }
+echo "[test] lint: ruff and mypy"
+.venv/bin/ruff check speedbench
+.venv/bin/mypy speedbench
 tier unit tests/unit -q "$@"
 tier integration tests/integration -q "$@"
 tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "$@"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from speedbench import __version__
 from speedbench.commands import exit_codes_epilog
@@ -41,7 +42,7 @@ exit codes: 0 ok, 1 failed run/gate/check, 2 invalid input or usage,
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 too; keep its usage line
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 too; keep its usage line
         self.print_usage(sys.stderr)
         self.exit(2, f"speedbench: error: {message}\n")
 

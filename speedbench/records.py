@@ -9,6 +9,7 @@ in ``time.perf_counter_ns()`` nanoseconds and integer counts. Derived numbers
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 
@@ -143,6 +144,21 @@ class RequestRecord:
         d["spec"] = SpecStats.from_dict(d.get("spec"))
         d["engine"] = EngineTiming.from_dict(d.get("engine"))
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def wall_s(records: Iterable[RequestRecord]) -> float:
+    """Measured wall time: first send -> last end within each repeat (each round is its
+    own server start), summed over repeats in order; 0 without a send or an end."""
+    by_repeat: dict[int, list[RequestRecord]] = {}
+    for r in records:
+        by_repeat.setdefault(r.repeat, []).append(r)
+    total = 0.0
+    for rep in sorted(by_repeat):
+        sent = [r.t_sent_ns for r in by_repeat[rep] if r.t_sent_ns]
+        ends = [r.t_end_ns for r in by_repeat[rep] if r.t_end_ns]
+        if sent and ends:
+            total += (max(ends) - min(sent)) / 1e9
+    return total
 
 
 # Error kinds the client may record. Kept short and stable: reports group by them.

@@ -26,3 +26,15 @@ def as_list(x: Any) -> list[float]:
         except ValueError:
             return []
     return [num(v) for v in x] if isinstance(x, (list, tuple)) else []
+
+
+def al_of(row: dict[str, Any] | None) -> tuple[float, str]:
+    """AL and where it came from: the token-weighted AL from per-request counters first,
+    the Prometheus AL otherwise ("tokens" / "prometheus"; NaN and "" without either)."""
+    if not row:
+        return math.nan, ""
+    for key, source in (("al_tokens", "tokens"), ("al_prometheus", "prometheus")):
+        v = num(row.get(key))
+        if math.isfinite(v):
+            return v, source
+    return math.nan, ""

@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from speedbench.analysis.cells import as_list, num
+from speedbench.analysis.cells import al_of, as_list, num
 
 # Two AL curves "separate" where they differ by more than this fraction of arm A's AL
 # (and by more than the rows' own measurement disagreement, see separation()).
@@ -32,12 +32,6 @@ USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 def k_of(row: dict) -> int | None:
     v = num(row.get("num_speculative_tokens"))
     return int(v) if math.isfinite(v) and v >= 1 else None
-
-
-def al_of(row: dict) -> float:
-    """Token-weighted AL (per-request metrics) when present, else the Prometheus AL."""
-    v = num(row.get("al_tokens"))
-    return v if math.isfinite(v) else num(row.get("al_prometheus"))
 
 
 def series_of(row: dict) -> str:
@@ -84,7 +78,8 @@ def _series_groups(rows: list[dict]) -> dict[tuple[str, str, str, int], dict[int
         k = k_of(r)
         if k is None or not r.get("speculative", True):
             continue
-        key = (str(r.get("template") or r.get("arm")), series_of(r), str(r.get("variant", "")), int(num(r.get("concurrency"))))
+        key = (str(r.get("template") or r.get("arm")), series_of(r), str(r.get("variant", "")),
+               int(num(r.get("concurrency"))))
         groups.setdefault(key, {})[k] = r
     return groups
 
@@ -182,7 +177,8 @@ def speculative_config_flag(k: int, method: str = "", arm_spec: dict | None = No
     return "--speculative-config " + shlex.quote(json.dumps(cfg, separators=(",", ":")))
 
 
-def optimal_k(rows: list[dict], template: str | None = None, arms_spec: dict[str, dict] | None = None) -> list[OptimalK]:
+def optimal_k(rows: list[dict], template: str | None = None,
+              arms_spec: dict[str, dict] | None = None) -> list[OptimalK]:
     """Best k per (template, series, variant, concurrency) for series with two or more ks.
 
     ``template`` keeps one template (or series); ``arms_spec`` maps arm name -> resolved
@@ -196,8 +192,10 @@ def optimal_k(rows: list[dict], template: str | None = None, arms_spec: dict[str
         if len(by_k) < 2 or (template is not None and template not in (tmpl, series)):
             continue
         points = [
-            KPoint(k, str(r.get("arm")), num(r.get("speedup_mean")), num(r.get("speedup_ci_low")),
-                   num(r.get("speedup_ci_high")), num(r.get("per_user_tps_mean")), num(r.get("proxy_speedup")), al_of(r))
+            KPoint(k=k, arm=str(r.get("arm")), speedup=num(r.get("speedup_mean")), ci_low=num(r.get("speedup_ci_low")),
+                   ci_high=num(r.get("speedup_ci_high")), per_user_tps=num(r.get("per_user_tps_mean")),
+                   proxy_speedup=num(r.get("proxy_speedup")),
+                   al=al_of(r)[0])
             for k, r in sorted(by_k.items())
         ]
         points = [p for p in points if math.isfinite(p.speedup) or math.isfinite(p.per_user_tps)]
@@ -209,9 +207,11 @@ def optimal_k(rows: list[dict], template: str | None = None, arms_spec: dict[str
         row = by_k[chosen.k]
         flag = speculative_config_flag(chosen.k, str(row.get("method") or ""), (arms_spec or {}).get(chosen.arm))
         out.append(OptimalK(
-            tmpl, series, variant, conc, chosen.k, chosen.arm, chosen.speedup, chosen.ci_low, chosen.ci_high,
-            chosen.per_user_tps, argmax.k, tuple(p.k for p in contenders), proxy.k if proxy else None,
-            proxy.proxy_speedup if proxy else math.nan, flag, tuple(points),
+            template=tmpl, series=series, variant=variant, concurrency=conc,
+            best_k=chosen.k, best_arm=chosen.arm, speedup=chosen.speedup, ci_low=chosen.ci_low, ci_high=chosen.ci_high,
+            per_user_tps=chosen.per_user_tps, argmax_k=argmax.k, contenders=tuple(p.k for p in contenders),
+            proxy_best_k=proxy.k if proxy else None, proxy_speedup=proxy.proxy_speedup if proxy else math.nan,
+            speculative_config=flag, points=tuple(points),
         ))
     return out
 
@@ -242,9 +242,12 @@ def depth_curves(rows: list[dict]) -> list[DepthCurve]:
             continue
         ks = sorted(by_k)
         rs = [by_k[k] for k in ks]
+        template, series, variant, concurrency = key
         out.append(DepthCurve(
-            *key, str(rs[0].get("eagle_version") or ""), tuple(ks), tuple(al_of(r) for r in rs),
-            tuple(tuple(conditional_of(r)) for r in rs), tuple(tuple(as_list(r.get("per_position_joint"))) for r in rs),
+            template=template, series=series, variant=variant, concurrency=concurrency,
+            eagle_version=str(rs[0].get("eagle_version") or ""), ks=tuple(ks), al=tuple(al_of(r)[0] for r in rs),
+            conditional=tuple(tuple(conditional_of(r)) for r in rs),
+            joint=tuple(tuple(as_list(r.get("per_position_joint"))) for r in rs),
         ))
     return out
 
@@ -294,9 +297,11 @@ def context_curves(rows: list[dict], variant_tokens: dict[str, int]) -> list[Con
         if len(rs) < 2:
             continue
         out.append(ContextCurve(
-            arm, series_of(rs[0]), k_of(rs[0]), conc, str(rs[0].get("eagle_version") or ""),
-            tuple(str(r.get("variant")) for r in rs), tuple(variant_tokens[str(r.get("variant"))] for r in rs),
-            tuple(al_of(r) for r in rs), tuple(num(r.get("speedup_mean")) for r in rs),
+            arm=arm, series=series_of(rs[0]), k=k_of(rs[0]), concurrency=conc,
+            eagle_version=str(rs[0].get("eagle_version") or ""),
+            variants=tuple(str(r.get("variant")) for r in rs),
+            tokens=tuple(variant_tokens[str(r.get("variant"))] for r in rs),
+            al=tuple(al_of(r)[0] for r in rs), speedup=tuple(num(r.get("speedup_mean")) for r in rs),
         ))
     return out
 
@@ -346,32 +351,35 @@ def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
     if axis not in ("depth", "context"):
         raise ValueError("axis must be 'depth' or 'context'")
     rs = usable(rows)
-    pick = {n: [r for r in rs if n in (r.get("arm"), series_of(r)) and r.get("speculative", True)] for n in (arm_a, arm_b)}
+    pick = {n: [r for r in rs if n in (r.get("arm"), series_of(r)) and r.get("speculative", True)]
+            for n in (arm_a, arm_b)}
     concs = {n: {int(num(r.get("concurrency"))) for r in pick[n]} for n in pick}
     common_c = sorted(concs[arm_a] & concs[arm_b])
     conc = concurrency if concurrency is not None else (common_c[0] if common_c else 0)
     vt = variant_tokens or {}
     fixed_v = variant if variant is not None else next((str(r.get("variant", "")) for r in pick[arm_a]), "")
-    ks = sorted({k_of(r) for r in pick[arm_a] if k_of(r)} & {k_of(r) for r in pick[arm_b] if k_of(r)})
+    ks = sorted({k for r in pick[arm_a] if (k := k_of(r))} & {k for r in pick[arm_b] if (k := k_of(r))})
     fixed_k = k if k is not None else (ks[-1] if ks else None)
 
     def index(name: str) -> dict[int, dict]:  # x -> row at the fixed concurrency
         sel = [r for r in pick[name] if int(num(r.get("concurrency"))) == conc]
         if axis == "depth":
-            return {k_of(r): r for r in sel if str(r.get("variant", "")) == fixed_v and k_of(r) is not None}
+            return {kr: r for r in sel if str(r.get("variant", "")) == fixed_v and (kr := k_of(r)) is not None}
         return {vt[str(r.get("variant"))]: r for r in sel if str(r.get("variant", "")) in vt and k_of(r) == fixed_k}
 
     ia, ib = index(arm_a), index(arm_b)
     points = []
     for x in sorted(set(ia) & set(ib)):
-        a, b = al_of(ia[x]), al_of(ib[x])
+        a, b = al_of(ia[x])[0], al_of(ib[x])[0]
         noise = max(SEPARATION_REL * a, _disagreement(ia[x]) + _disagreement(ib[x]))
         ok = math.isfinite(a) and math.isfinite(b) and a > 0
-        points.append(SepPoint(x, a, b, (b - a) / a if ok else math.nan, noise, ok and abs(b - a) > noise))
+        points.append(SepPoint(x=x, al_a=a, al_b=b, rel_diff=(b - a) / a if ok else math.nan, noise=noise,
+                               separated=ok and abs(b - a) > noise))
     first = next((p for p in points if p.separated), None)
     return Separation(
-        arm_a, arm_b, axis, conc, fixed_v if axis == "depth" else f"k={fixed_k}", tuple(points),
-        first.x if first else None, (arm_b if first.al_b > first.al_a else arm_a) if first else None,
+        a=arm_a, b=arm_b, axis=axis, concurrency=conc, fixed=fixed_v if axis == "depth" else f"k={fixed_k}",
+        points=tuple(points),
+        first=first.x if first else None, leader=(arm_b if first.al_b > first.al_a else arm_a) if first else None,
     )
 
 

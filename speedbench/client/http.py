@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
 from collections import deque
 from dataclasses import dataclass
 from time import perf_counter_ns
@@ -32,7 +33,7 @@ import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
 from speedbench.records import RequestRecord
-from speedbench.client.spec_payload import parse_spec, read_usage, set_spec  # noqa: F401 -- parse_spec: callers know it here
+from speedbench.client.spec_payload import read_usage, set_spec
 
 try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks/README.md)
     import msgspec
@@ -41,7 +42,7 @@ try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks
 except ImportError:  # pragma: no cover -- msgspec comes with vLLM; a bare install may lack it
     _raw_decode = json.JSONDecoder().raw_decode
 
-    def _loads(data: bytes) -> Any:
+    def _loads(data: bytes) -> Any:  # type: ignore[misc]  # msgspec's decoder takes str too
         # json's own parser without json.loads' wrappers (encoding sniffing, whitespace
         # regexes): the data is stripped, so "parsed to the end" is the same check.
         s = data.decode()
@@ -50,10 +51,10 @@ except ImportError:  # pragma: no cover -- msgspec comes with vLLM; a bare insta
             raise ValueError("trailing data")
         return obj
 
-try:
-    from asyncio import timeout as _deadline  # Python 3.11+
-except ImportError:  # Python 3.10: aiohttp itself depends on async-timeout there
-    from async_timeout import timeout as _deadline
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as deadline
+else:  # Python 3.10: aiohttp itself depends on async-timeout there
+    from async_timeout import timeout as deadline
 
 _RAW_LIMIT = 2048  # bytes of an offending fragment kept on the record
 _BODY_LIMIT = 500  # bytes of a non-200 body kept in error_detail
@@ -147,7 +148,8 @@ def make_session(cfg: ClientConfig, concurrency: int) -> aiohttp.ClientSession:
     # A private hook of aiohttp's connector; when a future aiohttp changes it, stamps
     # quietly fall back to the time the reading coroutine resumes.
     if isinstance(factory, functools.partial) and factory.func is ResponseHandler:
-        connector._factory = functools.partial(_StampingHandler, *factory.args, **factory.keywords)
+        connector._factory = functools.partial(  # type: ignore[assignment]  # a ResponseHandler subclass
+            _StampingHandler, *factory.args, **factory.keywords)
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else None
     # total=None: aiohttp's default 300 s total would cut long generations; our own
     # deadline and idle timeout apply per request in stream_request.
@@ -174,11 +176,12 @@ async def stream_request(
     want_ids = cfg.return_token_ids
     # sock_read is aiohttp's per-read timer, re-armed on every received packet: one
     # timer re-arm per read, and it fires only when the stream really stalls.
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s), sock_read=cfg.idle_timeout_s)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s),
+                                    sock_read=cfg.idle_timeout_s)
     started = False  # True once a 200 response began streaming
     complete = False  # True once [DONE] was seen (only the body's tail remained)
     try:
-        async with _deadline(cfg.request_timeout_s):
+        async with deadline(cfg.request_timeout_s):
             while True:
                 if want_ids:
                     payload["return_token_ids"] = True
@@ -236,7 +239,7 @@ async def _drain(content: aiohttp.StreamReader) -> None:
     if content.at_eof():
         return
     try:
-        async with _deadline(_DRAIN_S):
+        async with deadline(_DRAIN_S):
             while await content.readany():
                 pass
     except (asyncio.TimeoutError, aiohttp.ClientError):
@@ -277,14 +280,16 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
             lines = (pending + piece_bytes if pending else piece_bytes).split(b"\n")
             pending = lines.pop()
             if len(pending) > _MAX_LINE:
-                rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "an SSE line over 16 MiB", _fragment(pending)
+                rec.error, rec.error_detail = "malformed_sse", "an SSE line over 16 MiB"
+                rec.raw_fragment = _fragment(pending)
                 return
             for line in lines:
                 pos += len(line) + 1
                 if not line.startswith(b"data:"):
                     if not line.strip() or line.startswith(b":") or line.startswith(_IGNORED_FIELDS):
                         continue
-                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "not an SSE data line", _fragment(line)
+                    rec.error, rec.error_detail = "malformed_sse", "not an SSE data line"
+                    rec.raw_fragment = _fragment(line)
                     return
                 last = line
                 data = line[5:].strip()
@@ -295,7 +300,8 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
                     obj = loads(data)
                     choices = obj.get("choices")
                 except (ValueError, AttributeError):
-                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event is not a JSON object", _fragment(line)
+                    rec.error, rec.error_detail = "malformed_sse", "event is not a JSON object"
+                    rec.raw_fragment = _fragment(line)
                     return
                 try:
                     if choices:
@@ -326,7 +332,8 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
                             set_spec(rec, legacy)
                 except (AttributeError, TypeError, KeyError, IndexError, ValueError):
                     # JSON, but not the OpenAI shape (choices not a list of objects, ...)
-                    rec.error, rec.error_detail, rec.raw_fragment = "malformed_sse", "event has an unexpected shape", _fragment(line)
+                    rec.error, rec.error_detail = "malformed_sse", "event has an unexpected shape"
+                    rec.raw_fragment = _fragment(line)
                     return
                 usage = obj.get("usage")
                 if usage:

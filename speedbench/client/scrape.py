@@ -198,8 +198,10 @@ def delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
 
 def _delta_totals(before: SpecCounters, after: SpecCounters) -> SpecCounters:
     if after.drafts < before.drafts or after.accepted < before.accepted or after.draft_tokens < before.draft_tokens:
-        return SpecCounters(after.drafts, after.draft_tokens, after.accepted, list(after.per_position),
-                            warnings=["Prometheus counters went down during the point (server restart); counted from the reset"])
+        return SpecCounters(drafts=after.drafts, draft_tokens=after.draft_tokens, accepted=after.accepted,
+                            per_position=list(after.per_position),
+                            warnings=["Prometheus counters went down during the point (server restart); counted from "
+                                      "the reset"])
     n = max(len(before.per_position), len(after.per_position))
     b = before.per_position + [0.0] * (n - len(before.per_position))
     a = after.per_position + [0.0] * (n - len(after.per_position))

@@ -35,9 +35,8 @@ def read_usage(obj: dict, usage: Any, rec: RequestRecord) -> None:
         if read_timing(rec, holder):
             break
     for holder in holders:
-        if isinstance(holder.get("speculative_decoding"), dict):
-            if set_spec(rec, holder["speculative_decoding"]):
-                return
+        if isinstance(holder.get("speculative_decoding"), dict) and set_spec(rec, holder["speculative_decoding"]):
+            return
 
 
 def read_timing(rec: RequestRecord, d: dict) -> bool:

@@ -37,6 +37,7 @@ def run(args) -> int:
     from speedbench.results import load_run
 
     r = load_run(args.run)
+    assert r.path is not None  # load_run reads a folder
     out = Path(args.output) if args.output else r.path / "export" / args.format
     for p in export_run(r, args.format, out):
         print(p)

@@ -26,7 +26,8 @@ def register(sub) -> None:
     p.add_argument("dir", nargs="?", help="output folder, e.g. .fixtures/tiny (or -o/--output)")
     p.add_argument("-o", "--output", metavar="DIR", help="output folder (the same as DIR)")
     p.add_argument("--force", action="store_true", help="rebuild even when an identical build exists")
-    p.add_argument("--seed", type=int, default=0, help="seed of the untrained control's weights (default 0, the trained drafts' start)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the untrained control's weights (default 0, the trained drafts' start)")
     p.set_defaults(func=run)
 
 

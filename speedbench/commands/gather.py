@@ -23,7 +23,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from speedbench.run.plan import build_plan
-    from speedbench.report import write_report
+    from speedbench.report.render import write_report
     from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_gates
     from speedbench.report.terminal import print_summary
     from speedbench.results import RunDir, atomic_write, load_run

@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.report import write_report
+    from speedbench.report.render import write_report
     from speedbench.report.terminal import print_report
     from speedbench.results import load_run
 
@@ -37,6 +37,7 @@ def run(args) -> int:
     r = load_run(args.run)
     print_report(r, console)
     if not args.no_files:
+        assert r.dir is not None  # load_run reads a folder
         md_path, html_path = write_report(r.dir)
         console.print(f"wrote {md_path} and {html_path}", markup=False, soft_wrap=True)
     return 0

@@ -53,7 +53,8 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
     for ap in plan.arms:
         arm = ap.arm
         kind = "baseline" if arm.name == sc.baseline_arm else ("speculative" if arm.is_speculative else "arm")
-        console.print(f"\n[bold cyan]arm {arm.name}[/bold cyan] ({kind}){': ' + arm.description if arm.description else ''}")
+        console.print(f"\n[bold cyan]arm {arm.name}[/bold cyan] "
+                      f"({kind}){': ' + arm.description if arm.description else ''}")
         if arm.template:
             console.print(f"  expanded from sweep '{arm.template}': {arm.sweep_values}")
         if not ap.launched:
@@ -83,7 +84,8 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
     if sc.load.mode == "rate":
         ld = sc.load
         levels = (f"{len(ld.rates)} request rates {ld.rates} req/s (open loop, burstiness {ld.burstiness:g}"
-                  f"{' = Poisson' if ld.burstiness == 1 else ' gamma'}, seed {ld.seed}, at most {ld.max_concurrency} in flight)")
+                  f"{' = Poisson' if ld.burstiness == 1 else ' gamma'}, seed {ld.seed}, at most {ld.max_concurrency} "
+                  "in flight)")
     else:
         levels = f"{len(sc.concurrency)} concurrency levels {sc.concurrency}"
     console.print(
@@ -205,7 +207,8 @@ def _resubmit(path: Path, args, console: Console) -> int:
     plan, rounds = build_plan(sc), run_dir.finished_rounds()
     todo = [a.name for a in sc.arms
             if any((k, r) not in rounds for k in plan.points(a.name) for r in range(plan.rounds))]
-    console.print(f"resuming {run_dir.path}: {len(done)} finished points are kept; arms to run: {', '.join(todo) or 'none'}",
+    console.print(f"resuming {run_dir.path}: {len(done)} finished points are kept; arms to run: "
+                  f"{', '.join(todo) or 'none'}",
                   markup=False, soft_wrap=True)
     _print_jobs(submit(sc, run_dir, arms=todo, skip_doctor=args.skip_doctor), run_dir.path, console)
     return 0

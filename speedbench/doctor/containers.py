@@ -78,16 +78,19 @@ def check_leftover_containers(ctx: Context) -> list[Check]:
         return []
     found = parse_ps(text)
     if not found:
-        return [Check("leftover containers", "ok", "no speedbench containers are running")] if launcher == "docker" else []
+        return [Check("leftover containers", "ok",
+                      "no speedbench containers are running")] if launcher == "docker" else []
     stale = [c for c in found if not owner_alive(c)]
     live = [c for c in found if c not in stale]
     out = []
     if stale:
         names = " ".join(c.name for c in stale)
-        desc = ", ".join(f"{c.name} ({c.labels.get('speedbench.scenario') or '?'}/{c.labels.get('speedbench.arm') or '?'}, "
-                         f"{c.status or 'running'}, owner {c.owner} gone)" for c in stale)
+        desc = ", ".join(f"{c.name} ({c.labels.get('speedbench.scenario') or '?'}/"
+                         f"{c.labels.get('speedbench.arm') or '?'}, {c.status or 'running'}, owner {c.owner} gone)"
+                         for c in stale)
         out.append(Check("leftover containers", "warn",
-                         f"{len(stale)} container(s) left running by an earlier speedbench run hold GPUs and ports: {desc}",
+                         f"{len(stale)} container(s) left running by an earlier speedbench run hold GPUs and ports: "
+                         f"{desc}",
                          f"docker stop {names}"))
     if live:
         desc = ", ".join(f"{c.name} (owner pid {c.labels.get('speedbench.owner_pid')})" for c in live)

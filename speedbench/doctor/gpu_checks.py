@@ -53,7 +53,9 @@ def check_gpus(ctx: Context) -> list[Check]:
     if wanted is not None:
         absent = sorted(set(wanted) - {g.index for g in probe.gpus})
         if absent:
-            out.append(Check("gpus", "fail", f"server.gpus lists {absent}, which nvidia-smi does not show (it shows {[g.index for g in probe.gpus]})",
+            out.append(Check("gpus", "fail",
+                             f"server.gpus lists {absent}, which nvidia-smi does not show (it shows "
+                             f"{[g.index for g in probe.gpus]})",
                              "fix server.gpus (indices as nvidia-smi numbers them)"))
     gpus = ctx.gpu_list
     for arm in ctx.arms:
@@ -62,13 +64,15 @@ def check_gpus(ctx: Context) -> list[Check]:
                              "list as many GPUs as tensor x pipeline x data parallel", arm.name))
     if len(gpus) < most:
         out.append(Check("gpus", "fail", f"{len(gpus)} usable: {_describe(gpus)}; {needs}",
-                         "run on a host with more GPUs, or lower tensor-parallel-size (which changes what is measured)"))
+                         "run on a host with more GPUs, or lower tensor-parallel-size "
+                         "(which changes what is measured)"))
         return out
     detail = f"{_describe(gpus)}; {needs}"
     if len(gpus) >= 2 * most and len(ctx.arms) > 1:
         detail += f"; room for {len(gpus) // most} servers at once, so arms could run concurrently on disjoint GPU sets"
     if len({g.name for g in gpus}) > 1:
-        out.append(Check("gpus", "warn", detail + "; mixed GPU models: arms placed on different models are not comparable",
+        out.append(Check("gpus", "warn",
+                         detail + "; mixed GPU models: arms placed on different models are not comparable",
                          "pin every arm to the same model with server.gpus / arm gpus"))
     else:
         out.append(Check("gpus", "ok", detail))
@@ -84,7 +88,8 @@ def check_gpu_memory(ctx: Context) -> list[Check]:
         used = g.memory_used_mib if g.memory_used_mib is not None else g.process_memory_mib
         if used > BUSY_FRACTION * g.memory_total_mib:
             pids = ", ".join(f"pid {p.pid}" for p in g.processes)
-            busy.append(f"GPU {g.index}: {used / 1024:.1f} of {g.memory_total_mib / 1024:.0f} GiB in use" + (f" ({pids})" if pids else ""))
+            busy.append(f"GPU {g.index}: {used / 1024:.1f} of {g.memory_total_mib / 1024:.0f} GiB in use"
+                        + (f" ({pids})" if pids else ""))
     if busy:
         return [Check("gpu memory", "warn", "other processes hold memory: " + "; ".join(busy),
                       "stop them, or pin the scenario to free GPUs with server.gpus; a shared GPU skews every timing")]
@@ -99,7 +104,7 @@ def _quant(ctx: Context) -> tuple[bool, str] | None:
         if isinstance(value, str) and "fp4" in value.lower():
             return True, f"--quantization {value}"
     loc = locate(ctx, model)
-    if loc.available:
+    if loc.folder is not None:  # available
         config = read_json(loc.folder / "config.json") or {}
         return nvfp4_from_config(config, read_json(loc.folder / "hf_quant_config.json"))
     if re.search(r"nvfp4", model, re.IGNORECASE):
@@ -112,22 +117,28 @@ def check_quantization(ctx: Context) -> list[Check]:
         return []
     q = _quant(ctx)
     if q is None:
-        return [Check("quantization", "ok", "config.json not local and the name does not mention NVFP4; nothing to check")]
+        return [Check("quantization", "ok",
+                      "config.json not local and the name does not mention NVFP4; nothing to check")]
     nvfp4, how = q
     if not nvfp4:
         return [Check("quantization", "ok", f"not NVFP4 ({how})")]
     if ctx.engine.kind == "cpu":
-        return [Check("quantization", "warn", f"NVFP4 ({how}) on {ctx.engine.origin}: not verified on CPU; its kernels target Blackwell GPUs",
+        return [Check("quantization", "warn",
+                      f"NVFP4 ({how}) on {ctx.engine.origin}: not verified on CPU; its kernels target Blackwell GPUs",
                       "use an unquantized or BF16 checkpoint for CPU runs")]
     gpus = ctx.gpu_list
     if not gpus:
-        return [Check("quantization", "warn", f"NVFP4 ({how}) needs Blackwell GPUs (compute capability >= 10.0); no GPU found to check")]
+        return [Check("quantization", "warn",
+                      f"NVFP4 ({how}) needs Blackwell GPUs (compute capability >= 10.0); no GPU found to check")]
     old = sorted({f"{g.name} ({architecture(g)}, {g.compute_cap})" for g in gpus if not is_blackwell(g)})
     if old:
         return [Check("quantization", "fail",
-                      f"NVFP4 ({how}) needs Blackwell FP4 tensor cores (compute capability >= 10.0); this host has {', '.join(old)}. "
-                      "vLLM 0.32 may still load it through a weight-only Marlin fallback, which measures a different kernel "
+                      f"NVFP4 ({how}) needs Blackwell FP4 tensor cores (compute capability >= 10.0); this host has "
+                      f"{', '.join(old)}. "
+                      "vLLM 0.32 may still load it through a weight-only Marlin fallback, which measures a different "
+                      "kernel "
                       "path than the Blackwell figures this scenario compares against",
-                      "run on B200 / GB200 / B300, or use an FP8 or BF16 checkpoint on this host and compare against your own baseline only")]
+                      "run on B200 / GB200 / B300, or use an FP8 or BF16 checkpoint on this host and compare against "
+                      "your own baseline only")]
     names = sorted({f"{g.name} ({g.compute_cap})" for g in gpus})
     return [Check("quantization", "ok", f"NVFP4 ({how}) on {', '.join(names)}: native FP4")]

@@ -4,7 +4,9 @@ image, the workload source and the fixtures folder."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from speedbench.doctor.base import Check, Context
 from speedbench.errors import SpeedbenchError
@@ -73,7 +75,8 @@ def check_docker(ctx: Context) -> list[Check]:
     if rc == 0:
         out.append(Check("docker image", "ok", f"{image} is present locally"))
     else:
-        out.append(Check("docker image", "warn", f"{image} is not present locally: `docker run` pulls it at launch (many GB), "
+        out.append(Check("docker image", "warn",
+                         f"{image} is not present locally: `docker run` pulls it at launch (many GB), "
                          "which counts against ready_timeout_s; whether it can be pulled is not checked offline",
                          f"docker pull {image}"))
     if "cpu" not in image.lower():
@@ -93,24 +96,28 @@ def _gpu_runtime(info: str) -> Check:
         how = "the nvidia runtime" if "nvidia" in runtimes else "CDI nvidia.com/gpu devices"
         return Check("docker gpu runtime", "ok", f"docker has {how}")
     return Check("docker gpu runtime", "fail",
-                 f"docker info shows no nvidia runtime (runtimes: {', '.join(runtimes) or 'none listed'}): `--gpus` will fail",
-                 "install the NVIDIA Container Toolkit, then: sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker")
+                 f"docker info shows no nvidia runtime (runtimes: {', '.join(runtimes) or 'none listed'}): `--gpus` "
+                 "will fail",
+                 "install the NVIDIA Container Toolkit, then: sudo nvidia-ctk runtime configure --runtime=docker && "
+                 "sudo systemctl restart docker")
 
 
 def check_workload(ctx: Context) -> list[Check]:
-    check_source = ctx.facts.check_source
+    check_source: Callable[[Any], Any] | None = ctx.facts.check_source
     if check_source is None:
         try:
             # Lazy: the workload package may pull in heavy loaders, and doctor must still
             # run when it is broken or not there yet.
-            from speedbench.workload import check_source
+            from speedbench.workload import check_source as workload_check
         except ImportError as e:
             return [Check("workload", "warn", f"workload check unavailable ({e})")]
+        check_source = workload_check
     spec = ctx.scenario.workload
     try:
         res = check_source(spec)
     except SpeedbenchError as e:
-        return [Check("workload", "fail", f"{spec.source}: {e}", "see the message; `speedbench data` prepares SPEED-Bench")]
+        return [Check("workload", "fail", f"{spec.source}: {e}",
+                      "see the message; `speedbench data` prepares SPEED-Bench")]
     except Exception as e:  # a loader bug must not hide the other checks
         return [Check("workload", "warn", f"the workload check itself failed: {type(e).__name__}: {e}")]
     ok, message = bool(getattr(res, "ok", False)), str(getattr(res, "message", "") or "")
@@ -120,7 +127,8 @@ def check_workload(ctx: Context) -> list[Check]:
     detail = f"{spec.source}: {message or counts}"
     if ok:
         return [Check("workload", "ok", detail)]
-    return [Check("workload", "fail", detail, fix or "prepare the data (`speedbench data`, see README) or change workload.source")]
+    return [Check("workload", "fail", detail,
+                  fix or "prepare the data (`speedbench data`, see README) or change workload.source")]
 
 
 def _split_fix(message: str) -> tuple[str, str]:

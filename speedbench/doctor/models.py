@@ -76,7 +76,7 @@ def locate(ctx: Context, ref: str) -> Located:
     fixtures = ctx.scenario.fixtures
     if is_local_ref(ref):
         p = Path(ref).expanduser()
-        in_fix = bool(fixtures) and _under(p, Path(fixtures))
+        in_fix = bool(fixtures) and _under(p, Path(fixtures or ""))
         return Located(ref, True, p if (p / "config.json").is_file() else None, in_fix)
     return Located(ref, False, hf_snapshot(cache_root(ctx), ref), False)
 
@@ -150,14 +150,17 @@ def check_drafts(ctx: Context) -> list[Check]:
 
 def _draft(ctx: Context, arm: str, method: str, model: str) -> Check:
     loc = locate(ctx, model)
-    if not loc.available:
+    if loc.folder is None:  # not available
         ctx.draft_versions[arm] = "?" if method == "eagle3" else ""
         if loc.in_fixtures:
-            return Check("draft", "ok", f"{model} is built with the fixtures on first run; its EAGLE version is read then", "", arm)
+            return Check("draft", "ok",
+                         f"{model} is built with the fixtures on first run; its EAGLE version is read then", "", arm)
         if loc.local:
-            return Check("draft", "fail", f"{model}: no config.json there", "check the path (relative paths start at the working directory)", arm)
+            return Check("draft", "fail", f"{model}: no config.json there",
+                         "check the path (relative paths start at the working directory)", arm)
         hint = " (the name says 3.1)" if re.search(r"eagle-?3[._-]?1", model.lower()) else ""
-        return Check("draft", "warn", f"{model} is not in the HF cache ({cache_root(ctx)}): it will be downloaded at launch; "
+        return Check("draft", "warn",
+                     f"{model} is not in the HF cache ({cache_root(ctx)}): it will be downloaded at launch; "
                      f"cannot verify the EAGLE version now{hint}",
                      f"pre-fetch it to check: hf download {model} --include config.json", arm)
     version, flags, config = draft_eagle(loc.folder, method)
@@ -165,16 +168,21 @@ def _draft(ctx: Context, arm: str, method: str, model: str) -> Check:
     where = str(loc.folder) if loc.local else f"HF cache {loc.folder}"
     archs = ", ".join(config.get("architectures") or []) or "no architectures"
     if method == "eagle3" and version == "3" and "3.1" in arm + model:
-        return Check("draft", "warn", f"{model} ({archs}) has none of {', '.join(V31_FLAGS)}: it is EAGLE 3, though the arm or path says 3.1",
+        return Check("draft", "warn",
+                     f"{model} ({archs}) has none of {', '.join(V31_FLAGS)}: it is EAGLE 3, though the arm or path "
+                     "says 3.1",
                      "point the arm at the EAGLE 3.1 checkpoint, or rename the arm", arm)
     if version == "3.1":
         ok = is_supported(ctx.engine.usable_version, "eagle3.1")
         said = f"EAGLE 3.1 ({', '.join(flags)} true) at {where}"
         if ok is False:
-            return Check("draft", "fail", f"{said}; {ctx.engine.origin} would ignore these flags and run it as EAGLE 3. {support('eagle3.1').reason}",
+            return Check("draft", "fail",
+                         f"{said}; {ctx.engine.origin} would ignore these flags and run it as EAGLE 3. "
+                         f"{support('eagle3.1').reason}",
                          "use vLLM >= 0.32 (table in speedbench/doctor/support.py)", arm)
         if ok is None:
-            return Check("draft", "warn", f"{said}; could not verify that the vLLM that will run ({ctx.engine.origin}) honours them",
+            return Check("draft", "warn",
+                         f"{said}; could not verify that the vLLM that will run ({ctx.engine.origin}) honours them",
                          "use vLLM >= 0.32", arm)
         return Check("draft", "ok", f"{said}; honoured by vLLM {ctx.engine.version}", "", arm)
     if version == "3":
@@ -188,7 +196,9 @@ def _record_requirements(ctx: Context) -> None:
             ctx.required.append(("eagle3.1", f"arm {arm}'s draft is EAGLE 3.1", True))
     unknown = [a for a, v in ctx.draft_versions.items() if v == "?"]
     if unknown and not any(f == "eagle3.1" for f, _, _ in ctx.required):
-        ctx.required.append(("eagle3.1", f"in case the draft of arm {', '.join(unknown)} is EAGLE 3.1, which cannot be read yet", False))
+        ctx.required.append(("eagle3.1",
+                             f"in case the draft of arm {', '.join(unknown)} is EAGLE 3.1, which cannot be read yet",
+                             False))
     per_request = [a.name for a in ctx.arms if "--per-request-spec-decode-metrics" in ctx.argv[a.name]]
     if per_request:
         ctx.required.append(("per-request-spec-decode-metrics", f"set for {', '.join(per_request)}", True))
@@ -203,15 +213,21 @@ def check_model(ctx: Context) -> list[Check]:
         return []
     loc = locate(ctx, model)
     if loc.available:
-        return [Check("model", "ok", f"{model}: {'local at ' + str(loc.folder) if loc.local else 'cached at ' + str(loc.folder)}")]
+        return [Check("model", "ok",
+                      f"{model}: {'local at ' + str(loc.folder) if loc.local else 'cached at ' + str(loc.folder)}")]
     if loc.in_fixtures:
         return [Check("model", "ok", f"{model} is built with the fixtures on first run")]
     if loc.local:
-        return [Check("model", "fail", f"{model}: no config.json there", "check server.model (relative paths start at the working directory)")]
+        return [Check("model", "fail", f"{model}: no config.json there",
+                      "check server.model (relative paths start at the working directory)")]
     if _offline(ctx):
-        return [Check("model", "fail", f"{model} is not in the HF cache ({cache_root(ctx)}) and HF_HUB_OFFLINE is set: vLLM cannot download it",
+        return [Check("model", "fail",
+                      f"{model} is not in the HF cache ({cache_root(ctx)}) and HF_HUB_OFFLINE is set: vLLM cannot "
+                      "download it",
                       f"download it first (hf download {model}) or unset HF_HUB_OFFLINE")]
-    return [Check("model", "warn", f"{model} is not in the HF cache ({cache_root(ctx)}): vLLM downloads it at launch, which counts against ready_timeout_s",
+    return [Check("model", "warn",
+                  f"{model} is not in the HF cache ({cache_root(ctx)}): vLLM downloads it at launch, which counts "
+                  "against ready_timeout_s",
                   f"pre-fetch it: hf download {model}")]
 
 
@@ -246,7 +262,7 @@ def check_disk(ctx: Context) -> list[Check]:
     unknown, partial, need = [], [], 0
     for ref in refs:
         loc = locate(ctx, ref)
-        if not loc.available:
+        if loc.folder is None:  # not available
             unknown.append(ref)
             continue
         missing, n, total = shard_status(loc.folder)
@@ -273,7 +289,8 @@ def check_token(ctx: Context) -> list[Check]:
     if refs:
         env = {**ctx.facts.env, **ctx.scenario.server.env}
         names = [v for v in TOKEN_VARS if env.get(v)]
-        saved = Path(ctx.facts.env["HF_TOKEN_PATH"]) if ctx.facts.env.get("HF_TOKEN_PATH") else hf_home(ctx.facts.env) / "token"
+        saved = (Path(ctx.facts.env["HF_TOKEN_PATH"]) if ctx.facts.env.get("HF_TOKEN_PATH")
+                 else hf_home(ctx.facts.env) / "token")
         if names:
             out.append(Check("hf token", "ok", f"{' and '.join(names)} set (value not shown)"))
         elif saved.is_file():
@@ -281,7 +298,8 @@ def check_token(ctx: Context) -> list[Check]:
         elif all(locate(ctx, r).available for r in refs):
             out.append(Check("hf token", "ok", "no HF token set; not needed, every hub model is cached"))
         else:
-            out.append(Check("hf token", "warn", f"neither {' nor '.join(TOKEN_VARS)} is set: gated or private repos will fail to download",
+            out.append(Check("hf token", "warn",
+                             f"neither {' nor '.join(TOKEN_VARS)} is set: gated or private repos will fail to download",
                              "export HF_TOKEN=... (a read token from huggingface.co/settings/tokens)"))
     key_env = ctx.scenario.server.api_key_env
     if key_env:

@@ -47,8 +47,9 @@ def scan_proc(root: str = "/proc") -> list[Tagged]:
                 continue
             with open(f"{root}/{pid}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            out.append(Tagged(pid, int(fields[2]), cmd, int(env[OWNER_PID.encode()] or 0),
-                              env.get(OWNER_HOST.encode(), b"").decode(), env.get(OWNER_ARM.encode(), b"").decode()))
+            out.append(Tagged(pid=pid, pgid=int(fields[2]), cmdline=cmd, owner_pid=int(env[OWNER_PID.encode()] or 0),
+                              owner_host=env.get(OWNER_HOST.encode(), b"").decode(),
+                              arm=env.get(OWNER_ARM.encode(), b"").decode()))
         except (OSError, ValueError, IndexError):
             continue  # gone meanwhile, or not ours to read
     return out
@@ -73,7 +74,8 @@ def check_leftover_servers(ctx: Context) -> list[Check]:
     stale = [p for p in leaders if p.owner_host == host and not _alive(p.owner_pid)]
     if not stale:
         return []
-    desc = ", ".join(f"pid {p.pid} (arm {p.arm or '?'}, owner pid {p.owner_pid} gone): {p.cmdline[:120]}" for p in stale)
+    desc = ", ".join(f"pid {p.pid} (arm {p.arm or '?'}, owner pid {p.owner_pid} gone): {p.cmdline[:120]}"
+                     for p in stale)
     fix = "; ".join(f"kill -TERM -- -{p.pgid}" for p in stale)
     return [Check("leftover servers", "warn",
                   f"{len(stale)} server(s) left running by an earlier speedbench run hold GPUs and ports: {desc}", fix)]

@@ -137,7 +137,7 @@ def _parse(path: Path) -> ast.Module | None:
 def _enum_members(tree: ast.Module, class_names: tuple[str, ...]) -> frozenset[str] | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name in class_names:
-            names = set()
+            names: set[str] = set()
             for stmt in node.body:
                 if isinstance(stmt, ast.Assign):
                     names.update(t.id for t in stmt.targets if isinstance(t, ast.Name) and t.id.isupper())
@@ -147,9 +147,12 @@ def _enum_members(tree: ast.Module, class_names: tuple[str, ...]) -> frozenset[s
 
 def _dict_keys(tree: ast.Module, var: str) -> frozenset[str] | None:
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == var for t in targets) and isinstance(node.value, ast.Dict):
-            return frozenset(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        value = getattr(node, "value", None)
+        if any(isinstance(t, ast.Name) and t.id == var for t in targets) and isinstance(value, ast.Dict):
+            return frozenset(k.value for k in value.keys
+                             if isinstance(k, ast.Constant) and isinstance(k.value, str))
     return None
 
 

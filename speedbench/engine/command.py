@@ -124,8 +124,8 @@ def vllm_argv(server: ServerSpec, arm: ArmSpec) -> list[str]:
 
 
 def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
-    env = dict(sc.server.env)
-    env.update(arm.env)
+    # validated to strings (scenario.base.env_strings); the field types also name the YAML input types
+    env = {k: str(v) for k, v in {**sc.server.env, **arm.env}.items()}
     extra = args_to_argv(measurement_args(sc.server, arm))
     return LaunchSpec(
         arm=arm.name,

@@ -28,7 +28,8 @@ _SERVER_MODULES = ("vllm.entrypoints.openai.api_server",)
 # the ones an earlier run left behind (a killed harness cannot run its `docker stop`) and
 # tell them from the containers of a run still in progress (its owner pid is alive).
 LABEL = "speedbench"  # value "1"; the filter `docker ps --filter label=speedbench`
-LABEL_KEYS = ("speedbench.scenario", "speedbench.arm", "speedbench.port", "speedbench.owner_host", "speedbench.owner_pid")
+LABEL_KEYS = ("speedbench.scenario", "speedbench.arm", "speedbench.port", "speedbench.owner_host",
+              "speedbench.owner_pid")
 
 
 def container_labels(scenario: str, arm: str, port: int, *, owner_pid: int | None = None,

@@ -165,10 +165,6 @@ def is_ada(gpu: GPU) -> bool:
     return gpu.capability == (8, 9)
 
 
-def is_hopper(gpu: GPU) -> bool:
-    return gpu.capability[0] == 9
-
-
 def is_blackwell(gpu: GPU) -> bool:
     """B200 / GB200 / B300 are 10.x, RTX 50xx / RTX PRO 6000 are 12.x."""
     return gpu.capability >= (10, 0)

@@ -172,6 +172,7 @@ class LocalServer:
 
     def _launch(self) -> None:
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        assert self._port is not None  # start() picked it
         argv = self.command(self._port)
         with open(self._log_path, "ab") as log:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S")

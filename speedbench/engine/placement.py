@@ -79,6 +79,7 @@ def schedule(arms: Sequence[ArmSpec], inventory: Sequence[int] | None,
             waves.append(current)
             current, used = [], set()
             gpus = _pick(arm, inv, need, used)
+        assert gpus is not None  # an empty wave holds any arm that fits the host, checked above
         current.append(Placement(arm.name, gpus, arm.gpus is not None))
         used |= set(gpus)
     if current:
@@ -101,26 +102,6 @@ def schedule_scenario(sc: Scenario, inventory: Sequence[int] | None) -> list[Wav
     inv = sc.server.gpus if sc.server.gpus is not None else inventory
     needs = {a.name: gpus_per_server(merged_args(sc.server, a)) for a in sc.arms}
     return schedule(sc.arms, inv, needs)
-
-
-def estimate_saving(waves: Sequence[Wave], per_arm_s: float | Mapping[str, float]) -> dict[str, float]:
-    """Wall time of the schedule against running every arm one after the other.
-
-    A wave lasts as long as its slowest arm.
-    """
-    def cost(arm: str) -> float:
-        return float(per_arm_s[arm]) if isinstance(per_arm_s, Mapping) else float(per_arm_s)
-
-    sequential = sum(cost(p.arm) for w in waves for p in w)
-    scheduled = sum(max((cost(p.arm) for p in w), default=0.0) for w in waves)
-    saved = sequential - scheduled
-    return {
-        "sequential_s": sequential,
-        "scheduled_s": scheduled,
-        "saving_s": saved,
-        "saving_fraction": saved / sequential if sequential else 0.0,
-        "waves": float(len(waves)),
-    }
 
 
 def describe(waves: Sequence[Wave]) -> list[str]:

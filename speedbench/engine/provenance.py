@@ -16,6 +16,7 @@ import platform
 import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ V31_FLAGS = ("fc_norm", "norm_output", "norm_before_fc")
 # ---- the draft ---------------------------------------------------------------------
 
 
-def hf_cache_dirs(extra: list[str] = ()) -> list[Path]:
+def hf_cache_dirs(extra: Sequence[str] = ()) -> list[Path]:
     """Hub cache folders to search, most specific first."""
     dirs = [Path(os.path.expanduser(e)) / "hub" for e in extra]
     if os.environ.get("HF_HUB_CACHE"):
@@ -83,7 +84,7 @@ def draft_info(model_path_or_name: str | None, method: str | None = None,
             cfg = json.loads(raw)
         except ValueError:
             cfg = {}
-    eagle_cfg = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
+    eagle_cfg = cfg["eagle_config"] if isinstance(cfg.get("eagle_config"), dict) else {}
     for flag in V31_FLAGS:
         info[flag] = bool(eagle_cfg.get(flag, cfg.get(flag, False)))
     archs = cfg.get("architectures") or []

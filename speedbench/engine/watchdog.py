@@ -68,7 +68,8 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
 def spawn(pgid: int, *, grace_s: float, cleanup: list[str] | None = None, log=None) -> subprocess.Popen:
     """Start the watchdog of process group ``pgid``; its stderr goes to ``log`` (the server log)."""
     return subprocess.Popen(
-        [sys.executable, "-c", _CODE, str(os.getpid()), str(pgid), str(max(1.0, grace_s)), str(POLL_S), *(cleanup or [])],
+        [sys.executable, "-c", _CODE, str(os.getpid()), str(pgid), str(max(1.0, grace_s)), str(POLL_S),
+         *(cleanup or [])],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
         start_new_session=True,  # not in the server's group, and no terminal's Ctrl-C
     )

@@ -83,21 +83,24 @@ def cells(m: Matrix, base: Path | None = None) -> list[Cell]:
     """Every cell, scenario files resolved against ``base`` (the matrix file's folder)
     when relative and not found from the working directory."""
     out = []
-    for scen, ck, ov in itertools.product(m.scenarios, m.checkpoints, m.overrides or [None]):
+    overrides: list[NamedSet | None] = [*m.overrides] or [None]
+    for scen, ck, ov in itertools.product(m.scenarios, m.checkpoints, overrides):
         f = Path(scen)
         if not f.exists() and base is not None and (base / f).exists():
             f = base / f
         sets = [*m.set, *ck.set, *(ov.set if ov else [])]
-        out.append(Cell(str(f), ck.name, ov.name if ov else "", sets, load_scenario(f, sets)))
+        out.append(Cell(scenario_file=str(f), checkpoint=ck.name, override=ov.name if ov else "", overrides=sets,
+                        scenario=load_scenario(f, sets)))
     return out
 
 
 def dashboard_script(sc: Scenario, results: Path, site: Path, *, cwd: Path) -> str:
     """The job that rebuilds the dashboard once every cell's gather has ended."""
     spec = sc.executor.slurm
-    head = [f"--job-name=sb-dashboard", f"--output={results}/slurm-dashboard-%j.out", f"--chdir={cwd}",
+    head = ["--job-name=sb-dashboard", f"--output={results}/slurm-dashboard-%j.out", f"--chdir={cwd}",
             "--nodes=1", "--ntasks=1", "--cpus-per-task=1"]
-    head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos)) if v]
+    head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos))
+             if v]
     return ("#!/bin/bash\n# speedbench: nightly matrix dashboard (generated; docs/slurm.md)\n"
             + "".join(f"#SBATCH {h}\n" for h in head)
             + "".join(f"{ln}\n" for ln in spec.setup)

@@ -49,11 +49,12 @@ def _header(spec: SlurmSpec, *, name: str, output: str, cwd: Path, arm_job: bool
         if value:
             lines.append(f"--{flag}={value}")
     if arm_job:
-        for flag, value in (("time", spec.time), ("gpus-per-node", spec.gpus_per_node),
-                            ("cpus-per-task", spec.cpus_per_task), ("mem", spec.mem),
-                            ("constraint", spec.constraint)):
-            if value is not None and value != "":
-                lines.append(f"--{flag}={value}")
+        sizes: tuple[tuple[str, str | int | None], ...] = (
+            ("time", spec.time), ("gpus-per-node", spec.gpus_per_node), ("cpus-per-task", spec.cpus_per_task),
+            ("mem", spec.mem), ("constraint", spec.constraint))
+        for flag, size in sizes:
+            if size is not None and size != "":
+                lines.append(f"--{flag}={size}")
         if spec.signal_before_s:
             lines.append(f"--signal=B:TERM@{spec.signal_before_s}")
         lines.append("--requeue" if spec.requeue else "--no-requeue")
@@ -115,7 +116,8 @@ def arm_script(sc: Scenario, run_path: Path | str, arm: str, *, cwd: Path, skip_
 def gather_script(sc: Scenario, run_path: Path | str, *, cwd: Path) -> str:
     spec = sc.executor.slurm
     cmd = " ".join(shlex.quote(w) for w in [*speedbench_argv(spec), "gather"]) + ' "$RUN"'
-    return _script_head(sc, run_path, what="gather", job="gather", cwd=cwd, arm_job=False) + f"{_launcher(spec, cwd)}{cmd}\n"
+    return _script_head(sc, run_path, what="gather", job="gather", cwd=cwd,
+                        arm_job=False) + f"{_launcher(spec, cwd)}{cmd}\n"
 
 
 # ---- the Slurm commands --------------------------------------------------------------
@@ -226,14 +228,16 @@ def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[Arm
         rc = _exit_code(run_path, job_id)
         if info is None:  # forgotten by the controller: what the job script wrote is all we know
             state = "UNKNOWN" if rc is None else ("COMPLETED" if rc == "0" else "FAILED")
-            out.append(ArmJob(arm, job_id, state, reason=f"exit {rc}" if rc else "no longer known to slurmctld",
+            out.append(ArmJob(arm=arm, job_id=job_id, state=state,
+                              reason=f"exit {rc}" if rc else "no longer known to slurmctld",
                               points_done=done, points_total=len(keys)))
             continue
         state = info.get("JobState", "UNKNOWN")
         reason = info.get("Reason", "")
         if state not in ACTIVE_STATES:
             reason = f"exit {info.get('ExitCode', '?')}" + (f" (speedbench exit {rc})" if rc else "")
-        out.append(ArmJob(arm, job_id, state, node=info.get("NodeList", "") if info.get("NodeList") != "(null)" else "",
+        node = info.get("NodeList", "") if info.get("NodeList") != "(null)" else ""
+        out.append(ArmJob(arm=arm, job_id=job_id, state=state, node=node,
                           reason="" if reason == "None" else reason, points_done=done, points_total=len(keys)))
     return out
 

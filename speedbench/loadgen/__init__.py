@@ -2,16 +2,20 @@
 with warmup first.
 
 :func:`measure` is a whole point as a run executes it: warmup, a settled Prometheus
-scrape, every measured repeat, a settled scrape again. :func:`run_point` is one pass.
+scrape, every measured repeat, a settled scrape again. :func:`run_pass` is one pass.
+Both take a :class:`Target` (where requests go) and a :class:`PointJob` (what to send).
 
-- point.py    run_point(): one pass (warmup, then measurement), the loop-lag probe; run_async
+- job.py      PointJob (key, prompts, warmup, repeats, arrivals) and Target (client, builder,
+              liveness probe, record sink)
+- point.py    run_pass(): one pass (warmup, then measurement), the loop-lag probe; run_async
 - loops.py    the closed loop (workers on a queue), the open loop (arrivals), multi-turn
               conversations, the server watchdog
 - measure.py  measure(): warmup -> settled scrape -> repeats -> settled scrape
 """
 
-from speedbench.loadgen.loops import Builder, ServerAlive
+from speedbench.loadgen.job import Builder, PointJob, ServerAlive, Target
 from speedbench.loadgen.measure import Measurement, measure
-from speedbench.loadgen.point import PointResult, run_async, run_point
+from speedbench.loadgen.point import PointResult, run_async, run_pass
 
-__all__ = ["Builder", "Measurement", "PointResult", "ServerAlive", "measure", "run_async", "run_point"]
+__all__ = ["Builder", "Measurement", "PointJob", "PointResult", "ServerAlive", "Target", "measure", "run_async",
+           "run_pass"]

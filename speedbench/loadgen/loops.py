@@ -6,7 +6,7 @@ tail). A multi-turn prompt holds its worker (its concurrency slot) for all its t
 feeding the model's answers back as history, as SPEED-Bench does. A turn that fails
 ends its conversation: later turns would need the missing answer.
 
-When ``server_alive`` is given, a watchdog polls it every 0.5 s and aborts the pass
+When the target has ``server_alive``, a watchdog polls it every 0.5 s and aborts the pass
 when the server process has died.
 """
 
@@ -14,37 +14,39 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from time import perf_counter_ns
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 
-from speedbench.client.http import ClientConfig, stream_request
-from speedbench.records import Prompt, RequestRecord
+from speedbench.client.http import stream_request
+from speedbench.loadgen.job import OnRecord, ServerAlive, Target
+from speedbench.records import PointKey, Prompt, RequestRecord
 
 _WATCH_PERIOD_S = 0.5
-
-ServerAlive = Callable[[], Any]  # -> None while the server lives, else why not (may be async)
-
-
-class Builder(Protocol):
-    def build(self, prompt: Prompt, turn: int, history: list[tuple[str, str]]) -> tuple[str, dict]: ...
 
 
 @dataclass
 class Phase:
     """Shared state of one phase (warmup or measurement)."""
 
-    arm: str
-    concurrency: int
-    variant: str
+    key: PointKey
     repeat: int
     warmup: bool
-    on_record: Callable[[RequestRecord], Any] | None
+    on_record: OnRecord | None
     records: list[RequestRecord] = field(default_factory=list)
     aborted: str | None = None
+
+
+@dataclass
+class Pass:
+    """What the loops of one phase share: the HTTP session, the target, the phase's state."""
+
+    session: aiohttp.ClientSession
+    target: Target
+    phase: Phase
 
 
 async def ask(server_alive: ServerAlive | None) -> str | None:
@@ -57,21 +59,15 @@ async def ask(server_alive: ServerAlive | None) -> str | None:
     return str(msg) if msg else None
 
 
-async def closed_loop(
-    session: aiohttp.ClientSession,
-    cfg: ClientConfig,
-    builder: Builder,
-    prompts: list[Prompt],
-    phase: Phase,
-    server_alive: Callable[[], Any] | None,
-) -> None:
-    """``phase.concurrency`` workers take the prompts off one queue in workload order."""
+async def closed_loop(run: Pass, prompts: Sequence[Prompt]) -> None:
+    """``key.concurrency`` workers take the prompts off one queue in workload order."""
     queue: asyncio.Queue[tuple[int, Prompt]] = asyncio.Queue()
     for i, p in enumerate(prompts):
         queue.put_nowait((i, p))
-    n_workers = max(1, min(phase.concurrency, len(prompts)))
-    workers = [asyncio.create_task(_worker(session, cfg, builder, queue, phase, server_alive)) for _ in range(n_workers)]
-    watchdog = asyncio.create_task(_watch(server_alive, phase, workers)) if server_alive else None
+    n_workers = max(1, min(run.phase.key.concurrency, len(prompts)))
+    workers = [asyncio.create_task(_worker(run, queue)) for _ in range(n_workers)]
+    server_alive = run.target.server_alive
+    watchdog = asyncio.create_task(_watch(server_alive, run.phase, workers)) if server_alive else None
     try:
         # return_exceptions: a worker cancelled by the watchdog must not stop the others'
         # bookkeeping; a real bug in a worker still surfaces below.
@@ -86,46 +82,31 @@ async def closed_loop(
     _raise_first_error(results)
 
 
-async def _worker(
-    session: aiohttp.ClientSession,
-    cfg: ClientConfig,
-    builder: Builder,
-    queue: asyncio.Queue,
-    phase: Phase,
-    server_alive: Callable[[], Any] | None = None,
-) -> None:
-    while not phase.aborted:
+async def _worker(run: Pass, queue: asyncio.Queue) -> None:
+    while not run.phase.aborted:
         try:
             index, prompt = queue.get_nowait()
         except asyncio.QueueEmpty:
             return
-        await _conversation(session, cfg, builder, index, prompt, phase, server_alive, perf_counter_ns())
+        await _conversation(run, index, prompt, perf_counter_ns())
 
 
-async def _conversation(
-    session: aiohttp.ClientSession,
-    cfg: ClientConfig,
-    builder: Builder,
-    index: int,
-    prompt: Prompt,
-    phase: Phase,
-    server_alive: Callable[[], Any] | None,
-    t_queued: int,
-) -> None:
+async def _conversation(run: Pass, index: int, prompt: Prompt, t_queued: int) -> None:
     """Every turn of one prompt, in order; ``t_queued`` stamps the first turn."""
+    phase, server_alive = run.phase, run.target.server_alive
     history: list[tuple[str, str]] = []
     for turn in range(len(prompt.turns)):
         if phase.aborted:
             return
         if turn:
             t_queued = perf_counter_ns()  # ready for the next turn
-        path, body = builder.build(prompt, turn, history)
+        path, body = run.target.builder.build(prompt, turn, history)
         rec = RequestRecord(
-            arm=phase.arm,
-            concurrency=phase.concurrency,
+            arm=phase.key.arm,
+            concurrency=phase.key.concurrency,
             prompt_index=index,
             prompt_id=prompt.id,
-            variant=phase.variant,
+            variant=phase.key.variant,
             repeat=phase.repeat,
             turn=turn,
             category=prompt.category,
@@ -134,7 +115,7 @@ async def _conversation(
             tags=dict(prompt.tags),
         )
         try:
-            await stream_request(session, cfg, path, body, rec)
+            await stream_request(run.session, run.target.client, path, body, rec)
         except asyncio.CancelledError:
             if phase.aborted:
                 rec.error, rec.error_detail = "server_died", phase.aborted
@@ -153,25 +134,18 @@ async def _conversation(
         history.append((prompt.turns[turn], rec.output_text))
 
 
-async def open_loop(
-    session: aiohttp.ClientSession,
-    cfg: ClientConfig,
-    builder: Builder,
-    prompts: list[Prompt],
-    phase: Phase,
-    server_alive: Callable[[], Any] | None,
-    arrivals: list[float],
-) -> None:
+async def open_loop(run: Pass, prompts: Sequence[Prompt], arrivals: Sequence[float]) -> None:
     """Rate mode: prompt i starts its conversation ``arrivals[i]`` seconds after the
-    first, whatever is still in flight, with at most ``phase.concurrency`` in flight
+    first, whatever is still in flight, with at most ``key.concurrency`` in flight
     (a later arrival waits for a slot). ``t_queued_ns`` is the scheduled arrival, so
     ``queue_wait_ms`` is how late the request went out."""
-    slots = asyncio.Semaphore(max(1, phase.concurrency))
+    phase, server_alive = run.phase, run.target.server_alive
+    slots = asyncio.Semaphore(max(1, phase.key.concurrency))
     tasks: list[asyncio.Task] = []
 
     async def one(i: int, p: Prompt, due: int) -> None:
         try:
-            await _conversation(session, cfg, builder, i, p, phase, server_alive, due)
+            await _conversation(run, i, p, due)
         finally:
             slots.release()
 
@@ -222,7 +196,7 @@ def _finish(rec: RequestRecord, phase: Phase) -> None:
         phase.on_record(rec)
 
 
-async def _died(server_alive: Callable[[], Any]) -> str | None:
+async def _died(server_alive: ServerAlive) -> str | None:
     """server_alive()'s message, asked twice: the broken connection can arrive a
     moment before the dead process can be reaped."""
     for pause in (0.0, 0.05):
@@ -233,7 +207,7 @@ async def _died(server_alive: Callable[[], Any]) -> str | None:
     return None
 
 
-async def _watch(server_alive: Callable[[], Any], phase: Phase, workers: list[asyncio.Task]) -> None:
+async def _watch(server_alive: ServerAlive, phase: Phase, workers: list[asyncio.Task]) -> None:
     while True:
         await asyncio.sleep(_WATCH_PERIOD_S)
         msg = await ask(server_alive)

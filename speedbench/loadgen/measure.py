@@ -4,15 +4,13 @@ measured repeat, a settled scrape again."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
-from speedbench.client.http import ClientConfig
 from speedbench.errors import ServerError
-from speedbench.records import Prompt, RequestRecord
-from speedbench.loadgen.loops import Builder, ServerAlive, ask
-from speedbench.loadgen.point import PointResult, run_point
+from speedbench.loadgen.job import PointJob, ServerAlive, Target
+from speedbench.loadgen.loops import ask
+from speedbench.loadgen.point import PointResult, run_pass
 from speedbench.client.scrape import scrape as scrape_metrics
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
@@ -46,50 +44,32 @@ class Measurement:
         return sum(1 for r in self.repeats for rec in r.records if rec.error)
 
 
-async def measure(
-    cfg: ClientConfig,
-    builder: Builder,
-    prompts: list[Prompt],
-    *,
-    arm: str,
-    concurrency: int,
-    variant: str = "",
-    repeats: int = 1,
-    first_repeat: int = 0,
-    warmup: Iterable[Prompt] = (),
-    on_record: Callable[[RequestRecord], Any] | None = None,
-    server_alive: ServerAlive | None = None,
-    scrape: Callable[[str], Awaitable[str]] = scrape_metrics,
-    arrivals: list[float] | None = None,
-) -> Measurement:
-    """Warmup -> settled scrape -> ``repeats`` measured passes -> settled scrape.
-    ``arrivals``: rate mode, the same schedule in every repeat (see :func:`run_point`).
-    Passes are numbered from ``first_repeat`` (a round of fresh server starts measures
-    one pass, numbered by its round).
+async def measure(target: Target, job: PointJob,
+                  scrape: Callable[[str], Awaitable[str]] = scrape_metrics) -> Measurement:
+    """Warmup -> settled scrape -> ``job.repeats`` measured passes -> settled scrape.
+    The same arrival schedule (rate mode) in every pass.
 
-    The warmup runs once, before the first repeat, on the same connections. A scrape
+    The warmup runs once, before the first pass, on the same connections. A scrape
     that fails because the server died aborts the point with the death as the reason;
     any other failed scrape raises :class:`ServerError`. ``scrape(base_url)`` returns the
     ``/metrics`` text (injectable for tests).
     """
     m = Measurement([])
+    base_url, server_alive = target.client.base_url, target.server_alive
 
     async def before() -> str | None:
-        m.before, died = await _scrape_or_dead(scrape, cfg.base_url, server_alive)
+        m.before, died = await _scrape_or_dead(scrape, base_url, server_alive)
         return died
 
-    for r in range(repeats):
-        res = await run_point(cfg, builder, prompts, arm=arm, concurrency=concurrency, variant=variant,
-                              repeat=first_repeat + r,
-                              warmup=warmup if r == 0 else (), on_record=on_record, server_alive=server_alive,
-                              before_measure=before if r == 0 else None, arrivals=arrivals)
+    for r in range(job.repeats):
+        res = await run_pass(target, job, job.first_repeat + r, before_measure=before if r == 0 else None)
         # The watchdog polls every 0.5 s; once a server is gone the remaining requests
         # fail in milliseconds, so a pass can end before it looks.
         res.aborted = res.aborted or await ask(server_alive)
         m.repeats.append(res)
         if res.aborted:
             return m
-    m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, cfg.base_url, server_alive)
+    m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, base_url, server_alive)
     return m
 
 
@@ -118,4 +98,4 @@ async def _settled_scrape(scrape: Callable[[str], Awaitable[str]], base_url: str
 
 
 def _spec_part(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.startswith("vllm:spec_decode") or ln.startswith("vllm:generation_tokens")]
+    return [ln for ln in text.splitlines() if ln.startswith(("vllm:spec_decode", "vllm:generation_tokens"))]

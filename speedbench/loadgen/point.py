@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Awaitable, Callable, Iterable
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from time import perf_counter_ns
 from typing import Any
 
-from speedbench.client.http import ClientConfig, make_session
-from speedbench.records import Prompt, RequestRecord
-from speedbench.loadgen.loops import Builder, Phase, closed_loop, open_loop
+from speedbench.client.http import make_session
+from speedbench.loadgen.job import PointJob, Target
+from speedbench.loadgen.loops import Pass, Phase, closed_loop, open_loop
+from speedbench.records import RequestRecord, wall_s
 
 _PROBE_PERIOD_S = 0.010
 
 
-def run_async(coro: Awaitable[Any]) -> Any:
+def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
     """``asyncio.run`` on uvloop when it is installed (it comes with vLLM). A faster loop
     is less client time per received chunk, so less added latency at high concurrency:
     measured side by side in benchmarks/README.md."""
@@ -29,6 +31,12 @@ def run_async(coro: Awaitable[Any]) -> Any:
         import uvloop  # optional: a bare install without vLLM may lack it
     except ImportError:
         return asyncio.run(coro)
+    if sys.version_info < (3, 11):  # no asyncio.Runner yet
+        loop = uvloop.new_event_loop()
+        try:
+            return loop.run_until_complete(coro)
+        finally:
+            loop.close()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(coro)
 
@@ -42,52 +50,41 @@ class PointResult:
     warmup_records: list[RequestRecord] = field(default_factory=list)  # for debugging only
 
 
-async def run_point(
-    cfg: ClientConfig,
-    builder: Builder,
-    prompts: list[Prompt],
-    *,
-    arm: str,
-    concurrency: int,
-    variant: str = "",
-    repeat: int = 0,
-    warmup: Iterable[Prompt] = (),
-    on_record: Callable[[RequestRecord], Any] | None = None,
-    server_alive: Callable[[], Any] | None = None,
+async def run_pass(
+    target: Target,
+    job: PointJob,
+    repeat: int,
     before_measure: Callable[[], Awaitable[Any]] | None = None,
-    arrivals: list[float] | None = None,
 ) -> PointResult:
-    """Run warmup then measurement at one concurrency level.
+    """One pass of ``job``, numbered ``repeat``: its warmup first when this is the job's
+    first pass (``repeat == job.first_repeat``), then measurement, closed loop or at
+    ``job.arrivals`` (warmup stays closed-loop).
 
-    ``on_record(rec)`` is called (synchronously) as each measured record completes,
-    including records of requests cut short by an abort or a cancellation; warmup
-    records never reach it. ``server_alive()`` (sync or async) returns None while the
-    server lives and a message once it died. ``before_measure()`` (async) runs between
-    warmup and measurement, e.g. to scrape Prometheus counters so that their deltas
-    exclude warmup traffic; a non-empty string it returns aborts the point with that
-    reason (the scrape found the server dead). ``arrivals`` (seconds from the start, one
-    per prompt; see speedbench/loadgen/arrivals.py) switches measurement to the open loop: each
-    prompt is sent at its arrival time, with at most ``concurrency`` in flight; warmup
-    stays closed-loop. Cancelling the task (Ctrl-C) records in-flight requests
-    as "cancelled", hands them to ``on_record`` and re-raises.
+    ``before_measure()`` (async) runs between warmup and measurement, e.g. to scrape
+    Prometheus counters so that their deltas exclude warmup traffic; a non-empty string
+    it returns aborts the pass with that reason (the scrape found the server dead).
+    Cancelling the task (Ctrl-C) records in-flight requests as "cancelled", hands them to
+    ``target.on_record`` and re-raises.
     """
-    warmup = list(warmup)
-    session = make_session(cfg, concurrency)
+    warmup = list(job.warmup) if repeat == job.first_repeat else []
+    session = make_session(target.client, job.key.concurrency)
     lag: list[int] = []
     helpers: list[asyncio.Task] = []
     try:
         if warmup:
-            wphase = Phase(arm, concurrency, variant, repeat, True, None)
-            await closed_loop(session, cfg, builder, warmup, wphase, server_alive)
+            wphase = Phase(key=job.key, repeat=repeat, warmup=True, on_record=None)
+            await closed_loop(Pass(session, target, wphase), warmup)
             if wphase.aborted:
-                return PointResult([], 0.0, _lag_stats(lag), wphase.aborted, wphase.records)
+                return PointResult(records=[], wall_s=0.0, loop_lag_ms=_lag_stats(lag), aborted=wphase.aborted,
+                                   warmup_records=wphase.records)
             warm_records = wphase.records
         else:
             warm_records = []
         if before_measure is not None:
             stop = await before_measure()
             if isinstance(stop, str) and stop:
-                return PointResult([], 0.0, _lag_stats(lag), stop, warm_records)
+                return PointResult(records=[], wall_s=0.0, loop_lag_ms=_lag_stats(lag), aborted=stop,
+                                   warmup_records=warm_records)
         # Move every object alive now (imported libraries, earlier records) out of the
         # cyclic collector's reach: with torch/transformers loaded a full collection
         # walks ~400k objects and froze the loop for ~400 ms mid-point in our client
@@ -95,12 +92,13 @@ async def run_point(
         # reference counting still frees these objects as usual.
         gc.freeze()
         helpers.append(asyncio.create_task(_lag_probe(lag)))
-        phase = Phase(arm, concurrency, variant, repeat, False, on_record)
-        if arrivals is None:
-            await closed_loop(session, cfg, builder, prompts, phase, server_alive)
+        phase = Phase(key=job.key, repeat=repeat, warmup=False, on_record=target.on_record)
+        if job.arrivals is None:
+            await closed_loop(Pass(session, target, phase), job.prompts)
         else:
-            await open_loop(session, cfg, builder, prompts, phase, server_alive, arrivals)
-        return PointResult(phase.records, _wall_s(phase.records), _lag_stats(lag), phase.aborted, warm_records)
+            await open_loop(Pass(session, target, phase), job.prompts, job.arrivals)
+        return PointResult(records=phase.records, wall_s=wall_s(phase.records), loop_lag_ms=_lag_stats(lag),
+                           aborted=phase.aborted, warmup_records=warm_records)
     finally:
         for t in helpers:
             t.cancel()
@@ -127,10 +125,3 @@ def _lag_stats(samples: list[int]) -> dict[str, float]:
 
     return {"p50": pct(0.50), "p99": pct(0.99), "max": s[-1] / 1e6}
 
-
-def _wall_s(records: list[RequestRecord]) -> float:
-    sent = [r.t_sent_ns for r in records if r.t_sent_ns]
-    ends = [r.t_end_ns for r in records if r.t_end_ns]
-    if not sent or not ends:
-        return 0.0
-    return (max(ends) - min(sent)) / 1e9

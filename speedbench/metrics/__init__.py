@@ -12,9 +12,10 @@ label, direction); this package is the executable version.
 - breakdown.py   per-category and per-prompt rows
 - numbers.py     NaN-skipping mean / percentile / std, ratios, numpy -> Python scalars
 
-Everything other modules use is importable from ``speedbench.metrics``, loaded on first
-use: the scenario model imports ``speedbench.metrics.registry``, which runs this file, and
-that must not load pandas with every CLI start (``--help``, ``validate``, ``--dry-run``).
+Everything other modules use is importable from ``speedbench.metrics`` (the registry's
+names from ``speedbench.metrics.registry`` only), loaded on first use: the scenario model
+imports ``speedbench.metrics.registry``, which runs this file, and that must not load
+pandas with every CLI start (``--help``, ``validate``, ``--dry-run``).
 The functions ``acceptance`` and ``speedup`` share their names with their submodules (a
 loaded submodule is an attribute of the package), so they are imported from
 ``speedbench.metrics.acceptance`` / ``.speedup`` only.
@@ -24,12 +25,6 @@ from importlib import import_module
 from typing import Any
 
 _LAZY = {
-    "DEFAULT_PERCENTILES": "registry",
-    "LATENCY_METRICS": "registry",
-    "ROW_KEYS": "registry",
-    "latency_keys": "registry",
-    "percentile_tag": "registry",
-    "row_keys": "registry",
     "AL_AGREE_TOLERANCE": "acceptance",
     "al_from_counters": "acceptance",
     "overcount_stats": "acceptance",
@@ -42,7 +37,6 @@ _LAZY = {
     "SLO_KEYS": "latency",
     "good_requests": "latency",
     "latency_stats": "latency",
-    "NAN": "numbers",
     "ArmInfo": "rows",
     "PointInfo": "rows",
     "summarize": "rows",
@@ -53,11 +47,9 @@ _LAZY = {
 }
 
 __all__ = [
-    "AL_AGREE_TOLERANCE", "CATEGORY_KEYS", "DEFAULT_PERCENTILES", "LATENCY_METRICS", "NAN", "PAIR_KEYS",
-    "PROMPT_KEYS", "ROW_KEYS", "SLO_KEYS", "ArmInfo", "PointInfo", "al_from_counters",
-    "category_rows", "good_requests", "itl_values", "latency_keys", "latency_stats", "overcount_stats",
-    "per_position_rates", "percentile_tag", "prompt_rows", "proxy_speedup", "request_table", "row_keys",
-    "sum_histograms", "summarize",
+    "AL_AGREE_TOLERANCE", "CATEGORY_KEYS", "PAIR_KEYS", "PROMPT_KEYS", "SLO_KEYS", "ArmInfo", "PointInfo",
+    "al_from_counters", "category_rows", "good_requests", "itl_values", "latency_stats", "overcount_stats",
+    "per_position_rates", "prompt_rows", "proxy_speedup", "request_table", "sum_histograms", "summarize",
 ]
 
 

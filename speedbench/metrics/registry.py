@@ -34,7 +34,8 @@ class Metric:
 
 def _m(key: str, unit: str, better: str, label: str, formula: str, aggregation: str = "",
        section: str = "point") -> Metric:
-    return Metric(key, unit, better, label, formula, aggregation, section)
+    return Metric(key=key, unit=unit, better=better, label=label, formula=formula, aggregation=aggregation,
+                  section=section)
 
 
 _OK = "ok measured requests"
@@ -103,10 +104,13 @@ ROW_METRICS: tuple[Metric, ...] = (
        "95% two-level bootstrap interval of the engine-side ratio, high end", "pairs with engine timing", "speedup"),
     _m("proxy_speedup", "ratio", "higher", "proxy speedup", "SPEED-Bench proxy `t_ar · AL / t_sd`", _OK, "speedup"),
     # acceptance
-    _m("al_tokens", "tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC, "acceptance"),
-    _m("al_requests", "tokens/step", "higher", "AL (mean over requests)", "`mean(1 + accepted / num_spec_steps)`", _SPEC,
+    _m("al_tokens", "tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC,
        "acceptance"),
-    _m("al_prometheus", "tokens/step", "higher", "AL (Prometheus, pooled over steps)", "`1 + Δaccepted / Δdrafts`", "counter deltas",
+    _m("al_requests", "tokens/step", "higher", "AL (mean over requests)", "`mean(1 + accepted / num_spec_steps)`",
+       _SPEC,
+       "acceptance"),
+    _m("al_prometheus", "tokens/step", "higher", "AL (Prometheus, pooled over steps)", "`1 + Δaccepted / Δdrafts`",
+       "counter deltas",
        "acceptance"),
     _m("al_agree", "bool", "", "AL agree", "`al_tokens` within 1% of `al_prometheus`", "", "acceptance"),
     _m("draft_acceptance_rate", "fraction", "higher", "draft acceptance", "`Σ accepted / Σ num_draft_tokens`", _SPEC,
@@ -203,12 +207,13 @@ class GateMetric:
 
 
 GATES: tuple[GateMetric, ...] = (
-    GateMetric("speedup", "speedup_mean", suffix="×", speculative_only=True),
-    GateMetric("acceptance_length", "al_tokens", "al_prometheus", " tok/step (AL pooled over steps)",
+    GateMetric(name="speedup", column="speedup_mean", suffix="×", speculative_only=True),
+    GateMetric(name="acceptance_length", column="al_tokens", fallback="al_prometheus",
+               suffix=" tok/step (AL pooled over steps)",
                speculative_only=True),
-    GateMetric("per_user_tps", "per_user_tps_mean", suffix=" tok/s"),
-    GateMetric("error_rate", "error_rate"),
-    GateMetric("output_tps", "output_tps", suffix=" tok/s"),
+    GateMetric(name="per_user_tps", column="per_user_tps_mean", suffix=" tok/s"),
+    GateMetric(name="error_rate", column="error_rate"),
+    GateMetric(name="output_tps", column="output_tps", suffix=" tok/s"),
 )
 GATE_METRICS: dict[str, GateMetric] = {g.name: g for g in GATES}
 GATE_METRIC_NAMES: tuple[str, ...] = tuple(GATE_METRICS)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -33,7 +33,7 @@ from speedbench.metrics.numbers import NAN, mean, pct, plain
 from speedbench.metrics.speedup import proxy_speedup, speedup
 from speedbench.metrics.timing import timing_block
 from speedbench.metrics.table import itl_values, request_table
-from speedbench.records import PointKey, RequestRecord
+from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.client.scrape import SpecCounters
 
 _STATUS_ORDER = {"ok": 0, "partial": 1, "failed": 2}
@@ -84,16 +84,6 @@ def _coerce(cls: type, v: Any) -> Any:
     return cls(**{f.name: v[f.name] for f in fields(cls) if f.name in v})
 
 
-def _wall_from_records(g: pd.DataFrame) -> float:
-    total = 0.0
-    for _, rep in g.groupby("repeat"):
-        sent = rep["t_sent_ns"][rep["t_sent_ns"] > 0]
-        ends = rep["t_end_ns"][rep["t_end_ns"] > 0]
-        if len(sent) and len(ends):
-            total += (ends.max() - sent.min()) / 1e9
-    return total
-
-
 def _status(g: pd.DataFrame, arm: ArmInfo, point: PointInfo) -> tuple[str, str | None]:
     """Worst of the record-derived status and PointInfo.status. The arm's own status
     only speaks for points without measured requests (an arm that never started, or
@@ -118,7 +108,7 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     ok = g[g["ok"]] if len(g) else g
     n, n_ok = len(g), len(ok)
     status, failure = _status(g, arm, point)
-    wall = point.wall_s if point.wall_s else (_wall_from_records(g) if n else 0.0)
+    wall = point.wall_s or 0.0  # summarize() fills it from the records when the point has none
     acc = acceptance(ok)
     al_prom = al_from_counters(prom)
     rate = acc["draft_acceptance_rate"]
@@ -128,7 +118,10 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     agree = None
     if math.isfinite(acc["al_tokens"]) and math.isfinite(al_prom):
         agree = bool(abs(acc["al_tokens"] - al_prom) <= AL_AGREE_TOLERANCE * al_prom)
-    col = lambda c: ok[c] if n_ok else []
+
+    def col(c: str):
+        return ok[c] if n_ok else []
+
     overcount = overcount_stats(ok, arm.num_speculative_tokens)
     warnings = list(prom.warnings) if prom is not None else []
     n_bad = int(ok["spec_malformed"].sum()) if n_ok else 0
@@ -193,22 +186,27 @@ def summarize(
     percentiles = tuple(percentiles)
     measured = [r for r in records if not r.warmup]
     df = request_table(measured)
-    by_key = {(a, int(c), v): g for (a, c, v), g in df.groupby(["arm", "concurrency", "variant"], sort=False)}
-    recs_by_key: dict[PointKey, list[RequestRecord]] = {}
+    by_key = {PointKey(a, int(c), v): g for (a, c, v), g in df.groupby(["arm", "concurrency", "variant"], sort=False)}
+    recs_by_key: dict[PointKey, list[RequestRecord]] = {}  # the ok ones
+    all_by_key: dict[PointKey, list[RequestRecord]] = {}
     for r in measured:
+        all_by_key.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
         if r.error is None:
-            recs_by_key.setdefault((r.arm, r.concurrency, r.variant), []).append(r)
+            recs_by_key.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
     points = points or {}
     prom_deltas = prom_deltas or {}
-    keys = list(dict.fromkeys([*by_key, *((a, int(c), v) for a, c, v in points)]))
+    keys = list(dict.fromkeys([*by_key, *(PointKey(a, int(c), v) for a, c, v in points)]))
     arm_order = {a: i for i, a in enumerate(arm_info)}
     keys.sort(key=lambda k: (arm_order.get(k[0], len(arm_order)), k[0], k[1]))
     groups = {k: by_key.get(k, df.iloc[0:0]) for k in keys}
     rows = {}
     for k in keys:
         arm = _coerce(ArmInfo, arm_info.get(k[0]))
-        rows[k] = _point_row(k, groups[k], itl_values(recs_by_key.get(k, [])), arm,
-                             _coerce(PointInfo, points.get(k)), prom_deltas.get(k), percentiles, slo)
+        point = _coerce(PointInfo, points.get(k))
+        if not point.wall_s:  # without a PointInfo, wall time comes from the records
+            point = replace(point, wall_s=wall_s(all_by_key.get(k, [])))
+        rows[k] = _point_row(k, groups[k], itl_values(recs_by_key.get(k, [])), arm, point, prom_deltas.get(k),
+                             percentiles, slo)
     if baseline_arm is not None:
         for k, row in rows.items():
             bk = (baseline_arm, k[1], k[2])

@@ -12,7 +12,8 @@ from speedbench.records import RequestRecord
 
 _COLUMNS = [
     "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
-    "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s", "decode_s", "tpot_ms", "per_user_tps",
+    "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s",
+            "decode_s", "tpot_ms", "per_user_tps",
     "per_user_e2e_tps", "queue_wait_ms", "t_sent_ns", "t_end_ns", "spec_steps", "spec_accepted",
     "spec_draft_tokens", "spec_hist", "has_spec", "spec_malformed", "spec_overcount",
 ]
@@ -32,7 +33,7 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
         n = r.n_output
         first = r.chunk_ns[0] if r.chunk_ns else None
         last = r.chunk_ns[-1] if r.chunk_ns else None
-        decode_ns = (last - first) if first is not None else 0
+        decode_ns = (last - first) if first is not None and last is not None else 0
         timed = n >= 2 and decode_ns > 0  # (n-1)/(t_last-t_first) needs both
         e2e = (r.t_end_ns - r.t_sent_ns) / 1e9 if r.t_end_ns and r.t_sent_ns else NAN
         sp = r.spec
@@ -84,5 +85,8 @@ def itl_values(records: Iterable[RequestRecord]) -> tuple[np.ndarray, np.ndarray
         n = np.asarray(r.chunk_tokens[1:], dtype=np.int64)
         chunk.append(gaps)
         token.append(np.repeat(gaps / np.maximum(n, 1), np.maximum(n, 1)))
-    cat = lambda xs: np.concatenate(xs) if xs else np.empty(0)
+
+    def cat(xs: list) -> np.ndarray:
+        return np.concatenate(xs) if xs else np.empty(0)
+
     return cat(chunk), cat(token)

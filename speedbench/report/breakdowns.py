@@ -107,8 +107,8 @@ def rate_table(run: Run) -> list[list[str]]:
     """Rate-mode points (rows with a ``request_rate``), arm by arm in rate order: the
     open-loop counterpart of the per-concurrency speedup tables, with goodput."""
     rows = [r for r in run.rows if ok(r.get("request_rate"))]
-    rows.sort(key=lambda r: (run.arms().index(r.get("arm")) if r.get("arm") in run.arms() else 0,
-                             num(r.get("request_rate"))))
+    arms: list[Any] = run.arms()
+    rows.sort(key=lambda r: (arms.index(r.get("arm")) if r.get("arm") in arms else 0, num(r.get("request_rate"))))
     return [[label(str(r.get("arm")), _workload_variant(r)), fmt(r.get("request_rate"), 3).rstrip("0").rstrip("."),
              fmt(r.get("burstiness"), 2), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
              fmt(r.get("per_user_tps_mean"), 1),

@@ -13,9 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from speedbench.report import noise as N
-from speedbench.report import significance as S
-from speedbench.report import tables as T
+from speedbench.analysis.cells import al_of
+from speedbench.report import noise
+from speedbench.report import significance
+from speedbench.report import tables
 from speedbench.results import Run
 
 
@@ -44,33 +45,33 @@ def _has_records(run: Run) -> bool:
     return run.dir is not None and bool(run.dir.record_files()) and bool(run.records)
 
 
-def _ci_overlap(a: dict[str, Any], b: dict[str, Any]) -> S.Interval:
+def _ci_overlap(a: dict[str, Any], b: dict[str, Any]) -> significance.Interval:
     """Fallback without records: the difference of means, significant iff the CIs do not overlap."""
-    ma, mb = T.num(a.get("speedup_mean")), T.num(b.get("speedup_mean"))
-    la, ha, lb, hb = (T.num(a.get("speedup_ci_low")), T.num(a.get("speedup_ci_high")),
-                      T.num(b.get("speedup_ci_low")), T.num(b.get("speedup_ci_high")))
+    ma, mb = tables.num(a.get("speedup_mean")), tables.num(b.get("speedup_mean"))
+    la, ha, lb, hb = (tables.num(a.get("speedup_ci_low")), tables.num(a.get("speedup_ci_high")),
+                      tables.num(b.get("speedup_ci_low")), tables.num(b.get("speedup_ci_high")))
     if not all(map(math.isfinite, (ma, mb, la, ha, lb, hb))):
-        return S.NAN_INTERVAL
+        return significance.NAN_INTERVAL
     apart = hb < la or lb > ha
     # encode "significant" through the interval sign, so callers treat both tests alike
     lo, hi = (mb - ma, mb - ma) if apart else (min(lb - ha, 0.0), max(hb - la, 0.0))
-    return S.Interval(mb - ma, lo, hi, 0, "95% CI overlap (no records)")
+    return significance.Interval(mb - ma, lo, hi, 0, "95% CI overlap (no records)")
 
 
-def _ci_diff(a: dict[str, Any], b: dict[str, Any]) -> S.Interval:
+def _ci_diff(a: dict[str, Any], b: dict[str, Any]) -> significance.Interval:
     """With repeats, each run's own interval already covers server starts and prompts
     (the two-level bootstrap); the difference's interval combines the two as normal
     errors. A bootstrap over prompt pairs alone would call server-to-server noise real."""
-    ma, mb = T.num(a.get("speedup_mean")), T.num(b.get("speedup_mean"))
-    se = math.hypot(N.se_from_ci(a), N.se_from_ci(b))
+    ma, mb = tables.num(a.get("speedup_mean")), tables.num(b.get("speedup_mean"))
+    se = math.hypot(noise.se_from_ci(a), noise.se_from_ci(b))
     if not (math.isfinite(ma) and math.isfinite(mb) and math.isfinite(se)):
-        return S.NAN_INTERVAL
+        return significance.NAN_INTERVAL
     d = mb - ma
-    return S.Interval(d, d - 1.96 * se, d + 1.96 * se, max(N.rounds(a), N.rounds(b)),
+    return significance.Interval(d, d - 1.96 * se, d + 1.96 * se, max(noise.rounds(a), noise.rounds(b)),
                       "each run's interval over server starts and prompts, combined as normal errors")
 
 
-def _fmt_diff(iv: S.Interval, pct_of: float = math.nan) -> str:
+def _fmt_diff(iv: significance.Interval, pct_of: float = math.nan) -> str:
     if not math.isfinite(iv.value):
         return "–"
     s = f"{iv.value:+.3f}"
@@ -81,7 +82,7 @@ def _fmt_diff(iv: S.Interval, pct_of: float = math.nan) -> str:
     return s
 
 
-def _sig(iv: S.Interval) -> str:
+def _sig(iv: significance.Interval) -> str:
     if not math.isfinite(iv.value):
         return "n/a"
     return "yes" if iv.excludes_zero else "no"
@@ -94,12 +95,14 @@ def _keys(run: Run, arm: str) -> list[tuple[int, str]]:
 def compare_runs(runs: list[Run]) -> Comparison:
     labels = [(f"R{i + 1}", r) for i, r in enumerate(runs)]
     first = runs[0]
-    cmp = Comparison("Comparison of runs", labels, [])
-    cmp.sections.append(Section("Runs", ["label", "scenario", "run", "created", "hardware"],
-                                [[lab, r.scenario_name, r.run_id, r.created_utc, T.hardware(r)] for lab, r in labels],
+    cmp = Comparison(title="Comparison of runs", runs=labels, sections=[])
+    cmp.sections.append(Section(title="Runs", headers=["label", "scenario", "run", "created", "hardware"],
+                                rows=[[lab, r.scenario_name, r.run_id, r.created_utc, tables.hardware(r)] for lab,
+                                 r in labels],
                                 left=5))
     rec = [_has_records(r) for r in runs]
-    for arm in [a for a in T.spec_arms(first)] + [a for r in runs[1:] for a in T.spec_arms(r) if a not in T.spec_arms(first)]:
+    later = [a for r in runs[1:] for a in tables.spec_arms(r) if a not in tables.spec_arms(first)]
+    for arm in [a for a in tables.spec_arms(first)] + later:
         present = [lab for lab, r in labels if arm in r.arms()]
         missing = [lab for lab, r in labels if arm not in r.arms()]
         if missing:
@@ -108,31 +111,33 @@ def compare_runs(runs: list[Run]) -> Comparison:
         diffs = [lab for lab in present if lab != "R1"] if "R1" in present else []
         headers += [f"Δ speedup {lab}−R1 [95% CI]" for lab in diffs] + [f"significant {lab}" for lab in diffs]
         headers += [f"Δ per-user TPS {lab}−R1" for lab in diffs]
-        sec = Section(f"Speedup: {arm}", headers, [])
+        sec = Section(title=f"Speedup: {arm}", headers=headers, rows=[])
         keys = sorted({k for lab, r in labels if lab in present for k in _keys(r, arm)})
         for c, v in keys:
             row = [f"{c}" + (f" [{v}]" if v else "")]
             for lab, r in labels:
                 if lab in present:
                     x = r.row(arm, c, v) or {}
-                    row.append(T.fmt_speedup(x.get("speedup_mean"), x.get("speedup_ci_low"), x.get("speedup_ci_high")))
+                    row.append(tables.fmt_speedup(x.get("speedup_mean"), x.get("speedup_ci_low"),
+                                                  x.get("speedup_ci_high")))
             sig_cells, tps_cells, any_sig = [], [], False
             base_row = first.row(arm, c, v) or {}
             for lab in diffs:
                 i = int(lab[1:]) - 1
                 other_row = runs[i].row(arm, c, v) or {}
-                if N.rounds(base_row) >= 2 or N.rounds(other_row) >= 2:
+                if noise.rounds(base_row) >= 2 or noise.rounds(other_row) >= 2:
                     iv = _ci_diff(base_row, other_row)
-                    tv = S.tps_diff_runs(first, runs[i], arm, c, v) if rec[0] and rec[i] else S.NAN_INTERVAL
+                    tv = significance.tps_diff_runs(first, runs[i], arm, c,
+                                                    v) if rec[0] and rec[i] else significance.NAN_INTERVAL
                 elif rec[0] and rec[i]:
-                    iv = S.speedup_diff_runs(first, runs[i], arm, c, v)
-                    tv = S.tps_diff_runs(first, runs[i], arm, c, v)
+                    iv = significance.speedup_diff_runs(first, runs[i], arm, c, v)
+                    tv = significance.tps_diff_runs(first, runs[i], arm, c, v)
                 else:
                     iv = _ci_overlap(base_row, other_row)
-                    tv = S.NAN_INTERVAL
+                    tv = significance.NAN_INTERVAL
                 row.append(_fmt_diff(iv))
                 sig_cells.append(_sig(iv))
-                tps_cells.append(_fmt_diff(tv, T.num(base_row.get("per_user_tps_mean"))))
+                tps_cells.append(_fmt_diff(tv, tables.num(base_row.get("per_user_tps_mean"))))
                 any_sig |= iv.excludes_zero
                 sec.note = f"test: {iv.test}" if math.isfinite(iv.value) else sec.note
             if any_sig:
@@ -141,13 +146,13 @@ def compare_runs(runs: list[Run]) -> Comparison:
         cmp.sections.append(sec)
         for lab, r in labels:
             if arm in r.arms():
-                for t in T.speedup_tables(r):
+                for t in tables.speedup_tables(r):
                     if t.arm == arm:
-                        cmp.speedups[f"{lab} {T.label(arm, t.variant)}"] = [
+                        cmp.speedups[f"{lab} {tables.label(arm, t.variant)}"] = [
                             (x.concurrency, x.speedup, x.ci_low, x.ci_high) for x in t.rows]
-                for (a, v), curve in T.position_curves(r).items():
+                for (a, v), curve in tables.position_curves(r).items():
                     if a == arm:
-                        cmp.curves[f"{lab} {T.label(a, v)}"] = curve
+                        cmp.curves[f"{lab} {tables.label(a, v)}"] = curve
     _category_and_positions(cmp, [(lab, r, None) for lab, r in labels])
     return cmp
 
@@ -158,22 +163,25 @@ def _category_and_positions(cmp: Comparison, sources: list[tuple[str, Run, list[
     pos_rows: list[list[str]] = []
     n_pos = 0
     for lab, run, only in sources:
-        rcats, al = T.category_al(run)
+        rcats, al = tables.category_al(run)
         cats += [c for c in rcats if c not in cats]
         for (arm, v), vals in al.items():
             if only is None or arm in only:
-                rows_al.append((f"{lab} {T.label(arm, v)}".strip(), vals))
-        for (arm, v), (joint, cond) in T.position_curves(run).items():
+                rows_al.append((f"{lab} {tables.label(arm, v)}".strip(), vals))
+        for (arm, v), (joint, cond) in tables.position_curves(run).items():
             if only is None or arm in only:
                 n_pos = max(n_pos, len(joint))
-                pos_rows.append([f"{lab} {T.label(arm, v)}".strip(), "joint"] + [T.fmt(x, 3) for x in joint])
-                pos_rows.append([f"{lab} {T.label(arm, v)}".strip(), "conditional"] + [T.fmt(x, 3) for x in cond])
+                pos_rows.append([f"{lab} {tables.label(arm, v)}".strip(), "joint"] + [tables.fmt(x, 3) for x in joint])
+                pos_rows.append([f"{lab} {tables.label(arm, v)}".strip(), "conditional"]
+                                + [tables.fmt(x, 3) for x in cond])
     if rows_al:
-        cmp.sections.append(Section("Acceptance length per category", ["arm"] + cats,
-                                    [[name] + [T.fmt(vals.get(c), 3) for c in cats] for name, vals in rows_al]))
+        cmp.sections.append(Section(title="Acceptance length per category", headers=["arm"] + cats,
+                                    rows=[[name] + [tables.fmt(vals.get(c), 3) for c in cats]
+                                          for name, vals in rows_al]))
     if pos_rows:
-        cmp.sections.append(Section("Per-position acceptance", ["arm", "kind"] + [f"pos {i + 1}" for i in range(n_pos)],
-                                    pos_rows, left=2))
+        cmp.sections.append(Section(title="Per-position acceptance",
+                                    headers=["arm", "kind"] + [f"pos {i + 1}" for i in range(n_pos)],
+                                    rows=pos_rows, left=2))
 
 
 def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
@@ -183,30 +191,34 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
             from speedbench.errors import UsageError
 
             raise UsageError(f"arm '{a}' is not in run {run.run_id}; its arms are {run.arms()}")
-    cmp = Comparison(f"{arm_b} vs {arm_a} in run {run.run_id}", [("", run)], [])
+    cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
                "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]
-    sec = Section("Speedup, paired by prompt", headers, [])
+    sec = Section(title="Speedup, paired by prompt", headers=headers, rows=[])
     has = _has_records(run)
     for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
         ra, rb = run.row(arm_a, c, v) or {}, run.row(arm_b, c, v) or {}
-        iv = S.speedup_diff_arms(run, arm_a, arm_b, c, v) if has else _ci_overlap(ra, rb)
+        iv = significance.speedup_diff_arms(run, arm_a, arm_b, c, v) if has else _ci_overlap(ra, rb)
         if iv.excludes_zero:
             sec.significant_rows.add(len(sec.rows))
         if math.isfinite(iv.value):
             sec.note = f"test: {iv.test}"
         sec.rows.append([f"{c}" + (f" [{v}]" if v else ""),
-                         T.fmt_speedup(ra.get("speedup_mean"), ra.get("speedup_ci_low"), ra.get("speedup_ci_high")),
-                         T.fmt_speedup(rb.get("speedup_mean"), rb.get("speedup_ci_low"), rb.get("speedup_ci_high")),
-                         _fmt_diff(iv), _sig(iv), T.fmt(ra.get("per_user_tps_mean"), 1),
-                         T.fmt(rb.get("per_user_tps_mean"), 1), T.fmt(T.al_of(ra)[0], 3), T.fmt(T.al_of(rb)[0], 3)])
+                         tables.fmt_speedup(ra.get("speedup_mean"), ra.get("speedup_ci_low"),
+                                            ra.get("speedup_ci_high")),
+                         tables.fmt_speedup(rb.get("speedup_mean"), rb.get("speedup_ci_low"),
+                                            rb.get("speedup_ci_high")),
+                         _fmt_diff(iv), _sig(iv), tables.fmt(ra.get("per_user_tps_mean"), 1),
+                         tables.fmt(rb.get("per_user_tps_mean"), 1), tables.fmt(al_of(ra)[0], 3),
+                         tables.fmt(al_of(rb)[0], 3)])
     cmp.sections.append(sec)
-    for t in T.speedup_tables(run):
+    for t in tables.speedup_tables(run):
         if t.arm in (arm_a, arm_b):
-            cmp.speedups[T.label(t.arm, t.variant)] = [(x.concurrency, x.speedup, x.ci_low, x.ci_high) for x in t.rows]
-    for (a, v), curve in T.position_curves(run).items():
+            cmp.speedups[tables.label(t.arm, t.variant)] = [(x.concurrency, x.speedup, x.ci_low, x.ci_high)
+                                                             for x in t.rows]
+    for (a, v), curve in tables.position_curves(run).items():
         if a in (arm_a, arm_b):
-            cmp.curves[T.label(a, v)] = curve
+            cmp.curves[tables.label(a, v)] = curve
     _category_and_positions(cmp, [("", run, [arm_a, arm_b])])
     return cmp
 
@@ -215,13 +227,14 @@ def merge(comparisons: list[Comparison]) -> Comparison:
     """One page for several comparisons (``--arms`` over several runs)."""
     if len(comparisons) == 1:
         return comparisons[0]
-    out = Comparison("; ".join(c.title for c in comparisons), [], [])
+    out = Comparison(title="; ".join(c.title for c in comparisons), runs=[], sections=[])
     for i, c in enumerate(comparisons, 1):
         out.runs += c.runs
         out.notes += c.notes
         for sec in c.sections:
-            out.sections.append(Section(f"{c.title}: {sec.title}", sec.headers, sec.rows, sec.note,
-                                        sec.significant_rows, sec.left))
+            out.sections.append(Section(title=f"{c.title}: {sec.title}", headers=sec.headers, rows=sec.rows,
+                                        note=sec.note,
+                                        significant_rows=sec.significant_rows, left=sec.left))
         out.speedups.update({f"#{i} {k}": v for k, v in c.speedups.items()})
         out.curves.update({f"#{i} {k}": v for k, v in c.curves.items()})
     return out
@@ -246,22 +259,22 @@ def print_comparison(cmp: Comparison, console) -> None:
 
 
 def render_comparison_html(cmp: Comparison) -> str:
-    from speedbench.report import html as H
-    from speedbench.report import plots as P
+    from speedbench.report import html
+    from speedbench.report import plots
 
-    body = [f'<header class="top"><h1>{H.esc(cmp.title)}</h1></header>']
+    body = [f'<header class="top"><h1>{html.esc(cmp.title)}</h1></header>']
     if cmp.notes:
-        body.append(H.card(H.Safe("<ul>" + "".join(f"<li>{H.esc(n)}</li>" for n in cmp.notes) + "</ul>"),
+        body.append(html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(n)}</li>" for n in cmp.notes) + "</ul>"),
                            "Notes", "warn"))
     for sec in cmp.sections:
-        rows = [[H.Cell(c, cls=("l sig" if j < sec.left else "sig")) if i in sec.significant_rows else c
+        rows = [[html.Cell(c, cls=("l sig" if j < sec.left else "sig")) if i in sec.significant_rows else c
                  for j, c in enumerate(row)] for i, row in enumerate(sec.rows)]
-        note = (f'<p class="muted">{H.esc(sec.note)}; highlighted rows differ significantly (95%).</p>'
+        note = (f'<p class="muted">{html.esc(sec.note)}; highlighted rows differ significantly (95%).</p>'
                 if sec.note else "")
-        body.append(H.card(H.Safe(H.table(sec.headers, rows, left=sec.left) + note), sec.title))
+        body.append(html.card(html.Safe(html.table(sec.headers, rows, left=sec.left) + note), sec.title))
     body.append('<div class="grid">')
-    body.append(H.card(H.Safe(P.speedup_vs_concurrency(cmp.speedups, title="")), "Speedup vs concurrency"))
+    body.append(html.card(html.Safe(plots.speedup_vs_concurrency(cmp.speedups, title="")), "Speedup vs concurrency"))
     if cmp.curves:
-        body.append(H.card(H.Safe(P.position_curves(cmp.curves)), "Per-position acceptance"))
+        body.append(html.card(html.Safe(plots.position_curves(cmp.curves)), "Per-position acceptance"))
     body.append("</div>")
-    return H.page(f"speedbench · {cmp.title}", "".join(body))
+    return html.page(f"speedbench · {cmp.title}", "".join(body))

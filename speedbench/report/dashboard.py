@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from speedbench.analysis.cells import al_of
 from speedbench.errors import SpeedbenchError
-from speedbench.report import html as H
-from speedbench.report import plots as P
-from speedbench.report import tables as T
+from speedbench.report import html
+from speedbench.report import plots
+from speedbench.report import tables
 from speedbench.results import Run, atomic_write, load_run
 
 MAX_LATEST = 50  # rows in the "latest runs" table
@@ -75,7 +76,7 @@ def scan(results_dir: Path, skip: Path | None = None) -> tuple[list[SiteRun], li
 
 def checkpoint(run: Run, arm: str) -> str:
     """What a trend line follows: the arm name plus the draft it loads."""
-    draft = T.draft_model(run, arm)
+    draft = tables.draft_model(run, arm)
     return f"{arm} · {draft}" if draft and draft != arm else arm
 
 
@@ -83,7 +84,7 @@ def _pooled_al(run: Run, arm: str, variant: str) -> float:
     num = den = 0.0
     for r in run.rows:
         if r.get("arm") == arm and (r.get("variant") or "") == variant:
-            al, n = T.al_of(r)[0], T.num(r.get("n_ok"))
+            al, n = al_of(r)[0], tables.num(r.get("n_ok"))
             if math.isfinite(al):
                 w = n if n > 0 else 1.0
                 num, den = num + al * w, den + w
@@ -92,6 +93,7 @@ def _pooled_al(run: Run, arm: str, variant: str) -> float:
 
 def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
     dest = site / "runs" / _safe_rel(sr.rel) / "report.html"
+    assert sr.run.dir is not None  # scan() loads run folders
     src = sr.run.dir.report_html_path
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -118,12 +120,12 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
         run = sr.run
         for r in run.rows:
             arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), r.get("concurrency")
-            ck = T.label(checkpoint(run, arm), v)
-            point = (sr.created, T.num(r.get("per_user_tps_mean")))
-            tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
-            if T.is_speculative(r):
-                point = (sr.created, T.num(r.get("speedup_mean")), T.num(r.get("speedup_ci_low")),
-                         T.num(r.get("speedup_ci_high")))
+            ck = tables.label(checkpoint(run, arm), v)
+            tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(
+                (sr.created, tables.num(r.get("per_user_tps_mean"))))
+            if tables.is_speculative(r):
+                point = (sr.created, tables.num(r.get("speedup_mean")), tables.num(r.get("speedup_ci_low")),
+                         tables.num(r.get("speedup_ci_high")))
                 speed.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
         arms_cost = run.summary.get("arms") or {}
         if arms_cost:
@@ -131,23 +133,26 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
             wall_h = sum(float(a.get("wall_s") or 0.0) for a in arms_cost.values()) / 3600
             cost["GPU-hours"].setdefault("run", []).append((sr.created, gpu_h))
             cost["server hours (any device)"].setdefault("run", []).append((sr.created, wall_h))
-        for arm in T.spec_arms(run):
-            for v in T.variants(run):
-                ck = T.label(checkpoint(run, arm), v)
+        for arm in tables.spec_arms(run):
+            for v in tables.variants(run):
+                ck = tables.label(checkpoint(run, arm), v)
                 al["pooled over concurrency"].setdefault(ck, []).append((sr.created, _pooled_al(run, arm, v)))
-        for (arm, v), curve in T.position_curves(run).items():
-            latest_curves[T.label(checkpoint(run, arm), v)] = curve  # runs are in time order: last wins
-    by_c = lambda d: dict(sorted(d.items(), key=lambda kv: int(kv[0].split()[-1])))
+        for (arm, v), curve in tables.position_curves(run).items():
+            latest_curves[tables.label(checkpoint(run, arm), v)] = curve  # runs are in time order: last wins
+
+    def by_c(d: dict) -> dict:
+        return dict(sorted(d.items(), key=lambda kv: int(kv[0].split()[-1])))
+
     charts = [
         ("Speedup in per-user TPS over time: bars are each run's 95% interval, shading the night-to-night "
-         "noise band (mean ± 2 sd, from 3 runs)", P.trend(by_c(speed), "speedup (×)", bands=True)),
-        ("Acceptance length over time", P.trend(al, "AL pooled over steps (tokens/step)")),
-        ("Per-user TPS over time", P.trend(by_c(tps), "tokens/s")),
-        ("Per-position acceptance (latest run of each checkpoint)", P.position_curves(latest_curves)),
-        ("What each run cost: GPU-hours and server hours, summed over its arms", P.trend(cost, "hours")),
+         "noise band (mean ± 2 sd, from 3 runs)", plots.trend(by_c(speed), "speedup (×)", bands=True)),
+        ("Acceptance length over time", plots.trend(al, "AL pooled over steps (tokens/step)")),
+        ("Per-user TPS over time", plots.trend(by_c(tps), "tokens/s")),
+        ("Per-position acceptance (latest run of each checkpoint)", plots.position_curves(latest_curves)),
+        ("What each run cost: GPU-hours and server hours, summed over its arms", plots.trend(cost, "hours")),
     ]
-    cards = "".join(H.card(H.Safe(svg), cap) for cap, svg in charts)
-    return (f'<h2 id="s{idx}">Scenario {H.esc(name)} <span class="muted">({len(runs)} runs)</span></h2>'
+    cards = "".join(html.card(html.Safe(svg), cap) for cap, svg in charts)
+    return (f'<h2 id="s{idx}">Scenario {html.esc(name)} <span class="muted">({len(runs)} runs)</span></h2>'
             f'<div class="grid">{cards}</div>')
 
 
@@ -164,19 +169,20 @@ def _al_matrix(by_scenario: dict[str, list[SiteRun]]) -> str:
     cats: list[str] = []
     for scen, runs in by_scenario.items():
         for sr in runs:  # time order: later runs overwrite
-            rcats, al = T.category_al(sr.run)
+            rcats, al = tables.category_al(sr.run)
             cats += [c for c in rcats if c not in cats]
             for (arm, v), vals in al.items():
-                latest[(scen, T.label(checkpoint(sr.run, arm), v))] = vals
+                latest[(scen, tables.label(checkpoint(sr.run, arm), v))] = vals
     if not latest:
         return ""
     values = [x for vals in latest.values() for x in vals.values() if math.isfinite(x)]
     lo, hi = (min(values), max(values)) if values else (0.0, 0.0)
-    rows = [[scen, ck] + [H.Cell(T.fmt(vals.get(c), 3), style=_heat(T.num(vals.get(c)), lo, hi)) for c in cats]
+    rows = [[scen, ck] + [html.Cell(tables.fmt(vals.get(c), 3), style=_heat(tables.num(vals.get(c)), lo, hi))
+                          for c in cats]
             for (scen, ck), vals in sorted(latest.items())]
     legend = f'<p class="muted">Latest run of each checkpoint; shading from {lo:.2f} (light) to {hi:.2f} (dark).</p>'
-    return "<h2>Acceptance length: category × checkpoint</h2>" + H.card(
-        H.Safe(H.table(["scenario", "checkpoint"] + cats, rows, left=2) + legend))
+    return "<h2>Acceptance length: category × checkpoint</h2>" + html.card(
+        html.Safe(html.table(["scenario", "checkpoint"] + cats, rows, left=2) + legend))
 
 
 def _latest_table(runs: list[SiteRun]) -> str:
@@ -184,16 +190,16 @@ def _latest_table(runs: list[SiteRun]) -> str:
     for sr in sorted(runs, key=lambda r: r.created, reverse=True)[:MAX_LATEST]:
         run = sr.run
         heads = []
-        for t in T.speedup_tables(run):
+        for t in tables.speedup_tables(run):
             first = next((x for x in t.rows if math.isfinite(x.speedup)), None)
             if first:
-                heads.append(f"{T.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency}")
+                heads.append(f"{tables.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency}")
         failed = sorted({str(r.get("arm")) for r in run.rows if r.get("status") == "failed"})
-        status = H.pill("failed") if failed else H.pill("ok")
-        link = H.Safe(f'<a href="{H.esc(sr.report)}">{H.esc(run.run_id)}</a>') if sr.report else run.run_id
-        rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, T.hardware(run),
+        status = html.pill("failed") if failed else html.pill("ok")
+        link = html.Safe(f'<a href="{html.esc(sr.report)}">{html.esc(run.run_id)}</a>') if sr.report else run.run_id
+        rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, tables.hardware(run),
                      "; ".join(heads) or "–", status, ", ".join(failed)])
-    return "<h2>Latest runs</h2>" + H.card(H.table(
+    return "<h2>Latest runs</h2>" + html.card(html.table(
         ["created (UTC)", "scenario", "run (report)", "hardware", "headline speedup", "status", "failed arms"], rows,
         left=7))
 
@@ -211,19 +217,19 @@ def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     by_scenario: dict[str, list[SiteRun]] = {}
     for sr in runs:
         by_scenario.setdefault(sr.run.scenario_name, []).append(sr)
-    nav = " · ".join(f'<a href="#s{i}">{H.esc(n)}</a>' for i, n in enumerate(by_scenario))
+    nav = " · ".join(f'<a href="#s{i}">{html.esc(n)}</a>' for i, n in enumerate(by_scenario))
     body = [f'<header class="top"><h1>speedbench dashboard</h1><div class="sub">{len(runs)} runs, '
             f"{len(by_scenario)} scenarios · generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
             + (f" · {nav}" if nav else "") + "</div></header>"]
     if problems:
-        body.append(H.card(H.Safe("<ul>" + "".join(f"<li>{H.esc(p)}</li>" for p in problems) + "</ul>"),
+        body.append(html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(p)}</li>" for p in problems) + "</ul>"),
                            "Skipped", "warn"))
     if not runs:
-        body.append(H.card(H.Safe(f"<p>No run folders (summary.json) under {H.esc(results)}.</p>")))
+        body.append(html.card(html.Safe(f"<p>No run folders (summary.json) under {html.esc(results)}.</p>")))
     else:
         body.append(_latest_table(runs))
         body.append(_al_matrix(by_scenario))
         body += [_scenario_section(name, rs, i) for i, (name, rs) in enumerate(by_scenario.items())]
     index = site / "index.html"
-    atomic_write(index, H.page("speedbench dashboard", "".join(body)))
+    atomic_write(index, html.page("speedbench dashboard", "".join(body)))
     return Dashboard(index, runs, problems)

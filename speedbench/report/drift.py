@@ -44,7 +44,8 @@ __all__ = [
     "plot_al_vs_context", "plot_separation", "plot_tps_vs_k",
 ]
 
-TABLE_COLUMNS = ("draft", "variant", "concurrency", "best k", "speedup [95% CI]", "proxy best k", "--speculative-config")
+TABLE_COLUMNS = ("draft", "variant", "concurrency", "best k", "speedup [95% CI]", "proxy best k",
+                 "--speculative-config")
 TIE_NOTE = (
     "When the best k's speedup CI overlaps another k's, the means cannot be told apart, so the "
     "pick is the k with the higher CI lower bound (then the smaller k, the cheaper draft)."
@@ -157,7 +158,7 @@ def plot_conditional(curves: list[DepthCurve]) -> str:
     At temperature 0 acceptance does not depend on batch size, so each panel uses the
     lowest concurrency measured.
     """
-    lowest = {}
+    lowest: dict[str, DepthCurve] = {}
     for c in curves:
         if c.variant not in lowest or c.concurrency < lowest[c.variant].concurrency:
             lowest[c.variant] = c
@@ -260,28 +261,33 @@ def _table_rows(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[st
     if data["depth"]:
         kmax = sorted({k for c in data["depth"] for k in c.ks})
         out.append(("Acceptance length vs k", ["draft", "variant", "concurrency", *[f"k={k}" for k in kmax]],
-                    [[c.series, c.variant or "-", str(c.concurrency), *[_f(dict(zip(c.ks, c.al)).get(k, math.nan)) for k in kmax]]
+                    [[c.series, c.variant or "-", str(c.concurrency),
+                      *[_f(dict(zip(c.ks, c.al)).get(k, math.nan)) for k in kmax]]
                      for c in data["depth"]]))
-        low = {}
+        low: dict[tuple[str, str], DepthCurve] = {}
         for c in data["depth"]:
             key = (c.series, c.variant)
             if key not in low or c.concurrency < low[key].concurrency:
                 low[key] = c
         npos = max((len(v) for c in low.values() for v in c.conditional), default=0)
-        body = [[c.series, c.variant or "-", str(c.concurrency), str(k), *[_f(v) for v in cond] + [""] * (npos - len(cond))]
+        body = [[c.series, c.variant or "-", str(c.concurrency), str(k),
+                 *[_f(v) for v in cond] + [""] * (npos - len(cond))]
                 for c in low.values() for k, cond in zip(c.ks, c.conditional) if cond]
         if body:
             out.append(("Conditional acceptance by position (lowest concurrency)",
                         ["draft", "variant", "concurrency", "k", *[f"pos {i + 1}" for i in range(npos)]], body))
     if data["context"]:
         names = sorted({v for c in data["context"] for v in c.variants}, key=lambda v: data["buckets"][v])
-        out.append(("Acceptance length vs context length", ["arm", "concurrency", *[f"{v} ({data['buckets'][v]})" for v in names]],
+        out.append(("Acceptance length vs context length", ["arm", "concurrency",
+                                                            *[f"{v} ({data['buckets'][v]})" for v in names]],
                     [[c.arm, str(c.concurrency), *[_f(dict(zip(c.variants, c.al)).get(v, math.nan)) for v in names]]
                      for c in data["context"]]))
     if data["seps"]:
         out.append(("EAGLE 3 vs EAGLE 3.1: where acceptance separates",
-                    ["EAGLE 3", "EAGLE 3.1", "axis", "held fixed", "concurrency", "first separation", "higher AL", "AL difference there"],
-                    [[s.a, s.b, s.axis, s.fixed or "-", str(s.concurrency), str(s.first) if s.first is not None else "none",
+                    ["EAGLE 3", "EAGLE 3.1", "axis", "held fixed", "concurrency", "first separation", "higher AL",
+                     "AL difference there"],
+                    [[s.a, s.b, s.axis, s.fixed or "-", str(s.concurrency),
+                      str(s.first) if s.first is not None else "none",
                       s.leader or "", _sep_diff(s)] for s in data["seps"]]))
     return out
 
@@ -332,7 +338,8 @@ def _html_table(header: list[str], body: list[list[str]]) -> str:
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in header)
     trs = "".join(
-        "<tr>" + "".join(f"<td><code>{e(c)}</code></td>" if c.startswith("--") else f"<td>{e(c)}</td>" for c in row) + "</tr>"
+        "<tr>" + "".join(f"<td><code>{e(c)}</code></td>" if c.startswith("--") else f"<td>{e(c)}</td>" for c in row)
+        + "</tr>"
         for row in body
     )
     return f'<table class="drift"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>'

@@ -27,9 +27,9 @@ from pydantic import ValidationError
 
 from speedbench.errors import UsageError
 from speedbench.metrics.registry import GATE_METRICS
-from speedbench.report import noise as N
-from speedbench.report import significance as S
-from speedbench.report import tables as T
+from speedbench.report import noise
+from speedbench.report import significance
+from speedbench.report import tables
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
 
@@ -98,9 +98,9 @@ def metric_value(row: dict[str, Any] | None, metric: str) -> float:
     if not row:
         return math.nan
     gm = GATE_METRICS[metric]
-    value = T.num(row.get(gm.column))
+    value = tables.num(row.get(gm.column))
     if not math.isfinite(value) and gm.fallback:
-        value = T.num(row.get(gm.fallback))
+        value = tables.num(row.get(gm.fallback))
     return value
 
 
@@ -113,7 +113,7 @@ def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
             problems.append(f"arm {g.arm} has no results in this run (arms: {', '.join(run.arms()) or 'none'})")
         rows = [r for r in run.rows if r.get("arm") == g.arm]
     else:
-        rows = [r for r in run.rows if T.is_speculative(r)] if spec_only else list(run.rows)
+        rows = [r for r in run.rows if tables.is_speculative(r)] if spec_only else list(run.rows)
         expected = [a.get("name") for a in run.scenario.get("arms") or [] if isinstance(a, dict)
                     and (a.get("speculative_config") or not spec_only)]
         problems += [f"arm {a} has no results in this run" for a in expected if a not in run.arms()]
@@ -133,18 +133,18 @@ def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
 def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float, str]:
     """Upper end of the current value's 95% CI and where it came from."""
     arm, c, v = str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or "")
-    if metric == "speedup" and T.ok(row.get("speedup_ci_high")):
-        n = N.rounds(row)
-        return T.num(row["speedup_ci_high"]), (f"summary CI over {n} rounds of server starts" if n >= 2
+    if metric == "speedup" and tables.ok(row.get("speedup_ci_high")):
+        n = noise.rounds(row)
+        return tables.num(row["speedup_ci_high"]), (f"summary CI over {n} rounds of server starts" if n >= 2
                                                else "summary CI, one server per arm")
-    iv = S.NAN_INTERVAL
+    iv = significance.NAN_INTERVAL
     if run.records:
         if metric == "speedup":
-            iv = S.speedup_ci(run, arm, c, v)
+            iv = significance.speedup_ci(run, arm, c, v)
         elif metric == "acceptance_length":
-            iv = S.al_ci(run, arm, c, v)
+            iv = significance.al_ci(run, arm, c, v)
         elif metric == "per_user_tps":
-            iv = S.mean_tps_ci(run, arm, c, v)
+            iv = significance.mean_tps_ci(run, arm, c, v)
     if math.isfinite(iv.high):
         return iv.high, iv.test
     return metric_value(row, metric), "point estimate (no per-request data)"
@@ -164,8 +164,8 @@ def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline
         # error_rate, the one lower-is-better gate metric: r is absolute, and the Wilson
         # lower bound of the current rate must clear the limit too.
         threshold = bval + r
-        n, k = int(T.num(row.get("n_requests")) or 0), int(T.num(row.get("n_errors")) or 0)
-        low, _ = S.wilson(k, n)
+        n, k = int(tables.num(row.get("n_requests")) or 0), int(tables.num(row.get("n_errors")) or 0)
+        low, _ = significance.wilson(k, n)
         if value > threshold and low > threshold:
             return "fail", (f"error rate rose from {bval:.4f} to {value:.4f} (> {threshold:.4f} = baseline + {r:g}); "
                             f"Wilson 95% lower bound {low:.4f} is above it too")
@@ -179,13 +179,14 @@ def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline
         # Beyond one run's interval; is it beyond the night-to-night spread too?
         column = GATE_METRICS[g.metric].column
         ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
-        past = N.history_values(history or [], run.scenario_name, *ident, column, exclude=[run.run_id])
-        sd = N.night_sd(past)
-        if N.beyond_noise(bval - value, sd) is False:
+        past = noise.history_values(history or [], run.scenario_name, *ident, column, exclude=[run.run_id])
+        sd = noise.night_sd(past)
+        if noise.beyond_noise(bval - value, sd) is False:
             return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within the "
                             f"night-to-night spread: sd {sd:.3f} over {len(past)} earlier runs, the drop is under "
-                            f"{N.K_SIGMA:g} sd")
-        spread = f"; beyond {N.K_SIGMA:g}x the night-to-night sd {sd:.3f} ({len(past)} runs)" if math.isfinite(sd) else ""
+                            f"{noise.K_SIGMA:g} sd")
+        spread = (f"; beyond {noise.K_SIGMA:g}x the night-to-night sd {sd:.3f} ({len(past)} runs)"
+                  if math.isfinite(sd) else "")
         return "fail", (f"regression: {value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}, more than "
                         f"{r:.0%}); the 95% CI upper end {high:.3f} ({source}) is below the limit {threshold:.3f}"
                         + spread)
@@ -201,7 +202,8 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
     for i, g in enumerate(gates):
         rows, problems = _select(run, g)
         for p in problems:
-            results.append(GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, p))
+            results.append(GateResult(index=i, gate=g, arm=g.arm, concurrency=g.concurrency, variant=g.variant,
+                                      status="fail", value=math.nan, message=p))
         for row in rows:
             ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
             value = metric_value(row, g.metric)
@@ -212,11 +214,14 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
             if not math.isfinite(value):
                 results.append(GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point"))
                 continue
-            fails, notes = [], []
+            fails: list[str] = []
+            notes: list[str] = []
             if g.min is not None:
-                (fails if value < g.min else notes).append(f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}")
+                (fails if value < g.min else notes).append(
+                    f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}")
             if g.max is not None:
-                (fails if value > g.max else notes).append(f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}")
+                (fails if value > g.max else notes).append(
+                    f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}")
             status = "fail" if fails else "pass"
             if g.max_regression is not None:
                 rel_status, rel_msg = _relative(run, row, g, value, baseline, history)
@@ -250,7 +255,8 @@ def junit_xml(results: list[GateResult], run: Run, elapsed_s: float = 0.0) -> st
     suite = ET.SubElement(root, "testsuite", {"name": _x(f"{run.scenario_name} {run.run_id}"), **counts,
                                               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())})
     for r in results:
-        tc = ET.SubElement(suite, "testcase", {"name": _x(r.name), "classname": _x(f"speedbench.gate{r.index}.{r.gate.metric}"),
+        tc = ET.SubElement(suite, "testcase", {"name": _x(r.name),
+                                               "classname": _x(f"speedbench.gate{r.index}.{r.gate.metric}"),
                                                "time": "0"})
         if r.status == "fail":
             kind = "missing" if not math.isfinite(r.value) else "regression"
@@ -274,6 +280,7 @@ def summary_markdown(results: list[GateResult], run: Run, baseline: Run | None =
             f"{len(results) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped"
             + (f"; baseline run `{md(baseline.run_id)}`" if baseline else "") + ".", ""]
     rows = [[r.status.upper(), r.gate.metric, r.bounds, r.arm or "–", "–" if r.concurrency is None else r.concurrency,
-             r.variant or "", T.fmt(r.value, 3), r.message] for r in sorted(results, key=lambda r: r.status != "fail")]
+             r.variant or "", tables.fmt(r.value, 3), r.message]
+            for r in sorted(results, key=lambda r: r.status != "fail")]
     return "\n".join(head) + md_table(["result", "metric", "rule", "arm", "c", "variant", "value", "details"], rows,
                                       "llllrlrl") + "\n"

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from speedbench import __version__
-from speedbench.report import breakdowns as B
-from speedbench.report import markdown as M
-from speedbench.report import plots as P
-from speedbench.report import tables as T
+from speedbench.analysis.cells import al_of
+from speedbench.report import breakdowns
+from speedbench.report import markdown
+from speedbench.report import plots
+from speedbench.report import tables
 from speedbench.results import Run
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -95,7 +96,7 @@ def table(headers: Sequence[Any], rows: Sequence[Sequence[Any]], cls: str = "", 
     return Safe(f'<div class="wrap"><table{c}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
 
 
-def pill(status: str) -> Safe:
+def pill(status: str | None) -> Safe:
     s = str(status or "")
     known = s if s in ("ok", "partial", "failed", "interrupted") else ""
     return Safe(f'<span class="pill {known}">{esc(s)}</span>')
@@ -117,60 +118,60 @@ def page(title: str, body: str) -> str:
 
 
 def arm_colors(labels: Sequence[str]) -> dict[str, str]:
-    return {name: P.color_for(i) for i, name in enumerate(labels)}
+    return {name: plots.color_for(i) for i, name in enumerate(labels)}
 
 
 def run_plots(run: Run) -> list[tuple[str, str]]:
     """(caption, svg) for the five report plots."""
-    labels = [T.label(a, v) for a in run.arms() for v in T.variants(run)]
+    labels = [tables.label(a, v) for a in run.arms() for v in tables.variants(run)]
     colors = arm_colors(labels)
     tps: dict[str, list[tuple[int, float]]] = {}
     for r in run.rows:
-        lab = T.label(str(r.get("arm")), str(r.get("variant") or ""))
-        tps.setdefault(lab, []).append((int(r["concurrency"]), T.num(r.get("per_user_tps_mean"))))
+        lab = tables.label(str(r.get("arm")), str(r.get("variant") or ""))
+        tps.setdefault(lab, []).append((int(r["concurrency"]), tables.num(r.get("per_user_tps_mean"))))
     speed, ref = {}, {}
-    for t in T.speedup_tables(run):
-        lab = T.label(t.arm, t.variant)
+    for t in tables.speedup_tables(run):
+        lab = tables.label(t.arm, t.variant)
         speed[lab] = [(r.concurrency, r.speedup, r.ci_low, r.ci_high) for r in t.rows]
         pts = [(r.concurrency, r.reference) for r in t.rows if math.isfinite(r.reference)]
         if pts:
             ref[t.arm] = pts
-    groups = [f"c={c}" for c in T.concurrencies(run)]
-    al = {}
+    groups = [f"c={c}" for c in tables.concurrencies(run)]
+    al: dict[str, dict[str, float]] = {}
     for r in run.rows:
-        if T.is_speculative(r):
-            al.setdefault(T.label(str(r.get("arm")), str(r.get("variant") or "")), {})[f"c={r['concurrency']}"] = \
-                T.al_of(r)[0]
-    cats, cat_al = T.category_al(run)
-    ref_cat = {c: T.reference_al(run, c) for c in cats}
+        if tables.is_speculative(r):
+            al.setdefault(tables.label(str(r.get("arm")), str(r.get("variant") or "")), {})[f"c={r['concurrency']}"] = \
+                al_of(r)[0]
+    cats, cat_al = tables.category_al(run)
+    ref_cat = {c: tables.reference_al(run, c) for c in cats}
     return [
-        ("Per-user TPS vs concurrency", P.lines_vs_concurrency(tps, "per-user TPS (tokens/s)",
-                                                               "", colors)),
+        ("Per-user TPS vs concurrency", plots.lines_vs_concurrency(tps, "per-user TPS (tokens/s)", "", colors)),
         ("Speedup vs concurrency; diamonds: reference figures",
-         P.speedup_vs_concurrency(speed, ref, title="", colors=colors)),
+         plots.speedup_vs_concurrency(speed, ref, title="", colors=colors)),
         ("Acceptance length per arm and concurrency",
-         P.grouped_bars(groups, al, "AL pooled over steps (tokens/step)", "", colors=colors)),
+         plots.grouped_bars(groups, al, "AL pooled over steps (tokens/step)", "", colors=colors)),
         ("Per-position acceptance, pooled over concurrency levels",
-         P.position_curves({T.label(*k): v for k, v in T.position_curves(run).items()}, colors)),
+         plots.position_curves({tables.label(*k): v for k, v in tables.position_curves(run).items()}, colors)),
         ("Acceptance length per category (mean over requests, as SPEED-Bench); black bars: reference",
-         P.grouped_bars(cats, {T.label(*k): v for k, v in cat_al.items()}, "AL mean over requests (tokens/step)",
+         plots.grouped_bars(cats, {tables.label(*k): v for k, v in cat_al.items()},
+                            "AL mean over requests (tokens/step)",
                         "", ref_cat, "reference", colors)),
     ]
 
 
-def speedup_card(t: T.SpeedupTable, baseline: str | None) -> Safe:
-    headers, has_ref = T.speedup_headers(t, baseline)
+def speedup_card(t: tables.SpeedupTable, baseline: str | None) -> Safe:
+    headers, has_ref = tables.speedup_headers(t, baseline)
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, T.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_engine
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_engine
         else:
-            al = T.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
-            row = [r.concurrency, T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1),
-                   Cell(T.fmt_speedup(r.speedup, r.ci_low, r.ci_high), cls="big")]
-            row += [T.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
+            al = tables.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1),
+                   Cell(tables.fmt_speedup(r.speedup, r.ci_low, r.ci_high), cls="big")]
+            row += [tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
         if has_ref:
-            row.append(T.fmt(r.reference, 2, "×"))
+            row.append(tables.fmt(r.reference, 2, "×"))
         rows.append(row)
     draft = f'<p class="muted">draft: {esc(t.draft)}</p>' if t.draft else ""
     return card(Safe(draft + table(headers, rows)), t.title)
@@ -180,57 +181,60 @@ def render_html(run: Run, drift_html: str = "") -> str:
     b = [f'<header class="top"><h1>speedbench report: {esc(run.scenario_name)}</h1>'
          f'<div class="sub">run {esc(run.run_id)}'
          + (f" · {esc(run.created_utc)}" if run.created_utc else "")
-         + f" · {esc(T.hardware(run))}</div></header>"]
-    noise = T.noise_lines(run)
-    if noise:
-        b.append(card(Safe("".join(f"<p><strong>{esc(x)}</strong></p>" for x in noise)), "Noise"))
+         + f" · {esc(tables.hardware(run))}</div></header>"]
+    noise_text = tables.noise_lines(run)
+    if noise_text:
+        b.append(card(Safe("".join(f"<p><strong>{esc(x)}</strong></p>" for x in noise_text)), "Noise"))
     b.append("<h2>Speedup</h2>")
-    tables = T.speedup_tables(run)
-    b += [speedup_card(t, run.baseline) for t in tables] or [card(Safe("<p>No speculative arm with a baseline.</p>"))]
-    warnings = T.run_warnings(run)
+    speedup_tabs = tables.speedup_tables(run)
+    b += ([speedup_card(t, run.baseline) for t in speedup_tabs]
+          or [card(Safe("<p>No speculative arm with a baseline.</p>"))])
+    warnings = tables.run_warnings(run)
     if warnings:
         b.append(card(Safe("<ul>" + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul>"),
                       "Warnings (one per cause)", "warn"))
-    b.append(card(Safe("".join(f"<p>{esc(x)}</p>" for x in T.measured_lines(run))), "What was measured"))
-    rate_rows = B.rate_table(run)
+    b.append(card(Safe("".join(f"<p>{esc(x)}</p>" for x in tables.measured_lines(run))), "What was measured"))
+    rate_rows = breakdowns.rate_table(run)
     if rate_rows:
         b += ["<h2>Request rate (open loop)</h2>",
-              card(Safe(f"<p class=\"muted\">{esc(M.RATE_NOTE)}</p>" + table(B.RATE_HEADERS, rate_rows)))]
+              card(Safe(f"<p class=\"muted\">{esc(markdown.RATE_NOTE)}</p>"
+                        + table(breakdowns.RATE_HEADERS, rate_rows)))]
     b.append("<h2>Plots</h2><div class=\"grid\">")
     b += [card(Safe(svg), caption) for caption, svg in run_plots(run)]
     b.append("</div><h2>All points</h2>")
-    rows = M.detail_rows(run)
+    rows = markdown.detail_rows(run)
     for row, r in zip(rows, run.rows):
         row[2] = pill(r.get("status"))
-    b.append(card(table(M.DETAIL_HEADERS, rows, left=1)))
+    b.append(card(table(markdown.DETAIL_HEADERS, rows, left=1)))
     failures = [(r.get("arm"), r.get("concurrency"), r.get("failure")) for r in run.rows if r.get("failure")]
     if failures:
         b.append(card(table(["arm", "concurrency", "failure"], [[a, c, Cell(f, cls="l")] for a, c, f in failures],
                             left=1),
                       "Failures"))
-    headers, rows = B.latency_table(run)
+    headers, rows = breakdowns.latency_table(run)
     if rows:
         b += ["<h2>Latency distributions</h2>",
-              card(Safe(f"<p class=\"muted\">{esc(M.LATENCY_NOTE)}</p>" + table(headers, rows, left=3)))]
-    headers, rows = M.category_rows(run)
+              card(Safe(f"<p class=\"muted\">{esc(markdown.LATENCY_NOTE)}</p>" + table(headers, rows, left=3)))]
+    headers, rows = markdown.category_rows(run)
     if rows:
         b += ["<h2>Acceptance length per category</h2>", card(table(headers, rows))]
-    rows = B.category_table(run)
+    rows = breakdowns.category_table(run)
     if rows:
-        b += ["<h2>Per category</h2>", card(Safe(f"<p class=\"muted\">{esc(M.CATEGORY_NOTE)}</p>"
-                                                 + table(B.CATEGORY_HEADERS, rows, left=3)))]
-    prompt_tables = B.prompt_tables(run)
+        b += ["<h2>Per category</h2>", card(Safe(f"<p class=\"muted\">{esc(markdown.CATEGORY_NOTE)}</p>"
+                                                 + table(breakdowns.CATEGORY_HEADERS, rows, left=3)))]
+    prompt_tables = breakdowns.prompt_tables(run)
     if prompt_tables:
         b.append("<h2>Per question</h2><p class=\"muted\">One row per question_id of each speculative point "
                  "(every turn and repeat of the prompt pooled), the lowest speedup first: where a regression "
                  "comes from.</p>")
         b += [Safe(f"<details class=\"card\"><summary>{esc(title)} ({len(rows)} questions)</summary>"
-                   + table(B.PROMPT_HEADERS, rows, left=2) + "</details>") for title, rows in prompt_tables]
-    headers, rows = M.position_rows(run)
+                   + table(breakdowns.PROMPT_HEADERS, rows, left=2) + "</details>") for title, rows in prompt_tables]
+    headers, rows = markdown.position_rows(run)
     if rows:
         b += ["<h2>Per-position acceptance</h2>",
               card(Safe("<p class=\"muted\">Joint: P(at least i drafts accepted in a step). "
-                        "Conditional: P(position i accepted | position i-1 accepted).</p>" + table(headers, rows, left=2)))]
+                        "Conditional: P(position i accepted | position i-1 accepted).</p>"
+                        + table(headers, rows, left=2)))]
     if drift_html:
         b.append(drift_html)  # built by report/drift.py, which escapes its own strings
     return page(f"speedbench · {run.scenario_name} · {run.run_id}", "".join(b))

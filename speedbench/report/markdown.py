@@ -12,8 +12,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from speedbench.report import breakdowns as B
-from speedbench.report import tables as T
+from speedbench.metrics.registry import BY_KEY
+from speedbench.metrics.registry import label as metric_label
+from speedbench.report import breakdowns
+from speedbench.report import tables
 from speedbench.results import Run
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -36,39 +38,51 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str |
     return "\n".join(lines)
 
 
-def speedup_table_md(t: T.SpeedupTable, baseline: str | None) -> str:
-    headers, has_ref = T.speedup_headers(t, baseline)
+def speedup_table_md(t: tables.SpeedupTable, baseline: str | None) -> str:
+    headers, has_ref = tables.speedup_headers(t, baseline)
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, T.fmt(r.base_tps, 1), "failed", "–", "–"] + ["–"] * t.has_engine
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), "failed", "–", "–"] + ["–"] * t.has_engine
         else:
-            al = T.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
-            row = [r.concurrency, T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1),
-                   T.fmt_speedup(r.speedup, r.ci_low, r.ci_high)]
-            row += [T.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
+            al = tables.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1),
+                   tables.fmt_speedup(r.speedup, r.ci_low, r.ci_high)]
+            row += [tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
         if has_ref:
-            row.append(T.fmt(r.reference, 2, "×"))
+            row.append(tables.fmt(r.reference, 2, "×"))
         rows.append(row)
     return md_table(headers, rows)
 
 
-DETAIL_HEADERS = ["arm", "c", "status", "ok/total", "per-user TPS mean (p10–p90)", "output TPS", "TTFT p50 ms",
-                  "TPOT p50 ms", "speedup", "AL pooled / per-request mean / Prometheus", "draft acc. rate"]
+def _head(key: str, *, unit: bool = False) -> str:
+    """A column header from the metric registry: its label, with the unit when asked."""
+    u = BY_KEY[key].unit if unit and key in BY_KEY else ""
+    return f"{metric_label(key)} {u}" if u else metric_label(key)
+
+
+# "All points": one column per detail_rows() cell, each named by the registry.
+DETAIL_HEADERS = [
+    _head("arm"), _head("concurrency"), _head("status"), f"{_head('n_ok')}/{_head('n_requests')}",
+    f"{_head('per_user_tps_mean')} mean (p10–p90)", _head("output_tps"), _head("ttft_ms_median", unit=True),
+    _head("tpot_ms_median", unit=True), _head("speedup_mean"),
+    " / ".join(_head(k) for k in ("al_tokens", "al_requests", "al_prometheus")), _head("draft_acceptance_rate"),
+]
 
 
 def detail_rows(run: Run) -> list[list[str]]:
     out = []
     for r in run.rows:
         out.append([
-            T.label(str(r.get("arm")), str(r.get("variant") or "")), str(r.get("concurrency")),
+            tables.label(str(r.get("arm")), str(r.get("variant") or "")), str(r.get("concurrency")),
             str(r.get("status") or ""), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
-            (f"{T.fmt(r.get('per_user_tps_mean'), 1)} ({T.fmt(r.get('per_user_tps_p10'), 1)}–"
-             f"{T.fmt(r.get('per_user_tps_p90'), 1)})"),
-            T.fmt(r.get("output_tps"), 1), T.fmt(r.get("ttft_ms_median"), 1), T.fmt(r.get("tpot_ms_median"), 2),
-            T.fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
-            " / ".join(T.fmt(r.get(k), 3) for k in ("al_tokens", "al_requests", "al_prometheus")),
-            T.fmt(r.get("draft_acceptance_rate"), 3),
+            (f"{tables.fmt(r.get('per_user_tps_mean'), 1)} ({tables.fmt(r.get('per_user_tps_p10'), 1)}–"
+             f"{tables.fmt(r.get('per_user_tps_p90'), 1)})"),
+            tables.fmt(r.get("output_tps"), 1), tables.fmt(r.get("ttft_ms_median"), 1),
+                    tables.fmt(r.get("tpot_ms_median"), 2),
+            tables.fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
+            " / ".join(tables.fmt(r.get(k), 3) for k in ("al_tokens", "al_requests", "al_prometheus")),
+            tables.fmt(r.get("draft_acceptance_rate"), 3),
         ])
     return out
 
@@ -90,50 +104,50 @@ CATEGORY_NOTE = ("Ok measured requests of each category. Speedup: per-user TPS a
 
 
 def category_rows(run: Run) -> tuple[list[str], list[list[str]]]:
-    cats, al = T.category_al(run)
+    cats, al = tables.category_al(run)
     headers = ["arm"] + cats
-    rows = [[T.label(*k)] + [T.fmt(v.get(c), 3) for c in cats] for k, v in al.items()]
-    ref = [T.reference_al(run, c) for c in cats]
+    rows = [[tables.label(*k)] + [tables.fmt(v.get(c), 3) for c in cats] for k, v in al.items()]
+    ref = [tables.reference_al(run, c) for c in cats]
     if any(math.isfinite(x) for x in ref):
-        rows.append([f"reference ({T.reference_arm(run) or 'published'})"] + [T.fmt(x, 3) for x in ref])
+        rows.append([f"reference ({tables.reference_arm(run) or 'published'})"] + [tables.fmt(x, 3) for x in ref])
     return headers, rows
 
 
 def position_rows(run: Run) -> tuple[list[str], list[list[str]]]:
-    curves = T.position_curves(run)
+    curves = tables.position_curves(run)
     n = max((len(j) for j, _ in curves.values()), default=0)
     headers = ["arm", "kind"] + [f"pos {i + 1}" for i in range(n)]
     rows = []
     for k, (joint, cond) in curves.items():
-        rows.append([T.label(*k), "joint"] + [T.fmt(x, 3) for x in joint])
-        rows.append([T.label(*k), "conditional"] + [T.fmt(x, 3) for x in cond])
+        rows.append([tables.label(*k), "joint"] + [tables.fmt(x, 3) for x in joint])
+        rows.append([tables.label(*k), "conditional"] + [tables.fmt(x, 3) for x in cond])
     return headers, rows
 
 
 def render_markdown(run: Run, drift_md: str = "") -> str:
     parts = [f"# speedbench report: {md(run.scenario_name)}", "",
              f"Run `{md(run.run_id)}`" + (f", created {md(run.created_utc)}" if run.created_utc else "")
-             + f", hardware: {md(T.hardware(run))}.", ""]
-    parts += [f"**{md(line)}**  " for line in T.noise_lines(run)] + [""]
+             + f", hardware: {md(tables.hardware(run))}.", ""]
+    parts += [f"**{md(line)}**  " for line in tables.noise_lines(run)] + [""]
     parts += ["## Speedup", ""]
-    tables = T.speedup_tables(run)
-    for t in tables:
+    speedup_tabs = tables.speedup_tables(run)
+    for t in speedup_tabs:
         parts += [f"### {md(t.title)}", ""]
         if t.draft:
             parts += [f"Draft: {md(t.draft)}", ""]
         parts += [speedup_table_md(t, run.baseline), ""]
-    if not tables:
+    if not speedup_tabs:
         parts += ["No speculative arm with a baseline in this run.", ""]
-    warnings = T.run_warnings(run)
+    warnings = tables.run_warnings(run)
     if warnings:
         parts += ["## Warnings (one per cause)", ""] + [f"- {md(w)}" for w in warnings] + [""]
-    parts += ["## What was measured", ""] + [md(line) + "  " for line in T.measured_lines(run)] + [""]
-    rows = B.rate_table(run)
+    parts += ["## What was measured", ""] + [md(line) + "  " for line in tables.measured_lines(run)] + [""]
+    rows = breakdowns.rate_table(run)
     if rows:
         parts += ["## Request rate (open loop)", "", RATE_NOTE, "",
-                  md_table(B.RATE_HEADERS, rows, "l" + "r" * (len(B.RATE_HEADERS) - 1)), ""]
+                  md_table(breakdowns.RATE_HEADERS, rows, "l" + "r" * (len(breakdowns.RATE_HEADERS) - 1)), ""]
     parts += ["## All points", "", md_table(DETAIL_HEADERS, detail_rows(run), "lllrrrrrrrr"), ""]
-    headers, rows = B.latency_table(run)
+    headers, rows = breakdowns.latency_table(run)
     if rows:
         parts += ["## Latency distributions", "", LATENCY_NOTE, "",
                   md_table(headers, rows, "lll" + "r" * (len(headers) - 3)), ""]
@@ -143,10 +157,10 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
                   "Mean over requests of each request's AL, the definition SPEED-Bench publishes per category "
                   "(the main table also gives the AL pooled over steps and from Prometheus).", "",
                   md_table(headers, rows), ""]
-    rows = B.category_table(run)
+    rows = breakdowns.category_table(run)
     if rows:
         parts += ["## Per category", "", CATEGORY_NOTE, "",
-                  md_table(B.CATEGORY_HEADERS, rows, "lll" + "r" * (len(B.CATEGORY_HEADERS) - 3)), ""]
+                  md_table(breakdowns.CATEGORY_HEADERS, rows, "lll" + "r" * (len(breakdowns.CATEGORY_HEADERS) - 3)), ""]
     headers, rows = position_rows(run)
     if rows:
         parts += ["## Per-position acceptance", "",

@@ -14,6 +14,7 @@ import io
 import math
 import statistics
 import re
+from typing import Any
 from collections.abc import Sequence
 
 import matplotlib
@@ -24,7 +25,7 @@ from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac"]
-_RC = {
+_RC: dict[Any, Any] = {  # matplotlib types the keys as a Literal of every rcParams name
     "svg.fonttype": "path",
     "svg.hashsalt": "speedbench",  # stable ids: the same data gives the same file
     "text.parse_math": False,
@@ -110,7 +111,8 @@ def lines_vs_concurrency(series: dict[str, list[tuple[int, float]]], ylabel: str
         for i, (name, pts) in enumerate(series.items()):
             pts = sorted((c, y) for c, y in pts if math.isfinite(y))
             if pts:
-                ax.plot([c for c, _ in pts], [y for _, y in pts], marker="o", color=_c(colors, name, i), label=_label(name))
+                ax.plot([c for c, _ in pts], [y for _, y in pts], marker="o", color=_c(colors, name, i),
+                        label=_label(name))
         if levels:
             _concurrency_axis(ax, levels)
             ax.set_ylim(bottom=0)
@@ -146,7 +148,7 @@ def speedup_vs_concurrency(series: dict[str, list[tuple[int, float, float, float
             lo = [max(p[1] - p[2], 0) if math.isfinite(p[2]) else 0 for p in pts]
             hi = [max(p[3] - p[1], 0) if math.isfinite(p[3]) else 0 for p in pts]
             ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, color=_c(colors, name, i), label=_label(name))
-        for j, (name, pts) in enumerate((reference or {}).items()):
+        for name, pts in (reference or {}).items():
             pts = sorted(p for p in pts if math.isfinite(p[1]))
             if pts:
                 levels += [p[0] for p in pts]
@@ -185,7 +187,8 @@ def grouped_bars(groups: list[str], series: dict[str, dict[str, float]], ylabel:
             if xs:
                 drawn = True
                 ax.bar(xs, ys, width=width * 0.92, color=_c(colors, name, i), label=_label(name))
-        ref = [(g_i, reference[g]) for g_i, g in enumerate(groups) if reference and math.isfinite(reference.get(g, math.nan))]
+        ref = [(g_i, reference[g]) for g_i, g in enumerate(groups)
+               if reference and math.isfinite(reference.get(g, math.nan))]
         if ref:
             ax.plot([x for x, _ in ref], [y for _, y in ref], linestyle="none", marker="_", markersize=22,
                     markeredgewidth=2, color="#222222", label=_label(ref_label))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from speedbench.report.drift import drift_section_html, drift_section_md
 from speedbench.report.html import esc, render_html
@@ -22,11 +21,13 @@ def _drift(run: Run) -> tuple[str, str]:
 
 
 def render_report(run: Run) -> tuple[str, str]:
+    """A loaded run -> (report.md text, report.html text)."""
     drift_md, drift_html = _drift(run)
     return render_markdown(run, drift_md), render_html(run, drift_html)
 
 
-def write_report(run_dir: RunDir | str | Path | Any) -> tuple[Path, Path]:
+def write_report(run_dir: RunDir | str | Path) -> tuple[Path, Path]:
+    """Render and write report.md and report.html into a run folder (path or RunDir)."""
     rd = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     md_text, html_text = render_report(load_run(rd.path))
     atomic_write(rd.report_md_path, md_text)

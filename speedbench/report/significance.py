@@ -37,7 +37,7 @@ class Interval:
         return math.isfinite(self.low) and math.isfinite(self.high) and (self.low > 0 or self.high < 0)
 
 
-NAN_INTERVAL = Interval(math.nan, math.nan, math.nan, 0, "no data")
+NAN_INTERVAL = Interval(value=math.nan, low=math.nan, high=math.nan, n=0, test="no data")
 
 
 def decode_tps(rec: RequestRecord) -> float:
@@ -95,14 +95,14 @@ def _mean_diff(a: np.ndarray, b: np.ndarray, test: str) -> Interval:
     rng = np.random.default_rng(SEED)
     diffs = b[_resample_idx(len(b), rng)].mean(axis=1) - a[_resample_idx(len(a), rng)].mean(axis=1)
     lo, hi = _pct(diffs)
-    return Interval(float(b.mean() - a.mean()), lo, hi, min(len(a), len(b)), test)
+    return Interval(value=float(b.mean() - a.mean()), low=lo, high=hi, n=min(len(a), len(b)), test=test)
 
 
 def mean_ci(x: np.ndarray, test: str) -> Interval:
     if len(x) < 2:
         return NAN_INTERVAL
     lo, hi = _pct(x[_resample_idx(len(x), np.random.default_rng(SEED))].mean(axis=1))
-    return Interval(float(x.mean()), lo, hi, len(x), test)
+    return Interval(value=float(x.mean()), low=lo, high=hi, n=len(x), test=test)
 
 
 def speedup_diff_runs(first: Run, other: Run, arm: str, concurrency: int, variant: str) -> Interval:
@@ -116,7 +116,8 @@ def speedup_diff_runs(first: Run, other: Run, arm: str, concurrency: int, varian
     diffs = _ratio_boot(sb, bb, rng) - _ratio_boot(sa, ba, rng)
     lo, hi = _pct(diffs)
     value = float(sb.mean() / bb.mean() - sa.mean() / ba.mean())
-    return Interval(value, lo, hi, min(len(sa), len(sb)), "bootstrap over prompt pairs, runs resampled independently")
+    return Interval(value=value, low=lo, high=hi, n=min(len(sa), len(sb)),
+                    test="bootstrap over prompt pairs, runs resampled independently")
 
 
 def tps_diff_runs(first: Run, other: Run, arm: str, concurrency: int, variant: str) -> Interval:
@@ -141,7 +142,8 @@ def speedup_diff_arms(run: Run, arm_a: str, arm_b: str, concurrency: int, varian
     with np.errstate(divide="ignore", invalid="ignore"):
         diffs = (y[idx].mean(axis=1) - x[idx].mean(axis=1)) / z[idx].mean(axis=1)
     lo, hi = _pct(diffs)
-    return Interval(float((y.mean() - x.mean()) / z.mean()), lo, hi, len(keys), "paired bootstrap over prompts")
+    return Interval(value=float((y.mean() - x.mean()) / z.mean()), low=lo, high=hi, n=len(keys),
+                    test="paired bootstrap over prompts")
 
 
 def mean_tps_ci(run: Run, arm: str, concurrency: int, variant: str) -> Interval:
@@ -155,11 +157,13 @@ def al_ci(run: Run, arm: str, concurrency: int, variant: str) -> Interval:
             and r.ok and not r.warmup and r.spec and r.spec.num_spec_steps > 0]
     if len(recs) < 2:
         return NAN_INTERVAL
-    acc = np.array([r.spec.num_accepted_tokens for r in recs], dtype=float)
-    steps = np.array([r.spec.num_spec_steps for r in recs], dtype=float)
+    specs = [r.spec for r in recs if r.spec]
+    acc = np.array([s.num_accepted_tokens for s in specs], dtype=np.float64)
+    steps = np.array([s.num_spec_steps for s in specs], dtype=np.float64)
     idx = _resample_idx(len(recs), np.random.default_rng(SEED))
     lo, hi = _pct(1 + acc[idx].sum(axis=1) / steps[idx].sum(axis=1))
-    return Interval(float(1 + acc.sum() / steps.sum()), lo, hi, len(recs), "bootstrap over requests")
+    return Interval(value=float(1 + acc.sum() / steps.sum()), low=lo, high=hi, n=len(recs),
+                    test="bootstrap over requests")
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -179,4 +183,5 @@ def speedup_ci(run: Run, arm: str, concurrency: int, variant: str) -> Interval:
     if len(spec) < 2:
         return NAN_INTERVAL
     lo, hi = _pct(_ratio_boot(spec, base, np.random.default_rng(SEED)))
-    return Interval(float(spec.mean() / base.mean()), lo, hi, len(spec), "paired bootstrap over prompts")
+    return Interval(value=float(spec.mean() / base.mean()), low=lo, high=hi, n=len(spec),
+                    test="paired bootstrap over prompts")

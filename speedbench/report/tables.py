@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from speedbench.analysis.cells import num
+from speedbench.analysis.cells import al_of, num
 from speedbench.metrics.registry import label as metric_label
+from speedbench.records import PointKey
 from speedbench.report.facts import draft_model, hardware, target_model, vllm_version
 from speedbench.results import Run
 
-NAN = float("nan")
 LOOP_LAG_WARN_MS = 10.0  # above this the client's own timestamps may be late
 
 
@@ -62,17 +62,6 @@ def concurrencies(run: Run) -> list[int]:
     return sorted({int(r["concurrency"]) for r in run.rows if r.get("concurrency") is not None})
 
 
-def al_of(row: dict[str, Any] | None) -> tuple[float, str]:
-    """AL and where it came from: per-request token counts first, Prometheus otherwise."""
-    if not row:
-        return NAN, ""
-    if ok(row.get("al_tokens")):
-        return num(row["al_tokens"]), "tokens"
-    if ok(row.get("al_prometheus")):
-        return num(row["al_prometheus"]), "prometheus"
-    return NAN, ""
-
-
 def _keyed(d: dict[Any, Any], key: Any) -> Any:
     # JSON turns integer keys into strings; accept both.
     return d.get(key, d.get(str(key)))
@@ -81,9 +70,9 @@ def _keyed(d: dict[Any, Any], key: Any) -> Any:
 def reference_speedup(run: Run, arm: str, concurrency: int) -> float:
     ref = run.reference or {}
     if ref.get("arm") not in (None, arm):
-        return NAN
+        return math.nan
     if ref.get("arm") is None and len(spec_arms(run)) != 1:
-        return NAN  # unnamed reference and several candidates: do not guess
+        return math.nan  # unnamed reference and several candidates: do not guess
     return num(_keyed(ref.get("speedup") or {}, concurrency))
 
 
@@ -113,9 +102,9 @@ class SpeedupRow:
     reference: float
     status: str
     failure: str = ""
-    engine_speedup: float = NAN  # the same ratio on the engine's clock
-    engine_ci_low: float = NAN
-    engine_ci_high: float = NAN
+    engine_speedup: float = math.nan  # the same ratio on the engine's clock
+    engine_ci_low: float = math.nan
+    engine_ci_high: float = math.nan
 
 
 @dataclass
@@ -145,18 +134,22 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
             rows = [r for r in run.rows if r.get("arm") == arm and (r.get("variant") or "") == v]
             if not rows:
                 continue
-            t = SpeedupTable(arm, v, str(rows[0].get("eagle_version") or ""), draft_model(run, arm))
+            t = SpeedupTable(arm=arm, variant=v, eagle_version=str(rows[0].get("eagle_version") or ""),
+                             draft=draft_model(run, arm))
             for r in sorted(rows, key=lambda r: int(r["concurrency"])):
                 c = int(r["concurrency"])
                 base = run.row(run.baseline, c, v) if run.baseline else None
                 al, src = al_of(r)
                 t.rows.append(SpeedupRow(
-                    c, num((base or {}).get("per_user_tps_mean")), num(r.get("per_user_tps_mean")),
-                    num(r.get("speedup_mean")), num(r.get("speedup_ci_low")), num(r.get("speedup_ci_high")),
-                    int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al, src,
-                    reference_speedup(run, arm, c), str(r.get("status") or ""), str(r.get("failure") or ""),
-                    num(r.get("speedup_engine_mean")), num(r.get("speedup_engine_ci_low")),
-                    num(r.get("speedup_engine_ci_high"))))
+                    concurrency=c, base_tps=num((base or {}).get("per_user_tps_mean")),
+                    spec_tps=num(r.get("per_user_tps_mean")),
+                    speedup=num(r.get("speedup_mean")), ci_low=num(r.get("speedup_ci_low")),
+                    ci_high=num(r.get("speedup_ci_high")),
+                    pairs=int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al=al, al_source=src,
+                    reference=reference_speedup(run, arm, c), status=str(r.get("status") or ""),
+                    failure=str(r.get("failure") or ""),
+                    engine_speedup=num(r.get("speedup_engine_mean")), engine_ci_low=num(r.get("speedup_engine_ci_low")),
+                    engine_ci_high=num(r.get("speedup_engine_ci_high"))))
             tables.append(t)
     return tables
 
@@ -201,7 +194,7 @@ def noise_lines(run: Run) -> list[str]:
         sds = [num(r.get("speedup_between_sd")) for r in run.rows if ok(r.get("speedup_between_sd"))]
         out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "
                    f"prompts); the speedup moved between rounds by a standard deviation of up to "
-                   f"{max(sds, default=NAN):.3f}x.")
+                   f"{max(sds, default=math.nan):.3f}x.")
     elif any(ok(r.get("speedup_ci_low")) for r in run.rows):
         out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
                    "server starts. Set repeats: 3 and aa_check: true to measure it.")
@@ -220,7 +213,8 @@ def noise_lines(run: Run) -> list[str]:
 
 
 def _where(r: dict[str, Any]) -> str:
-    return f"{r.get('arm')} c={r.get('concurrency')}" + (f" [{r['variant']}]" if r.get("variant") else "")
+    # a summary row's concurrency, as stored (the label only prints it)
+    return PointKey(str(r.get("arm")), cast(int, r.get("concurrency")), r.get("variant") or "").label
 
 
 def _grouped(items: list[tuple[str, str]]) -> list[str]:
@@ -273,7 +267,7 @@ def run_warnings(run: Run) -> list[str]:
         out.insert(0, f"arm {arm} FAILED: {msgs[0]}")
     for (arm, c, v), p in run.points.items():
         if p.get("status") == "interrupted":
-            out.append(f"{arm} c={c}{' [' + v + ']' if v else ''}: interrupted; resume the run to complete it")
+            out.append(f"{PointKey(arm, c, v).label}: interrupted; resume the run to complete it")
     if not run.baseline and spec_arms(run):
         out.append("no baseline arm: speedups are not available")
     return out

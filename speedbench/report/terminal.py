@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from speedbench.report import tables as T
+from speedbench.report import tables
 from speedbench.results import Run, RunDir, load_run
 
 
-def speedup_table(t: T.SpeedupTable, baseline: str | None) -> Table:
+def speedup_table(t: tables.SpeedupTable, baseline: str | None) -> Table:
     title = escape(t.title) + (f"\n[dim]draft {escape(t.draft)}[/dim]" if t.draft else "")
     table = Table(title=title, title_justify="left", header_style="bold")
     table.add_column("concurrency", justify="right", no_wrap=True)
@@ -31,20 +31,21 @@ def speedup_table(t: T.SpeedupTable, baseline: str | None) -> Table:
         table.add_column("reference\nspeedup", justify="right")
     for r in t.rows:
         if r.status == "failed":
-            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), "[red]failed[/red]", "–", "–"] + ["–"] * t.has_engine
+            cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), "[red]failed[/red]", "–",
+                     "–"] + ["–"] * t.has_engine
         else:
-            sp = escape(T.fmt_speedup(r.speedup, r.ci_low, r.ci_high))
+            sp = escape(tables.fmt_speedup(r.speedup, r.ci_low, r.ci_high))
             if math.isfinite(r.reference) and math.isfinite(r.speedup):
                 # green when the reference lies inside (or below) our interval
                 style = "green" if (math.isfinite(r.ci_high) and r.ci_high >= r.reference) else "yellow"
                 sp = f"[{style}]{sp}[/{style}]"
-            al = T.fmt(r.al, 2) + (" [dim](prom)[/dim]" if r.al_source == "prometheus" else "")
-            cells = [str(r.concurrency), T.fmt(r.base_tps, 1), T.fmt(r.spec_tps, 1), sp]
+            al = tables.fmt(r.al, 2) + (" [dim](prom)[/dim]" if r.al_source == "prometheus" else "")
+            cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1), sp]
             if t.has_engine:
-                cells.append(escape(T.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)))
+                cells.append(escape(tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)))
             cells.append(al)
         if has_ref:
-            cells.append(T.fmt(r.reference, 2, "×"))
+            cells.append(tables.fmt(r.reference, 2, "×"))
         table.add_row(*cells)
     return table
 
@@ -56,16 +57,16 @@ def print_report(run: Run, console: Console | None = None) -> None:
     if run.created_utc:
         head += f"  ({escape(run.created_utc)})"
     console.print(head)
-    for line in T.noise_lines(run):
+    for line in tables.noise_lines(run):
         console.print(f"[bold]{escape(line)}[/bold]")
-    tables = T.speedup_tables(run)
-    for t in tables:
+    speedup_tabs = tables.speedup_tables(run)
+    for t in speedup_tabs:
         console.print(speedup_table(t, run.baseline))
-    if not tables:
+    if not speedup_tabs:
         console.print(_plain_table(run))
-    for line in T.measured_lines(run):
+    for line in tables.measured_lines(run):
         console.print(f"[dim]{escape(line)}[/dim]")
-    warnings = T.run_warnings(run)
+    warnings = tables.run_warnings(run)
     if warnings:
         console.print(f"[yellow]{len(warnings)} warning(s), one per cause:[/yellow]")
     for w in warnings:
@@ -78,9 +79,9 @@ def _plain_table(run: Run) -> Table:
     for col in ("arm", "concurrency", "per-user TPS", "output TPS", "TTFT ms", "errors", "status"):
         table.add_column(col, justify="right" if col not in ("arm", "status") else "left")
     for r in run.rows:
-        table.add_row(escape(T.label(str(r.get("arm")), str(r.get("variant") or ""))), str(r.get("concurrency")),
-                      T.fmt(r.get("per_user_tps_mean"), 1), T.fmt(r.get("output_tps"), 1),
-                      T.fmt(r.get("ttft_ms_median"), 0), str(r.get("n_errors", "–")), escape(str(r.get("status"))))
+        table.add_row(escape(tables.label(str(r.get("arm")), str(r.get("variant") or ""))), str(r.get("concurrency")),
+                      tables.fmt(r.get("per_user_tps_mean"), 1), tables.fmt(r.get("output_tps"), 1),
+                      tables.fmt(r.get("ttft_ms_median"), 0), str(r.get("n_errors", "–")), escape(str(r.get("status"))))
     return table
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
-from speedbench.records import PointKey, RequestRecord
+from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.formats import write_parquet
 from speedbench.results.run import Run
@@ -113,7 +113,10 @@ def vllm_result(recs: list[RequestRecord], *, wall_s: float, percentiles: Iterab
     ok = [r for r in recs if r.ok]
     out_lens = [r.n_output for r in ok]
     total_in = sum(r.prompt_tokens or 0 for r in ok)
-    ttft, tpot, itl, e2el = [], [], [], []
+    ttft: list[float] = []
+    tpot: list[float] = []
+    itl: list[float] = []
+    e2el: list[float] = []
     for r in ok:
         lat = (r.t_end_ns - r.t_sent_ns) / 1e9
         e2el.append(lat)
@@ -179,7 +182,7 @@ def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
         if not recs:
             continue
         point = run.points.get(key) or {}
-        wall = point.get("wall_s") or _wall(recs)
+        wall = point.get("wall_s") or wall_s(recs)
         rate = row.get("request_rate")
         backend = "openai" if workload.get("api") == "completions" else "openai-chat"
         header = {
@@ -198,17 +201,9 @@ def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
     return out
 
 
-def _wall(recs: list[RequestRecord]) -> float:
-    total = 0.0
-    for rep in {r.repeat for r in recs}:
-        rs = [r for r in recs if r.repeat == rep and r.t_sent_ns and r.t_end_ns]
-        if rs:
-            total += (max(r.t_end_ns for r in rs) - min(r.t_sent_ns for r in rs)) / 1e9
-    return total
-
-
 def vllm_file_name(key: PointKey) -> str:
-    return "__".join([safe_part(key.arm), f"c{key.concurrency}"] + ([safe_part(key.variant)] if key.variant else [])) + ".json"
+    return "__".join([safe_part(key.arm),
+                      f"c{key.concurrency}"] + ([safe_part(key.variant)] if key.variant else [])) + ".json"
 
 
 def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:

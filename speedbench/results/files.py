@@ -81,9 +81,10 @@ def free_space(path: Path) -> tuple[Path, int | None]:
         return p, None
 
 
-def human_bytes(n: int | None) -> str:
-    if n is None:
+def human_bytes(size: int | None) -> str:
+    if size is None:
         return "unknown"
+    n = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -70,7 +70,7 @@ class Run:
 
     def arms(self) -> list[str]:
         """Arm names in summary order (scenario order as written by the runner)."""
-        seen: list[str] = []
+        seen: list[Any] = []  # str, or None in a malformed row
         for r in self.rows:
             if r.get("arm") not in seen:
                 seen.append(r.get("arm"))

@@ -162,24 +162,24 @@ class RunDir:
     def log_path(self, arm: str) -> Path:
         return self.logs_dir / f"{safe_part(arm)}.log"
 
-    def prometheus_path(self, arm: str, concurrency: int, variant: str, when: str, repeat: int = 0) -> Path:
+    def prometheus_path(self, key: PointKey, when: str, repeat: int = 0) -> Path:
         if when not in ("before", "after"):
             raise ValueError("when must be 'before' or 'after'")
         # repeat 0 keeps the original name, so run folders from before rounds load unchanged
         rnd = f"__r{int(repeat)}" if repeat else ""
-        name = f"{safe_part(arm)}__c{int(concurrency)}__{safe_part(variant or 'default')}{rnd}__{when}.txt"
+        name = f"{safe_part(key.arm)}__c{int(key.concurrency)}__{safe_part(key.variant or 'default')}{rnd}__{when}.txt"
         return self.prometheus_dir / name
 
     def save_prometheus(self, key: PointKey, before: str, after: str, repeat: int = 0) -> None:
         """Both snapshots of one round of a point; an empty ``after`` (aborted point) is not written."""
         for when, text in (("before", before), ("after", after)):
             if text:
-                atomic_write(self.prometheus_path(*key, when, repeat), text, self.fsync)
+                atomic_write(self.prometheus_path(key, when, repeat), text, self.fsync)
 
     def load_prometheus(self, key: PointKey, repeat: int = 0) -> tuple[str | None, str | None]:
         out = []
         for when in ("before", "after"):
-            p = self.prometheus_path(*key, when, repeat)
+            p = self.prometheus_path(key, when, repeat)
             out.append(p.read_text(encoding="utf-8") if p.exists() else None)
         return out[0], out[1]
 
@@ -338,7 +338,8 @@ class RunDir:
                 if gone:
                     self._append(self.superseded_path, "".join(g.text + "\n" for g in gone))
                 drop = {g.lineno for g in gone} | {d.lineno for d in damaged}
-                keep = sorted((x.lineno, x.text) for x in [*scan.good, *scan.damaged] if x.lineno not in drop)
+                lines: list[Any] = [*scan.good, *scan.damaged]  # both kinds have lineno and text
+                keep = sorted((x.lineno, x.text) for x in lines if x.lineno not in drop)
                 atomic_write(path, "".join(t + "\n" for _, t in keep), self.fsync)
                 moved += len(gone)
             self._tail_checked = True  # rewritten whole: no torn tail
@@ -424,7 +425,7 @@ class RunDir:
             lag = p.get("loop_lag_ms_max")
             if lag is not None:
                 merged["loop_lag_ms_max"] = max(lag, merged.get("loop_lag_ms_max") or 0.0)
-            if _STATUS_RANK.get(p.get("status"), 3) > _STATUS_RANK.get(merged.get("status"), 3):
+            if _STATUS_RANK.get(p.get("status") or "", 3) > _STATUS_RANK.get(merged.get("status") or "", 3):
                 merged["status"], merged["failure"] = p.get("status"), p.get("failure")
         return out
 

@@ -81,7 +81,7 @@ def noise_floor(rows: list[dict[str, Any]], aa_arm: str | None) -> list[dict[str
 
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     """Compute the summary of a run folder and (by default) write summary.json/csv and
-    records.parquet. The reports are report/'s job (``report.write_report``)."""
+    records.parquet. The reports are report/'s job (``report.render.write_report``)."""
     raw = run_dir.load_scenario()
     sc: Scenario = validate_data(raw, str(run_dir.scenario_path))
     records = run_dir.load_records()

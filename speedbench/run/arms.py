@@ -146,9 +146,12 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
         with ctx.lock:
             if server in ctx.servers:
                 ctx.servers.remove(server)
-        if ap.launched:
-            ctx.run_dir.mark_arm_round(arm.name, repeat, start_s=start_s, wall_s=time.monotonic() - t0,
-                                       gpus=arm_gpus(ap))
+        if ap.launched and ctx.output_error is None:
+            try:
+                ctx.run_dir.mark_arm_round(arm.name, repeat, start_s=start_s, wall_s=time.monotonic() - t0,
+                                           gpus=arm_gpus(ap))
+            except OutputError as e:
+                ctx.output_failed(e)
 
 
 def _mark_failed(ctx: RunContext, points: list[PointKey], failure: str, repeat: int) -> None:

@@ -7,12 +7,18 @@ dry-run can never drift from what actually starts.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from speedbench.engine.command import LaunchSpec, launch_spec
 from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_env
+
+if TYPE_CHECKING:
+    from speedbench.loadgen import PointJob
+    from speedbench.workload import Workload
 
 
 @dataclass
@@ -52,6 +58,23 @@ class Plan:
                 for ap in self.arms if arm is None or ap.arm.name == arm
                 for v in sc.variant_names
                 for c, label, _ in sc.load_points(v)]
+
+    def job(self, key: PointKey, workloads: Mapping[str, Workload], repeat: int = 0) -> PointJob:
+        """What one round (``repeat``) of a point sends: the prompts of its workload variant
+        (``workloads``: variant name -> prompts, loaded before any server starts), the warmup,
+        and in rate mode the arrival times, the same (count, rate, burstiness, seed) and so
+        the same times in every arm."""
+        # Lazy: the load generator pulls in aiohttp; --dry-run builds a plan without it.
+        from speedbench.loadgen import PointJob
+        from speedbench.loadgen.arrivals import arrival_offsets
+
+        sc = self.scenario
+        wname, rate = sc.point_load(key.variant)  # rate mode: the label names a workload variant and a rate
+        wl = workloads[wname]
+        arrivals = (arrival_offsets(len(wl.measured), rate, sc.load.burstiness, sc.load.seed)
+                    if rate is not None else None)
+        return PointJob(key=key, prompts=wl.measured, warmup=wl.warmup, repeats=1, first_repeat=repeat,
+                        arrivals=arrivals)
 
     @property
     def n_points(self) -> int:

@@ -3,13 +3,12 @@ record as it completes, save the Prometheus snapshots and the point's status."""
 
 from __future__ import annotations
 
-from speedbench.loadgen.arrivals import arrival_offsets
 from speedbench.client.http import ClientConfig
 from speedbench.engine import Server
 from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
-from speedbench.loadgen import measure, run_async
+from speedbench.loadgen import Target, measure, run_async
 from speedbench.scenario import Scenario
 from speedbench.workload.chat import RequestBuilder
 
@@ -22,23 +21,19 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     """Run one round (``repeat``) of one point to the end on this server; returns why the
     arm failed, or None."""
     sc = ctx.scenario
-    arm, conc, vname = key
-    wname, rate = sc.point_load(vname)  # rate mode: the label names a workload variant and a rate
+    job = ctx.plan.job(key, ctx.prepared.workloads, repeat)
+    wname, rate = sc.point_load(key.variant)
     variant = next((v for v in sc.workload.variants if v.name == wname), None)
-    wl = ctx.prepared.workloads[wname]
-    # The same (count, rate, burstiness, seed) gives every arm the same arrival times.
-    arrivals = (arrival_offsets(len(wl.measured), rate, sc.load.burstiness, sc.load.seed)
-                if rate is not None else None)
     builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.prepared.tokenizer,
                              trust_remote_code=trust_remote_code(sc))
-    builder.prepare([*wl.warmup, *wl.measured])  # padding / templating work stays off the timed path
+    builder.prepare([*job.warmup, *job.prompts])  # padding / templating work stays off the timed path
     cfg = ClientConfig(
         base_url=server.base_url,
         api_key=server.api_key,
         request_timeout_s=sc.workload.request_timeout_s,
         idle_timeout_s=sc.workload.idle_timeout_s,
     )
-    total = sum(len(p.turns) for p in wl.measured)  # one request per turn
+    total = sum(len(p.turns) for p in job.prompts)  # one request per turn
     ctx.live.point_started(key, total)
 
     def alive() -> str | None:
@@ -61,14 +56,12 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         ctx.live.record_done(rec)
 
     # Each arm runs in its own thread, so each point gets its own event loop.
-    m = run_async(measure(cfg, builder, wl.measured, arm=arm, concurrency=conc, variant=vname,
-                            repeats=1, first_repeat=repeat, warmup=wl.warmup, on_record=on_record, server_alive=alive,
-                            arrivals=arrivals))
+    m = run_async(measure(Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record), job))
     aborted = m.aborted
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None
     if aborted and aborted != "interrupted":
-        failure = f"server died during concurrency {conc}: {aborted}"
+        failure = f"server died during concurrency {key.concurrency}: {aborted}"
     if aborted == "interrupted" or ctx.output_error is not None:
         # A record that could not be written may be this round's last: never mark it done.
         status = "interrupted"

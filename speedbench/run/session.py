@@ -22,7 +22,6 @@ from speedbench.engine.gpus import detect_gpus
 from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
-from speedbench.report import write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
@@ -30,7 +29,7 @@ from speedbench.results.files import free_space, human_bytes
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
-from speedbench.scenario import Scenario, apply_overrides, resolved_dict, select_arms, validate_data
+from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.results.summary import summarize_run_dir
 from speedbench.results.verify import reopen_damaged_rounds
@@ -93,7 +92,8 @@ def prepare(sc: Scenario, console: Console) -> Prepared:
     w = sc.workload
     tokenizer = workload_tokenizer(w, sc.server.model, list(w.variants), trust_remote_code=trust_remote_code(sc))
     workloads = {}
-    for v in list(w.variants) or [None]:
+    variants: list[VariantSpec | None] = [*w.variants] or [None]
+    for v in variants:
         wl = load_workload(w, variant=v, tokenizer=tokenizer)
         for msg in wl.warnings:
             console.print(f"[yellow]warning[/yellow]: {msg}")
@@ -130,7 +130,7 @@ def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared
         todo = [(k, r) for r in range(plan.rounds) for k in plan.points() if (k, r) not in done]
         launched = {ap.arm.name for ap in plan.arms if ap.launched}
         live.plan(starts=len({(k.arm, r) for k, r in todo if k.arm in launched}), points=len(todo))
-        ctx = RunContext(sc, plan, run_dir, live, prepared, done)
+        ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done)
         interrupted = run_arms(ctx)
     if ctx.output_error is not None:
         return _output_stop(run_dir, ctx.output_error, console)
@@ -162,6 +162,9 @@ def _output_stop(run_dir: RunDir, e: OutputError, console: Console) -> int:
 
 
 def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
+    # Lazy: the renderers load matplotlib, which a run needs only once it ends.
+    from speedbench.report.render import write_report
+
     run_dir = ctx.run_dir
     try:
         summary = summarize_run_dir(run_dir)

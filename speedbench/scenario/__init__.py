@@ -31,7 +31,8 @@ from speedbench.scenario.model import (
 
 __all__ = [
     "SWEEP_ROOTS", "SWEEP_SUGAR", "ArgValue", "ArmSpec", "DockerSpec", "EnvValue", "ExecutorSpec", "GateSpec",
-    "Reference", "Scenario", "ServerSpec", "SlurmSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec", "apply_overrides",
+    "Reference", "Scenario", "ServerSpec", "SlurmSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec",
+           "apply_overrides",
     "expand_arms", "format_validation_error", "load_raw", "load_scenario", "parse_override", "resolved_dict",
     "select_arms", "validate_data", "LoadSpec", "SloSpec", "rate_label",
 ]

@@ -61,7 +61,8 @@ _HINTS = {
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     # Pydantic inserts union-member and validator tags ("function-after[...]", "str") into
     # locations; users only care about their own keys.
-    return tuple(p for p in loc if isinstance(p, int) or not re.match(r"^(function-|str$|int$|float$|bool$|list\[|dict\[|none$|json-or-python)", str(p)))
+    return tuple(p for p in loc if isinstance(p, int) or not re.match(
+        r"^(function-|str$|int$|float$|bool$|list\[|dict\[|none$|json-or-python)", str(p)))
 
 
 def format_validation_error(path: str, text: str, err: ValidationError) -> ScenarioError:
@@ -198,7 +199,8 @@ def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
         where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
         problem = getattr(e, "problem", None) or str(e)
         raise ScenarioError(
-            f"invalid scenario {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near that line"
+            f"invalid scenario {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near that "
+            "line"
         ) from None
     if not isinstance(data, dict):
         raise ScenarioError(f"invalid scenario {p}: the top level must be a mapping with 'name', 'server', 'arms', ...")
@@ -236,11 +238,14 @@ def _with_aa_arm(sc: Scenario, path: str) -> dict[str, Any]:
         raise ScenarioError(f"invalid scenario {path}: aa_check: there is no baseline arm to repeat; "
                             "add an arm without speculative_config or set aa_check: false")
     name = sc.aa_arm
-    if name in {a.name for a in sc.arms}:
-        raise ScenarioError(f"invalid scenario {path}: aa_check: an arm is already named '{name}'; rename it")
     i = [a.name for a in sc.arms].index(base)
     aa = sc.arms[i].model_copy(update={
         "name": name, "description": f"A/A check: a second server of {base}'s exact configuration"})
+    existing = next((a for a in sc.arms if a.name == name), None)
+    if existing is not None:
+        if existing == aa:  # already expanded (a re-validated, dumped scenario): nothing to add
+            return {"baseline": base}
+        raise ScenarioError(f"invalid scenario {path}: aa_check: an arm is already named '{name}'; rename it")
     return {"arms": [*sc.arms[:i + 1], aa, *sc.arms[i + 1:]], "baseline": base}
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, summarize
-from speedbench.records import Prompt
-from speedbench.loadgen import run_point
+from speedbench.records import PointKey, Prompt
+from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import FakeConfig, true_per_user_tps
@@ -89,9 +89,10 @@ def servers() -> Iterator[dict[str, FakeProcess]]:
     fake's first-request costs would otherwise land on the first point)."""
     with FakeProcess(BASE) as base, FakeProcess(SPEC) as sd:
         srvs = {"base": base, "sd": sd}
-        for arm, srv in srvs.items():
-            asyncio.run(run_point(ClientConfig(srv.base_url), _Builder("chat", srv.config, False, "reused"),
-                                  _prompts(4, "warm-"), arm="warm", concurrency=4))
+        for srv in srvs.values():
+            warm_builder = _Builder("chat", srv.config, False, "reused")
+            asyncio.run(run_pass(Target(client=ClientConfig(base_url=srv.base_url), builder=warm_builder),
+                                 PointJob(key=PointKey("warm", 4), prompts=_prompts(4, "warm-")), 0))
         yield srvs
 
 
@@ -109,7 +110,8 @@ def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: in
 
         async def point(srv=srv, ps=ps, arm=arm, builder=builder, warm=warm):
             before = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
-            res = await run_point(ClientConfig(srv.base_url), builder, ps, arm=arm, concurrency=c, warmup=warm)
+            res = await run_pass(Target(client=ClientConfig(base_url=srv.base_url), builder=builder),
+                                 PointJob(key=PointKey(arm, c), prompts=ps, warmup=warm), 0)
             after = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
             return res, delta(before, after)
 
@@ -128,7 +130,8 @@ def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: in
             d["ttft"][(arm, r.prompt_index)] = (em.emit_ns[0] - r.t_sent_ns) / 1e6
     rows = summarize(d["records"]["base"] + d["records"]["sd"], d["prom"], "base",
                      {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}}, d["points"])
-    return Point(key, {r["arm"]: r for r in rows}, d["records"], d["tps"], d["ttft"], d["ports"])
+    return Point(key=key, rows={r["arm"]: r for r in rows}, records=d["records"], truth_tps=d["tps"],
+                 truth_ttft_ms=d["ttft"], ports=d["ports"])
 
 
 KEYS = [(p, conn, c) for p in PATHS for conn in CONNS for c in LEVELS]

@@ -26,6 +26,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from time import perf_counter_ns
+from typing import Any
 
 from aiohttp import web
 
@@ -140,7 +141,8 @@ class _Handlers:
 
     async def models(self, request: web.Request) -> web.Response:
         m = self.s.config.model
-        return web.json_response({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake", "max_model_len": 65536}]})
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "fake",
+                                                              "max_model_len": 65536}]})
 
     async def version(self, request: web.Request) -> web.Response:
         return web.json_response({"version": "0.32.0+fake"})
@@ -152,7 +154,8 @@ class _Handlers:
         return web.json_response([asdict(e) for e in self.s.log])
 
     async def fake_stats(self, request: web.Request) -> web.Response:
-        return web.json_response({"active": self.s.active, "max_concurrent": self.s.max_concurrent, "requests": self.s.seq})
+        return web.json_response({"active": self.s.active, "max_concurrent": self.s.max_concurrent,
+                                  "requests": self.s.seq})
 
     async def fake_reset(self, request: web.Request) -> web.Response:
         self.s.reset()
@@ -170,7 +173,8 @@ class _Handlers:
             over.update(body["fake"])
         cfg = s.config.with_overrides(over)
         fault = fault_from(over) or s.config.faults.get(seq)
-        em = Emission(seq, request.path, body, t_arrival, fault=fault.kind if fault else None)
+        em = Emission(seq=seq, path=request.path, body=body, t_arrival_ns=t_arrival,
+                      fault=fault.kind if fault else None)
         peer = request.transport.get_extra_info("peername") if request.transport else None
         em.peer_port = int(peer[1]) if peer else 0
         s.log.append(em)
@@ -178,9 +182,11 @@ class _Handlers:
             os._exit(3)  # script mode only (see main): a server crash, for crash tests
         if not cfg.accept_token_ids and body.get("return_token_ids"):
             em.fault = "reject_token_ids"
-            return web.json_response({"error": {"message": "return_token_ids: extra inputs are not permitted", "code": 400}}, status=400)
+            return web.json_response({"error": {"message": "return_token_ids: extra inputs are not permitted",
+                                                "code": 400}}, status=400)
         if fault and fault.kind == "http_500":
-            return web.json_response({"error": {"message": "injected failure", "code": fault.status}}, status=fault.status)
+            return web.json_response({"error": {"message": "injected failure", "code": fault.status}},
+                                     status=fault.status)
         s.active += 1
         s.max_concurrent = max(s.max_concurrent, s.active)
         try:
@@ -203,7 +209,8 @@ class _Handlers:
         # StreamResponse sends its headers now, as uvicorn does for vLLM's streaming
         # responses: the client sees them long before the first token.
         await resp.prepare(request)
-        head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}", "object": "chat.completion.chunk" if chat else "text_completion",
+        head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
+                "object": "chat.completion.chunk" if chat else "text_completion",
                 "created": int(time.time()), "model": cfg.model}
         # vLLM's chat role chunk (no output token) goes out when the first token is ready;
         # /v1/completions has none.
@@ -230,7 +237,8 @@ class _Handlers:
                     request.transport.abort()
                     return resp
                 elif fault.kind == "error_event":
-                    await resp.write(_event({"error": {"object": "error", "message": "injected generation error", "type": "InternalServerError", "code": 500}}))
+                    await resp.write(_event({"error": {"object": "error", "message": "injected generation error",
+                                                       "type": "InternalServerError", "code": 500}}))
                     await resp.write(b"data: [DONE]\n\n")
                     return resp
             delay = (t0 + shift_ns + int(st.t_s * 1e9) - perf_counter_ns()) / 1e9
@@ -273,7 +281,8 @@ class _Handlers:
         em.spec = p.spec_payload()
         if include_usage:
             pt = _prompt_tokens(body)
-            usage = {**head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok, "completion_tokens": tok}}
+            usage: dict[str, Any] = {**head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok,
+                                                      "completion_tokens": tok}}
             metrics: dict = _timing(em, tok) if cfg.per_request_metrics else {}
             if em.spec and cfg.spec_shape == "current":
                 metrics["speculative_decoding"] = em.spec

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from time import perf_counter_ns
 from urllib.parse import urlsplit
 
+from speedbench.client.http import deadline
+
 
 @dataclass
 class Read:
@@ -93,7 +95,7 @@ def _parse(ex: Exchange) -> None:
     ex.head_end = raw.index(b"\r\n\r\n") + 4
     pos = ex.head_end
     body = bytearray()
-    ends: list[int] = []  # raw offset just past each de-chunked body byte run
+    ends: list[tuple[int, int]] = []  # (body length, raw offset just past each de-chunked body byte run
     while True:  # chunked transfer coding
         eol = raw.index(b"\r\n", pos)
         size = int(raw[pos:eol].split(b";")[0], 16)
@@ -130,11 +132,11 @@ async def probe(base_url: str, requests: list[tuple[str, dict]], gap_s: float = 
             payload = json.dumps({**body, "stream": True}).encode()
             head = (f"POST {path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\nContent-Type: application/json\r\n"
                     f"Content-Length: {len(payload)}\r\nConnection: keep-alive\r\n\r\n").encode()
-            ex = Exchange(path, perf_counter_ns())
+            ex = Exchange(path=path, t_sent_ns=perf_counter_ns())
             writer.write(head + payload)
             await writer.drain()
             buf = b""
-            async with asyncio.timeout(timeout_s):
+            async with deadline(timeout_s):
                 # the body ends with the chunked terminator after the [DONE] event
                 while not (b"[DONE]" in buf and buf.endswith(b"\r\n0\r\n\r\n")):
                     if buf.startswith(b"HTTP/") and b"\r\n\r\n" in buf and not buf.startswith(b"HTTP/1.1 200"):

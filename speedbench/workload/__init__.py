@@ -270,7 +270,7 @@ def source_fingerprint(spec: WorkloadSpec, *, base_dir: Path | None = None) -> d
         return {**out, "sha256": "", "note": f"read from the hub ({speed_bench.HUB_NAME}); no local files to hash"}
     try:
         if spec.source == "sample":
-            f = Path(str(resources.files("speedbench").joinpath("data", sample.SAMPLE_FILE)))
+            f = Path(str(resources.files("speedbench").joinpath("data").joinpath(sample.SAMPLE_FILE)))
             return {**out, "layout": "file", **speed_bench.fingerprint([f], f.parent)}
         if spec.source == "jsonl":
             f = speed_bench.resolve_path(spec.path or "", base_dir)

@@ -34,7 +34,7 @@ COMPLETIONS_PATH = "/v1/completions"
 _ANSWER_MARK = "<assistant answer>"
 
 
-def load_tokenizer(name_or_path: str, *, trust_remote_code: bool = False):
+def load_tokenizer(name_or_path: str | None, *, trust_remote_code: bool = False):
     """A Hugging Face tokenizer from local files only (runs never download)."""
     try:
         from transformers import AutoTokenizer
@@ -54,7 +54,7 @@ def load_tokenizer(name_or_path: str, *, trust_remote_code: bool = False):
         ) from None
 
 
-def workload_tokenizer(workload: WorkloadSpec, model: str, variants: Iterable[VariantSpec | None], *,
+def workload_tokenizer(workload: WorkloadSpec, model: str | None, variants: Iterable[VariantSpec | None], *,
                        trust_remote_code: bool = False):
     """The tokenizer a workload needs, loaded once, or None.
 
@@ -89,7 +89,7 @@ class RequestBuilder:
     def __init__(
         self,
         workload: WorkloadSpec,
-        model: str,
+        model: str | None,
         variant: VariantSpec | None = None,
         tokenizer=_LOAD,
         *,

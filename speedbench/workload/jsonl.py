@@ -110,7 +110,7 @@ def _random_text(rng: random.Random, length: int, tokenizer) -> str:
     if tokenizer is not None:
         special = set(getattr(tokenizer, "all_special_ids", []) or [])
         vocab = len(tokenizer)
-        ids = []
+        ids: list[int] = []
         while len(ids) < length:
             t = rng.randrange(vocab)
             if t not in special:

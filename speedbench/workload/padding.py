@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from typing import Any
 
 CHARS_PER_TOKEN = 4
 SEPARATOR = "\n\n---\n\n"
@@ -134,16 +135,11 @@ class Padder:
         return self._pool_ids
 
 
-def pad_text(text: str, target_tokens: int, *, key: str, seed: int | str = 0, tokenizer=None) -> str:
-    """One-off padding; use :class:`Padder` for many prompts."""
-    return Padder(target_tokens, seed=seed, tokenizer=tokenizer).pad(text, key=key)
-
-
 def _filler(rng: random.Random, n_chars: int) -> str:
     parts: list[str] = []
     size = 0
     while size < n_chars:
-        words = {
+        words: dict[str, Any] = {
             "noun": rng.choice(_NOUNS), "noun2": rng.choice(_NOUNS), "verb": rng.choice(_VERBS),
             "adj": rng.choice(_ADJS), "num": rng.randint(10, 9999), "small": rng.randint(2, 9),
         }

@@ -110,10 +110,6 @@ def layouts_text(config: str) -> str:
                      for _, pat, src in LAYOUTS)
 
 
-def locate_files(root: Path, config: str) -> list[Path]:
-    return list(locate(root, config).files)
-
-
 def locate(root: Path, config: str) -> Located:
     """Which layout ``root`` uses for ``config`` and the data files it holds (see LAYOUTS)."""
     if not root.exists():

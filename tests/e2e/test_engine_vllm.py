@@ -124,7 +124,8 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     from speedbench.loadgen.arrivals import arrival_offsets
     from speedbench.client.http import ClientConfig
     from speedbench.metrics import ArmInfo, PointInfo, summarize
-    from speedbench.loadgen import run_point
+    from speedbench.loadgen import PointJob, Target, run_pass
+    from speedbench.records import PointKey
     from speedbench.workload import load_workload
     from speedbench.workload.chat import RequestBuilder
 
@@ -134,13 +135,16 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     rate, seed = 4.0, 0
     arrivals = arrival_offsets(len(wl.measured), rate, 1.0, seed)
     cfg = ClientConfig(server.base_url, request_timeout_s=120, idle_timeout_s=30)
-    res = asyncio.run(run_point(cfg, builder, wl.measured, arm=ARM, concurrency=1000, variant="4rps",
-                                warmup=wl.warmup, arrivals=arrivals))
+    res = asyncio.run(run_pass(Target(client=cfg, builder=builder),
+                               PointJob(key=PointKey(ARM, 1000, "4rps"), prompts=wl.measured, warmup=wl.warmup,
+                                        arrivals=arrivals), 0))
     n_turns = sum(len(p.turns) for p in wl.measured)  # the sample has multi-turn prompts
     assert res.aborted is None and len(res.records) == n_turns and all(r.ok for r in res.records)
     recs = sorted((r for r in res.records if r.turn == 0), key=lambda r: r.prompt_index)  # turn 0 arrives
-    t0 = recs[0].t_queued_ns
-    assert all(abs((r.t_queued_ns - t0) / 1e9 - at) < 0.002 for r, at in zip(recs, arrivals))
+    # t_queued_ns is the schedule itself, so assert lateness: each turn 0 went out within 100 ms of
+    # its arrival, and the sends keep the schedule's spacing
+    assert all(0 <= r.t_sent_ns - r.t_queued_ns < 100e6 for r in recs)
+    assert all(abs((r.t_sent_ns - recs[0].t_sent_ns) / 1e9 - (at - arrivals[0])) < 0.1 for r, at in zip(recs, arrivals))
     slo = {"ttft_ms": 1000.0, "tpot_ms": 200.0}
     (row,) = summarize(res.records, None, None, {ARM: ArmInfo(speculative=True)},
                        {(ARM, 1000, "4rps"): PointInfo(wall_s=res.wall_s, request_rate=rate, burstiness=1.0)},

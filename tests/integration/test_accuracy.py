@@ -16,7 +16,8 @@ from tests.helpers.fakes import FakeBuilder, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, request_table, summarize
-from speedbench.loadgen import run_point
+from speedbench.loadgen import PointJob, Target, run_pass
+from speedbench.records import PointKey
 from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
 from speedbench.testing import FakeConfig, FakeProcess, true_per_user_tps
 
@@ -39,7 +40,8 @@ def run():
 
                 async def point(srv=srv, ps=ps, arm=arm, c=c):
                     before = spec_counters(parse_prometheus(await scrape(srv.base_url)))
-                    res = await run_point(ClientConfig(srv.base_url), FakeBuilder(), ps, arm=arm, concurrency=c)
+                    res = await run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder()),
+                                         PointJob(key=PointKey(arm, c), prompts=ps), 0)
                     after = spec_counters(parse_prometheus(await scrape(srv.base_url)))
                     return res, delta(before, after)
 

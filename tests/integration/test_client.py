@@ -13,9 +13,9 @@ from speedbench.client.http import (
     ClientConfig,
     _consume,
     make_session,
-    parse_spec,
     stream_request,
 )
+from speedbench.client.spec_payload import parse_spec
 from speedbench.records import RequestRecord
 from speedbench.testing import FakeConfig
 

@@ -16,7 +16,8 @@ from tests.helpers.fakes import FakeBuilder, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, request_table, summarize
-from speedbench.loadgen import run_point
+from speedbench.loadgen import PointJob, Target, run_pass
+from speedbench.records import PointKey
 from speedbench.testing import FakeConfig, FakeProcess
 
 BASE = FakeConfig(ttft_s=0.01, t_step_s=0.008, output_tokens=33)
@@ -26,7 +27,8 @@ SPEC = FakeConfig(ttft_s=0.01, t_step_s=0.010, output_tokens=33, k=3, acceptance
 def _measure(cfg: FakeConfig, arm: str, c: int, n: int):
     with FakeProcess(cfg) as srv:
         ps = prompts(n, prefix=f"{arm}-")
-        res = asyncio.run(run_point(ClientConfig(srv.base_url), FakeBuilder(), ps, arm=arm, concurrency=c))
+        res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder()),
+                                   PointJob(key=PointKey(arm, c), prompts=ps), 0))
         log = {e.body["messages"][-1]["content"]: e for e in srv.log()}
         truth = {}
         for r in res.records:

@@ -9,7 +9,8 @@ import pytest
 from tests.helpers.fakes import FakeBuilder, fake_server, prompts
 
 from speedbench.client.http import ClientConfig
-from speedbench.loadgen import run_point
+from speedbench.loadgen import PointJob, Target, run_pass
+from speedbench.records import PointKey
 from speedbench.testing import FakeConfig, Fault
 
 
@@ -25,8 +26,12 @@ def _fresh(srv):
     srv.reset()
 
 
-def _run(srv, ps, builder=None, **kw):
-    return asyncio.run(run_point(ClientConfig(srv.base_url), builder or FakeBuilder(), ps, arm=kw.pop("arm", "a"), **kw))
+def _run(srv, ps, builder=None, *, concurrency, arm="a", warmup=(), on_record=None, server_alive=None,
+         before_measure=None):
+    target = Target(client=ClientConfig(srv.base_url), builder=builder or FakeBuilder(), server_alive=server_alive,
+                    on_record=on_record)
+    job = PointJob(key=PointKey(arm, concurrency), prompts=ps, warmup=warmup)
+    return asyncio.run(run_pass(target, job, 0, before_measure=before_measure))
 
 
 def _max_overlap(records) -> int:
@@ -133,8 +138,9 @@ def test_ctrl_c_keeps_completed_records(srv):
     seen = []
 
     async def go():
-        task = asyncio.create_task(run_point(ClientConfig(srv.base_url), FakeBuilder(), prompts(50), arm="a",
-                                             concurrency=2, on_record=seen.append))
+        task = asyncio.create_task(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder(),
+                                                   on_record=seen.append),
+                                            PointJob(key=PointKey("a", 2), prompts=prompts(50)), 0))
         await asyncio.sleep(0.5)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -159,8 +165,9 @@ def test_measure_orders_warmup_scrape_repeats_scrape(srv):
         scraped_at.append(len(srv.log))
         return "vllm:spec_decode_num_drafts_total 1\n"
 
-    m = asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(3), arm="a", concurrency=2,
-                            repeats=2, warmup=prompts(2, prefix="w"), scrape=scrape))
+    target = Target(client=ClientConfig(srv.base_url), builder=FakeBuilder())
+    m = asyncio.run(measure(target, PointJob(key=PointKey("a", 2), prompts=prompts(3), warmup=prompts(2, prefix="w"),
+                                             repeats=2), scrape=scrape))
     assert m.aborted is None and [r.records[0].repeat for r in m.repeats] == [0, 1]
     assert m.before and m.after and m.n_errors == 0 and m.wall_s > 0
     # two scrapes settle each snapshot: after warmup (2 requests), after both repeats (2 + 3 + 3)
@@ -169,9 +176,9 @@ def test_measure_orders_warmup_scrape_repeats_scrape(srv):
     async def dead_scrape(base_url):
         raise ServerError("GET /metrics failed")
 
-    m = asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(3), arm="a", concurrency=2,
-                            warmup=prompts(1, prefix="w"), server_alive=lambda: "exit code 1", scrape=dead_scrape))
+    dying = Target(client=ClientConfig(srv.base_url), builder=FakeBuilder(), server_alive=lambda: "exit code 1")
+    m = asyncio.run(measure(dying, PointJob(key=PointKey("a", 2), prompts=prompts(3), warmup=prompts(1, prefix="w")),
+                            scrape=dead_scrape))
     assert m.aborted == "exit code 1" and m.repeats[0].records == [] and m.before == ""
     with pytest.raises(ServerError):
-        asyncio.run(measure(ClientConfig(srv.base_url), FakeBuilder(), prompts(1), arm="a", concurrency=1,
-                            scrape=dead_scrape))
+        asyncio.run(measure(target, PointJob(key=PointKey("a", 1), prompts=prompts(1)), scrape=dead_scrape))

@@ -10,7 +10,8 @@ from tests.helpers.fakes import FakeBuilder, fake_server, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.errors import ServerError
-from speedbench.loadgen import run_point
+from speedbench.loadgen import PointJob, Target, run_pass
+from speedbench.records import PointKey
 from speedbench.client.scrape import (
     SpecCounters,
     delta,
@@ -104,7 +105,8 @@ def test_scrape_fake_server_counters_match_per_request_totals():
 
         async def go():
             before = spec_counters(parse_prometheus(await scrape(srv.base_url)))
-            res = await run_point(cfg, FakeBuilder(), prompts(6), arm="sd", concurrency=3)
+            res = await run_pass(Target(client=cfg, builder=FakeBuilder()),
+                                 PointJob(key=PointKey("sd", 3), prompts=prompts(6)), 0)
             after = spec_counters(parse_prometheus(await scrape(srv.base_url + "/metrics")))
             return res, delta(before, after)
 

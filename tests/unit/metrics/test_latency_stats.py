@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from speedbench.errors import ScenarioError
-from speedbench.metrics import ROW_KEYS, latency_keys, percentile_tag, row_keys, summarize
+from speedbench.metrics import summarize
+from speedbench.metrics.registry import ROW_KEYS, latency_keys, percentile_tag, row_keys
 from speedbench.records import RequestRecord
 from speedbench.scenario import validate_data
 

@@ -16,9 +16,9 @@ from speedbench.metrics import (
     itl_values,
     per_position_rates,
     request_table,
-    row_keys,
     summarize,
 )
+from speedbench.metrics.registry import row_keys
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.client.scrape import SpecCounters
 from speedbench.metrics.bootstrap import paired_ratio_ci, unpaired_ratio_ci

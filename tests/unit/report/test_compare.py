@@ -9,7 +9,7 @@ from rich.console import Console
 from tests.helpers.runfactory import DEFAULT_ARMS, make_run
 
 from speedbench.cli import main
-from speedbench.report import significance as S
+from speedbench.report import significance
 from speedbench.report.compare import (
     compare_arms,
     compare_runs,
@@ -49,11 +49,11 @@ def test_runs_side_by_side_with_bootstrap(tmp_path):
 def test_bootstrap_difference_matches_records(tmp_path):
     a = load_run(make_run(tmp_path / "a", seed=1).path)
     b = load_run(make_run(tmp_path / "b", seed=1, arms=slower(0.5)).path)
-    iv = S.speedup_diff_runs(a, b, "eagle3.1", 1, "")
+    iv = significance.speedup_diff_runs(a, b, "eagle3.1", 1, "")
     # identical noise draws, speculative TPS halved: the speedup halves exactly
     assert abs(iv.value + a.row("eagle3.1", 1)["speedup_mean"] / 2) < 1e-9
     assert iv.low < iv.value < iv.high and iv.excludes_zero
-    same = S.speedup_diff_runs(a, a, "eagle3.1", 1, "")
+    same = significance.speedup_diff_runs(a, a, "eagle3.1", 1, "")
     assert same.value == 0 and not same.excludes_zero
 
 

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 from tests.helpers.runfactory import make_history
 
 from speedbench.cli import main
-from speedbench.report import write_report
+from speedbench.report.render import write_report
 from speedbench.report.dashboard import build_dashboard
 from speedbench.results import SCHEMA_VERSION
 

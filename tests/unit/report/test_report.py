@@ -12,7 +12,7 @@ from tests.helpers.runfactory import make_run
 
 from speedbench.cli import main
 from speedbench.records import PointKey, RequestRecord
-from speedbench.report import render_report, write_report
+from speedbench.report.render import render_report, write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_report, print_summary
 from speedbench.results import load_run
@@ -99,15 +99,15 @@ def test_terminal_table_shape(run):
 
 
 def test_facts_from_provenance_when_summary_lacks_them(run):
-    from speedbench.report import tables as T
+    from speedbench.report import tables
     from speedbench.results import Run
 
     bare = Run(run.dir, {k: v for k, v in run.summary.items() if k != "hardware"})
-    assert T.hardware(bare) == "1x NVIDIA H200 (synthetic)"  # from provenance's hardware.summary
-    assert T.vllm_version(bare) == "0.32.0"
+    assert tables.hardware(bare) == "1x NVIDIA H200 (synthetic)"  # from provenance's hardware.summary
+    assert tables.vllm_version(bare) == "0.32.0"
     bare.__dict__["scenario"] = {}  # no scenario: the draft comes from provenance
-    assert T.draft_model(bare, "eagle3.1") == "org/eagle3.1-draft"
-    assert T.target_model(bare) == "tiny/target"
+    assert tables.draft_model(bare, "eagle3.1") == "org/eagle3.1-draft"
+    assert tables.target_model(bare) == "tiny/target"
 
 
 def test_warnings(tmp_path):

@@ -14,7 +14,7 @@ import yaml
 from tests.helpers.runfactory import make_run
 
 from speedbench.errors import UsageError
-from speedbench.records import RequestRecord, SpecStats
+from speedbench.records import PointKey, RequestRecord, SpecStats
 from speedbench.results import SCHEMA_VERSION, RunDir, load_run
 
 
@@ -31,10 +31,10 @@ def test_create_layout(tmp_path):
     assert re.fullmatch(r"20261130T080509Z-[0-9a-f]{6}", rd.name)
     assert rd.prometheus_dir.is_dir() and rd.logs_dir.is_dir()
     assert rd.log_path("eagle3.1") == rd.path / "logs" / "eagle3.1.log"
-    assert rd.prometheus_path("eagle3", 4, "", "before").name == "eagle3__c4__default__before.txt"
-    assert rd.prometheus_path("eagle3", 4, "think", "after").name == "eagle3__c4__think__after.txt"
+    assert rd.prometheus_path(PointKey("eagle3", 4, ""), "before").name == "eagle3__c4__default__before.txt"
+    assert rd.prometheus_path(PointKey("eagle3", 4, "think"), "after").name == "eagle3__c4__think__after.txt"
     with pytest.raises(ValueError):
-        rd.prometheus_path("eagle3", 4, "", "during")
+        rd.prometheus_path(PointKey("eagle3", 4, ""), "during")
     # two runs started in the same second still get their own folders
     assert RunDir.create(tmp_path, "cpu_tiny", now=now).path != rd.path
 
@@ -171,8 +171,8 @@ def test_scenario_provenance_prometheus(tmp_path):
     rd.save_provenance("baseline", {"vllm_version": "0.32.0"})
     rd.save_provenance("eagle3", {"vllm_version": "0.32.0", "eagle_version": "3"})
     assert set(rd.load_provenance()) == {"baseline", "eagle3"}
-    rd.save_prometheus(("eagle3", 4, ""), "a 1\n", "")
-    assert rd.load_prometheus(("eagle3", 4, "")) == ("a 1\n", None)
+    rd.save_prometheus(PointKey("eagle3", 4, ""), "a 1\n", "")
+    assert rd.load_prometheus(PointKey("eagle3", 4, "")) == ("a 1\n", None)
 
 
 def test_load_run_from_factory(tmp_path):

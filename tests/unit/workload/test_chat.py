@@ -12,7 +12,7 @@ from speedbench.records import Prompt
 from speedbench.scenario import VariantSpec, WorkloadSpec
 from speedbench.workload import load_workload
 from speedbench.workload.chat import CHAT_PATH, COMPLETIONS_PATH, RequestBuilder, load_tokenizer
-from speedbench.workload.padding import pad_text
+from speedbench.workload.padding import Padder
 
 TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{{ eos_token }}\n{% endfor %}"
@@ -226,8 +226,8 @@ def test_padding_without_tokenizer_estimates_by_chars():
 
 def test_long_prompt_is_not_truncated(tokenizer):
     long = "word " * 400
-    assert pad_text(long, 50, key="k", tokenizer=tokenizer) == long
-    assert pad_text(long, 50, key="k") == long
+    assert Padder(50, tokenizer=tokenizer).pad(long, key="k") == long
+    assert Padder(50).pad(long, key="k") == long
 
 
 # ---- data inspect with a tokenizer -------------------------------------------------------------
