@@ -253,8 +253,11 @@ def select_arms(sc: Scenario, names: list[str]) -> Scenario:
     if sc.aa_arm and sc.baseline_arm in names and sc.aa_arm not in names:
         names = [*names, sc.aa_arm]  # the A/A arm goes with its baseline
     keep = [a for a in sc.arms if a.name in names or (a.template and a.template in names)]
-    baseline = sc.baseline if sc.baseline in {a.name for a in keep} else None
-    return sc.model_copy(update={"arms": keep, "baseline": baseline})
+    kept = {a.name for a in keep}
+    baseline = sc.baseline if sc.baseline in kept else None
+    # without its baseline the A/A check has nothing to compare: it goes too
+    aa_check = bool(sc.aa_check and sc.baseline_arm in kept)
+    return sc.model_copy(update={"arms": keep, "baseline": baseline, "aa_check": aa_check})
 
 
 def resolved_dict(sc: Scenario) -> dict[str, Any]:

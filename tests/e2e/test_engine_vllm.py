@@ -183,7 +183,10 @@ def test_http_write_timing_of_vllm(server):
         print(f"{ex.path}: headers at {head_ms:.1f} ms (alone: {ex.headers_alone}), first token at {first_ms:.1f} ms, "
               f"{len(ex.reads)} reads, [DONE] in read {ex.done_read}, terminator in read {ex.terminator_read}")
         assert ex.chunked
-        assert ex.headers_alone and ex.header_read < ex.first_token_read
+        # Headers never arrive after the first token. Whether they also arrive in a read
+        # of their own depends on how long prefill takes against the scheduler's timing
+        # (a short prefill can share the read), so that is printed above, not asserted.
+        assert ex.header_read <= ex.first_token_read
         assert ex.done_read >= 0 and ex.terminator_read >= ex.done_read
         if ex.path.endswith("/chat/completions"):
             assert ex.first_event["choices"][0]["delta"].get("role") == "assistant"
