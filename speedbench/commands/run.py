@@ -52,7 +52,8 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
         console.print("overrides: " + ", ".join(plan.overrides))
     for ap in plan.arms:
         arm = ap.arm
-        kind = "baseline" if arm.name == sc.baseline_arm else ("speculative" if arm.is_speculative else "arm")
+        kind = ("baseline" if arm.name == sc.baseline_arm else "A/A twin of the baseline" if arm.name == sc.aa_arm
+                else "speculative" if arm.is_speculative else "arm")
         console.print(f"\n[bold cyan]arm {arm.name}[/bold cyan] "
                       f"({kind}){': ' + arm.description if arm.description else ''}")
         if arm.template:
