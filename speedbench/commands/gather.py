@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 
 
 def register(sub) -> None:
@@ -43,8 +44,7 @@ def run(args) -> int:
     if unfinished:
         code = 1
         console.print(f"[red]{len(unfinished)} points unfinished or failed[/red]: "
-                      + ", ".join(f"{k.arm} c={k.concurrency}{' ' + k.variant if k.variant else ''}"
-                                  for k in unfinished[:8]) + (" ..." if len(unfinished) > 8 else ""))
+                      + escape(", ".join(k.label for k in unfinished[:8])) + (" ..." if len(unfinished) > 8 else ""))
         console.print(f"  `speedbench status {rd.path}` shows the jobs; `speedbench run --resume {rd.path}` "
                       "submits the unfinished arms again")
     if sc.gates:

@@ -9,6 +9,7 @@ from typing import Any
 
 from speedbench.analysis.cells import num
 from speedbench.metrics.registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
+from speedbench.records import PointKey
 from speedbench.report.tables import fmt, fmt_speedup, label, ok, spec_arms
 from speedbench.results import Run
 
@@ -81,7 +82,7 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
     tables = []
     for (arm, c, v), rs in out.items():
         rs.sort(key=lambda r: (num(r["speedup"]) if ok(r["speedup"]) else math.inf, str(r["prompt_id"])))
-        tables.append((f"{label(arm, v)} c={c}",
+        tables.append((PointKey(arm, c, v).label,
                        [[str(r["prompt_id"]), str(r["category"]), str(r["n_ok"]), fmt(r["baseline_per_user_tps"], 1),
                          fmt(r["per_user_tps"], 1), fmt(r["speedup"], 2, "×"), fmt(r["al_requests"], 2)]
                         for r in rs]))
