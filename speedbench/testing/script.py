@@ -6,6 +6,7 @@ the same script the server plays. Times are seconds from the request's arrival.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -62,6 +63,24 @@ class FakeConfig:
     # vLLM's --api-key: every /v1 path wants "Authorization: Bearer KEY" and answers 401
     # {"error": "Unauthorized"} without it; /health, /metrics and /version stay open.
     api_key: str | None = None
+    # A known step-cost model (docs/metrics.md, "Calibration"): one decode step of a batch of
+    # B running requests takes t_step_s + token_cost_s * B * (k + 1) + draft_cost_s * k:
+    # a fixed cost, the verify pass over every request's k + 1 positions, and drafting.
+    # Both 0 (the default) keeps t_step_s per step whatever runs beside it.
+    token_cost_s: float = 0.0
+    draft_cost_s: float = 0.0
+    # vLLM 0.32's synthetic acceptance (rejection_sample_method: synthetic): accept drafts
+    # so that the mean tokens per step is this AL, spread evenly over the steps.
+    synthetic_al: float | None = None
+
+    @property
+    def cost_model(self) -> bool:
+        return self.token_cost_s > 0 or self.draft_cost_s > 0
+
+    def step_s(self, batch: int) -> float:
+        """One decode step's duration with ``batch`` requests running."""
+        k = max(0, self.k)
+        return self.t_step_s + self.token_cost_s * max(1, batch) * (k + 1) + self.draft_cost_s * k
 
     def with_overrides(self, over: dict[str, Any]) -> FakeConfig:
         known = {f.name for f in fields(self)} - {"faults", "die_after", "engines"}
@@ -141,12 +160,36 @@ def plan(cfg: FakeConfig, max_tokens: int | None = None) -> Plan:
     i = 0
     while left > 0:
         want = min(max(0, pattern[i % len(pattern)]), cfg.k)
+        if cfg.synthetic_al is not None and cfg.k > 0:
+            want = synthetic_accepted(cfg.synthetic_al, cfg.k, i)
         acc = min(want, left - 1)
         counted = want if cfg.count_truncated and want != acc else -1
         steps.append(Step(cfg.ttft_s + (i + 1) * cfg.t_step_s, acc + 1, acc, counted))
         left -= acc + 1
         i += 1
     return Plan(tuple(steps), max(0, cfg.k))
+
+
+def synthetic_accepted(al: float, k: int, i: int) -> int:
+    """Drafts accepted at decode step ``i`` so that steps 0..i together accept as close to
+    ``(i + 1) * (al - 1)`` as whole drafts allow: the running mean hits AL exactly."""
+    a = min(max(al - 1.0, 0.0), float(k))
+    return int(math.floor((i + 1) * a + 1e-9) - math.floor(i * a + 1e-9))
+
+
+def synthetic_al_of(spec: dict[str, Any]) -> float | None:
+    """The AL a vLLM ``speculative_config`` asks synthetic acceptance for: the length
+    itself, or from per-position rates (position i accepted given 0..i-1 were), the
+    expected ``1 + sum of the running products``; None when not synthetic."""
+    if spec.get("rejection_sample_method") != "synthetic":
+        return None
+    if spec.get("synthetic_acceptance_length") is not None:
+        return float(spec["synthetic_acceptance_length"])
+    al, joint = 1.0, 1.0
+    for r in spec.get("synthetic_acceptance_rates") or []:
+        joint *= float(r)
+        al += joint
+    return al
 
 
 _MARKER = re.compile(r"\[\[fake:([^\]]*)\]\]")

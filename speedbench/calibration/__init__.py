@@ -1,0 +1,1 @@
+"""The speedup-vs-AL model: fit (pure), calibration files, the calibration run, screening."""

@@ -1,0 +1,90 @@
+"""``speedbench calibrate``: run the calibration scenario, fit the curves, store the file.
+
+The measuring is an ordinary run (speedbench/run/) of the scenario calibration/sweep.py
+derives, so the calibration's points are measured exactly as every run's points are,
+and its run folder can be reported, verified and resumed like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from speedbench.calibration import store
+from speedbench.calibration.fit import Curve, Model, curves_from_rows
+from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
+from speedbench.errors import ServerError
+from speedbench.results import RunDir
+from speedbench.scenario import Scenario
+
+
+@dataclass
+class CalibrateRequest:
+    scenario: Scenario
+    arm: str
+    mode: str = "synthetic"  # "synthetic" (forced AL) or "drafts" (real same-system drafts)
+    als: list[float] | None = None  # synthetic: the AL values (default: 5 over [1, k+1])
+    drafts: list[str] | None = None  # drafts: the arms measured (default: every same-system arm)
+    model: Model = "origin"
+    source: str = "engine"  # which per-user TPS the speedups use: "engine" or "client"
+
+
+def measured_scenario(req: CalibrateRequest) -> Scenario:
+    sc = req.scenario
+    if req.mode == "drafts":
+        return drafts_scenario(sc, req.arm, req.drafts)
+    cfg = sc.arm(req.arm).speculative_config if req.arm in {a.name for a in sc.arms} else None
+    k = (cfg.k if cfg else None) or 0
+    return synthetic_scenario(sc, req.arm, req.als or default_als(k))
+
+
+def _newest_run(root: Path, name: str) -> Path:
+    runs = sorted(p for p in (root / name).iterdir() if p.is_dir()) if (root / name).is_dir() else []
+    if not runs:
+        raise ServerError(f"the calibration run left no run folder under {root / name}")
+    return runs[-1]
+
+
+def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenario) -> tuple[dict, list[Curve]]:
+    """(key, curves) from a finished calibration run folder."""
+    run_dir = RunDir.open(run_path)
+    summary = run_dir.load_summary()
+    base = measured.baseline_arm
+    arms = [a.name for a in measured.arms if a.name != base]
+    curves = curves_from_rows(summary.get("rows", []), arms, model=req.model, source=req.source)
+    if not curves:
+        raise ServerError(f"no speculative point of {run_path} has both an AL and a speedup to fit")
+    prov = run_dir.load_provenance()
+    arm_prov = next((prov[a] for a in arms if isinstance(prov.get(a), dict)), None)
+    if arm_prov is None:
+        raise ServerError(f"{run_path} has no provenance for {arms}: the key of the calibration is unknown")
+    spec = req.scenario.arm(req.arm)
+    key = store.calibration_key(arm_prov, store.system_args(req.scenario.server.args, spec.args))
+    return key, curves
+
+
+def calibrate(req: CalibrateRequest, runs_root: Path, folder: Path, *, console: Console,
+              skip_doctor: bool = False) -> tuple[Path, list[Curve]]:
+    """Measure, fit and store; returns the calibration file and its curves."""
+    from speedbench.run import new_run  # lazy, as commands/ does: the run path is heavy
+
+    measured = measured_scenario(req)
+    console.print(f"calibrating arm '{req.arm}' ({req.mode}): arms {[a.name for a in measured.arms]} "
+                  f"at concurrency {measured.concurrency}")
+    rc = new_run(measured, runs_root, overrides=[], skip_doctor=skip_doctor, console=console)
+    run_path = _newest_run(runs_root, measured.name)
+    if rc not in (0, 1):
+        raise ServerError(f"the calibration run stopped (exit {rc}); resume it with "
+                          f"`speedbench run --resume {run_path}`, then `speedbench calibrate --from-run`")
+    return store_from_run(run_path, req, measured, folder)
+
+
+def store_from_run(run_path: Path, req: CalibrateRequest, measured: Scenario, folder: Path) -> tuple[Path, list[Curve]]:
+    key, curves = calibration_from_run(run_path, req, measured)
+    meta: dict[str, Any] = {"created_from": str(run_path), "scenario": req.scenario.name, "arm": req.arm,
+                            "mode": req.mode, "tps_source": req.source, "model": req.model}
+    path = store.save(folder, key, curves, meta)
+    return path, curves

@@ -1,0 +1,97 @@
+"""Calibration files: one JSON per system, keyed by provenance, in a calibrations folder.
+
+A calibration holds for the system it was measured on and no other: the same vLLM
+version, target, draft method and architecture, k, hardware and server args. The key is
+those facts as data; its digest names the file, and a run finds its calibration by
+computing the same key from its own provenance and scenario.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from speedbench.calibration.fit import Curve
+from speedbench.results.files import atomic_write, finite
+
+SCHEMA = 1
+DEFAULT_FOLDER = "calibrations"  # under the results root: results/calibrations
+# Flags that only make vLLM report more, or choose the port: not part of the system.
+_NOT_SYSTEM = {"speculative-config", "enable-per-request-metrics", "per-request-spec-decode-metrics",
+               "host", "port", "disable-log-requests"}
+
+
+def system_args(server_args: dict[str, Any], arm_args: dict[str, Any]) -> dict[str, Any]:
+    """The server args that shape step cost, with the keys spelled one way (dashes)."""
+    merged = {str(k).lstrip("-").replace("_", "-"): v for k, v in {**server_args, **arm_args}.items()}
+    return {k: merged[k] for k in sorted(merged) if k not in _NOT_SYSTEM}
+
+
+def calibration_key(prov: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """The facts a calibration is valid for, from one arm's provenance.json entry and its
+    :func:`system_args`. The draft's architecture comes from its config.json when there is
+    one (EAGLE 3 and 3.1 share ``LlamaForCausalLMEagle3``), else from the method."""
+    draft = prov.get("draft") or {}
+    arch = ",".join(draft.get("architectures") or []) or str(prov.get("method") or "")
+    hw = prov.get("hardware")
+    return {
+        "vllm_version": str(prov.get("vllm_version") or ""),
+        "target": str(prov.get("model") or ""),
+        "method": str(prov.get("method") or ""),
+        "draft_architecture": arch,
+        "k": prov.get("num_speculative_tokens"),
+        "hardware": str(hw.get("summary", hw) if isinstance(hw, dict) else hw or ""),
+        "server_args": json.loads(json.dumps(args, sort_keys=True, default=str)),
+    }
+
+
+def key_digest(key: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def file_name(key: dict[str, Any]) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{key['method']}-k{key['k']}")
+    return f"{safe}-{key_digest(key)}.json"
+
+
+def save(folder: Path, key: dict[str, Any], curves: list[Curve], meta: dict[str, Any]) -> Path:
+    """Write (or replace) the calibration of ``key``; ``meta`` says how it was measured."""
+    data = {"schema": SCHEMA, "key": key, "digest": key_digest(key), **meta,
+            "curves": [c.to_dict() for c in curves]}
+    path = Path(folder) / file_name(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(finite(data), indent=2, allow_nan=False) + "\n")
+    return path
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def find(folder: Path, key: dict[str, Any]) -> Path | None:
+    """The calibration file for exactly this key, if the folder holds one."""
+    path = Path(folder) / file_name(key)
+    if path.is_file():
+        try:
+            if load(path).get("key") == key:
+                return path
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def curves_of(data: dict[str, Any]) -> dict[int, Curve]:
+    return {int(c["concurrency"]): Curve.from_dict(c) for c in data.get("curves", [])}
+
+
+def predict(data: dict[str, Any], concurrency: int, al: Any) -> tuple[float, float, float]:
+    """(speedup, low, high) the calibration predicts at this concurrency and AL; NaN when it
+    has no curve at that concurrency (no interpolation between levels: the step cost's
+    dependence on the batch is not known between them)."""
+    curve = curves_of(data).get(int(concurrency))
+    if curve is None or not isinstance(al, (int, float)) or not math.isfinite(al):
+        return (math.nan, math.nan, math.nan)
+    return curve.predict(float(al))

@@ -1,0 +1,84 @@
+"""``speedbench calibrate`` against the fake server's known step-cost model, and a run
+that reports ``speedup_predicted`` from the stored calibration.
+
+The fake's decode step with B running requests takes ``t + tc * B * (k + 1) + dc * k``
+(speedbench/testing/script.py), so the true speedup at acceptance length AL and
+concurrency c is ``AL * (t + tc * c) / (t + tc * c * (k + 1) + dc * k)``: a line through
+the origin whose slope the calibration must recover.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
+from tests.integration.test_reliability import out_of, sb
+
+T, TC, DC, K = 0.002, 0.0002, 0.0005, 3
+LEVELS = [1, 4, 16]
+
+
+def true_slope(c: int) -> float:
+    return (T + TC * c) / (T + TC * c * (K + 1) + DC * K)
+
+
+def _scenario(tmp: Path, arms: list[dict], **top) -> Path:
+    prompts = write_prompts(tmp / "p.jsonl", [f"prompt {i}" for i in range(16)])
+    server = fake_local(**{"t-step": str(T), "token-cost": str(TC), "draft-cost": str(DC), "output-tokens": "32",
+                           "ttft": "0.02"})
+    sc = scenario("cal", prompts, server=server, arms=arms, concurrency=LEVELS,
+                  workload={"max_tokens": 32}, **top)
+    return write_yaml(tmp / "cal.yaml", sc)
+
+
+SPEC = {"method": "eagle3", "model": "draft", "num_speculative_tokens": K}
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("calib")
+    path = _scenario(tmp, [{"name": "base"}, {"name": "eagle3", "speculative_config": SPEC}])
+    res = sb(["calibrate", str(path), "--arm", "eagle3", "--al", "1,2.5,4", "-o", str(tmp / "cal"),
+              "--runs", str(tmp / "out"), "--skip-doctor"], tag="calib", cwd=tmp, timeout=120)
+    assert res.returncode == 0, out_of(res)
+    files = list((tmp / "cal").glob("*.json"))
+    assert len(files) == 1, files
+    return tmp, json.loads(files[0].read_text()), out_of(res)
+
+
+def test_calibrate_recovers_the_true_curve_within_2_percent(calibrated):
+    _, cal, _ = calibrated
+    curves = {c["concurrency"]: c for c in cal["curves"]}
+    assert sorted(curves) == LEVELS
+    for c in LEVELS:
+        fit = curves[c]
+        err = fit["slope"] / true_slope(c) - 1
+        assert abs(err) < 0.02, (c, fit["slope"], true_slope(c))
+        # three ALs measured, each a point of the curve; the forced AL is what the engine reports
+        assert sorted(round(p["al"], 1) for p in fit["points"]) == [1.0, 2.5, 4.0]
+        se = math.sqrt(fit["cov"][1][1])
+        assert 0 < se < 0.02 * fit["slope"]  # an interval, and a narrow one: the fake's clock is exact
+
+
+def test_the_calibration_is_keyed_by_the_system(calibrated):
+    _, cal, _ = calibrated
+    key = cal["key"]
+    assert key["vllm_version"] == "0.32.0+fake" and key["target"] == "fake-model"
+    assert key["method"] == "eagle3" and key["k"] == K and key["hardware"]
+    assert key["server_args"]["t-step"] == str(T)  # step cost depends on the args: they are in the key
+    assert cal["mode"] == "synthetic" and cal["tps_source"] == "engine"
+
+
+def test_a_run_with_a_matching_calibration_reports_the_prediction(calibrated):
+    tmp, cal, _ = calibrated
+    # a real draft of the same system: the fake accepts 2 of 3 drafts per step (AL 3)
+    arm = {"name": "eagle3", "speculative_config": SPEC, "args": {"acceptance": "2"}}
+    run_tmp = tmp / "later"
+    run_tmp.mkdir()
+    path = _scenario(run_tmp, [{"name": "base"}, arm])
+    res = sb(["run", str(path), "-o", str(tmp / "cal" / ".."), "--skip-doctor"], tag="calib-run", cwd=run_tmp,
+             timeout=120)
+    assert res.returncode == 0, out_of(res)
