@@ -16,6 +16,7 @@ from typing import Any
 
 from speedbench.calibration.fit import Curve
 from speedbench.results.files import atomic_write, finite
+from speedbench.scenario import Scenario
 
 SCHEMA = 1
 DEFAULT_FOLDER = "calibrations"  # under the results root: results/calibrations
@@ -95,3 +96,27 @@ def predict(data: dict[str, Any], concurrency: int, al: Any) -> tuple[float, flo
     if curve is None or not isinstance(al, (int, float)) or not math.isfinite(al):
         return (math.nan, math.nan, math.nan)
     return curve.predict(float(al))
+
+
+def matching(folder: Path, sc: Scenario, provenance: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Arm -> its calibration, for each speculative arm whose system ``folder`` holds one."""
+    out: dict[str, dict[str, Any]] = {}
+    for arm in sc.arms:
+        prov = provenance.get(arm.name)
+        if not arm.is_speculative or not isinstance(prov, dict):
+            continue
+        path = find(folder, calibration_key(prov, system_args(sc.server.args, arm.args)))
+        if path is not None:
+            out[arm.name] = {**load(path), "file": str(path)}
+    return out
+
+
+def apply(rows: list[dict[str, Any]], calibrations: dict[str, dict[str, Any]]) -> None:
+    """Fill ``speedup_predicted`` (and its interval) of the rows whose arm has a calibration
+    with a curve at the row's concurrency, at the row's pooled AL."""
+    for r in rows:
+        cal = calibrations.get(r.get("arm", ""))
+        if cal is None:
+            continue
+        s, lo, hi = predict(cal, r["concurrency"], r.get("al_tokens"))
+        r["speedup_predicted"], r["speedup_predicted_ci_low"], r["speedup_predicted_ci_high"] = s, lo, hi

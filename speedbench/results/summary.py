@@ -8,10 +8,15 @@ summary as the run that wrote the files.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 from speedbench import metrics
+from speedbench.calibration import screen as calib_screen
+from speedbench.calibration import store as calib_store
+from speedbench.results.files import atomic_write
 from speedbench.results.rundir import SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
 
@@ -79,6 +84,20 @@ def noise_floor(rows: list[dict[str, Any]], aa_arm: str | None) -> list[dict[str
     return out
 
 
+def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Any], write: bool) -> dict[str, Any]:
+    """Arm -> the calibration its predictions use. The first summary that finds one copies
+    it into the run folder (calibrations.json), so later summaries, reports and other
+    machines predict from the same curves whatever the calibrations folder holds then."""
+    saved = run_dir.path / "calibrations.json"
+    if saved.is_file():
+        return dict(json.loads(saved.read_text(encoding="utf-8")))
+    folder = Path(sc.calibrations) if sc.calibrations else run_dir.path.parent.parent / calib_store.DEFAULT_FOLDER
+    found = calib_store.matching(folder, sc, provenance) if folder.is_dir() else {}
+    if found and write:
+        atomic_write(saved, json.dumps(found, indent=2) + "\n")
+    return found
+
+
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     """Compute the summary of a run folder and (by default) write summary.json/csv and
     records.parquet. The reports are report/'s job (``report.render.write_report``)."""
@@ -99,6 +118,9 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         )
     rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
                              percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None)
+    cals = calibrations(run_dir, sc, provenance, write)
+    calib_store.apply(rows, cals)
+    screening, promoted = calib_screen.screening_block(rows, sc, cals)
     summary = {
         "schema_version": SCHEMA_VERSION,
         "scenario": sc.name,
@@ -111,6 +133,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "load": sc.load.model_dump(mode="json"),
         "slo": sc.slo.model_dump(mode="json"),
         "noise_floor": noise_floor(rows, sc.aa_arm),
+        "screening": screening,
+        "promoted": promoted,
         "arms": run_dir.arm_costs(),
         "rows": rows,
         "categories": metrics.category_rows(records, sc.baseline_arm),

@@ -15,7 +15,7 @@ from speedbench.metrics.registry import GATE_METRIC_NAMES
 from speedbench.scenario.arms import ArmSpec
 from speedbench.scenario.base import ArgValue, EnvValue, Strict, env_strings, safe_name
 from speedbench.scenario.executor import ExecutorSpec
-from speedbench.scenario.traffic import LoadSpec, SloSpec, load_points
+from speedbench.scenario.traffic import LoadSpec, PromoteSpec, SloSpec, load_points
 
 
 class DockerSpec(Strict):
@@ -165,6 +165,11 @@ class Scenario(Strict):
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     load: LoadSpec = Field(default_factory=LoadSpec)  # closed loop (default) or request rates
     slo: SloSpec = Field(default_factory=SloSpec)  # goodput thresholds (docs/metrics.md, "Goodput")
+    # Calibration files (speedbench calibrate) for speedup_predicted; default: the folder
+    # "calibrations" beside the run's scenario folders (results/calibrations).
+    calibrations: str | None = None
+    # Screening (load.mode: screen): which arms get a full speed run afterwards.
+    promote: PromoteSpec | None = None
 
     @field_validator("concurrency")
     @classmethod
@@ -190,6 +195,21 @@ class Scenario(Strict):
     @classmethod
     def _name_chars(cls, v: str) -> str:
         return safe_name(v, "the scenario name is used as a folder name")
+
+    @model_validator(mode="after")
+    def _screen(self) -> "Scenario":
+        """Screening measures AL only: the non-speculative arms (the baseline) and the A/A
+        twin start no server. The scenario keeps its concurrency levels: the speedups are
+        predicted there."""
+        if self.load.mode == "screen":
+            self.arms = [a for a in self.arms if a.is_speculative]
+            self.baseline, self.aa_check = None, False
+            if not self.arms:
+                raise ValueError("load mode 'screen' needs a speculative arm")
+        if self.promote and self.promote.beats and self.load.mode == "screen" \
+                and self.promote.beats not in {a.name for a in self.arms}:
+            raise ValueError(f"promote.beats: no speculative arm named {self.promote.beats!r}")
+        return self
 
     @model_validator(mode="after")
     def _arms(self) -> "Scenario":

@@ -16,7 +16,7 @@ class LoadSpec(Strict):
     arrival times drawn once from ``seed`` so every arm sees the same schedule
     (speedbench/loadgen/arrivals.py)."""
 
-    mode: Literal["concurrency", "rate"] = "concurrency"
+    mode: Literal["concurrency", "rate", "screen"] = "concurrency"
     rates: list[float] = Field(default_factory=list)  # requests per second
     # Gamma shape of the gaps between arrivals: 1 = Poisson; < 1 burstier; > 1 more even.
     burstiness: float = Field(1.0, gt=0)
@@ -24,6 +24,10 @@ class LoadSpec(Strict):
     # Most requests in flight at once in rate mode (vLLM's --max-concurrency); the points'
     # concurrency field holds it.
     max_concurrency: int = Field(1000, ge=1)
+    # Screening (docs/metrics.md, "Calibration and screening"): each speculative arm's server
+    # once, at this one concurrency, over all prompts, and no baseline server. AL at T=0
+    # does not depend on the batch, so a high level measures it fastest.
+    screen_concurrency: int = Field(64, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> "LoadSpec":
@@ -37,6 +41,22 @@ class LoadSpec(Strict):
                 raise ValueError(f"rates must be distinct, got {self.rates}")
         elif self.rates:
             raise ValueError("'rates' needs load mode 'rate' (the default mode 'concurrency' uses `concurrency:`)")
+        return self
+
+
+class PromoteSpec(Strict):
+    """Which screened checkpoints get a full speed run: those whose AL is at least
+    ``min_al`` and beats arm (or matrix checkpoint) ``beats``, then the ``best`` N of them."""
+
+    best: int | None = Field(None, ge=1)
+    beats: str | None = None
+    min_al: float | None = Field(None, ge=1)
+    by: Literal["al_tokens", "al_requests"] = "al_tokens"
+
+    @model_validator(mode="after")
+    def _some_rule(self) -> "PromoteSpec":
+        if self.best is None and self.beats is None and self.min_al is None:
+            raise ValueError("promote needs 'best', 'beats' or 'min_al'")
         return self
 
 
@@ -64,4 +84,6 @@ def load_points(load: LoadSpec, concurrency: list[int], variant: str) -> list[tu
     Rate mode: each rate, at ``load.max_concurrency``, labelled by :func:`rate_label`."""
     if load.mode == "rate":
         return [(load.max_concurrency, rate_label(r, variant), float(r)) for r in load.rates]
+    if load.mode == "screen":
+        return [(load.screen_concurrency, variant, None)]
     return [(c, variant, None) for c in concurrency]

@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter_ns
@@ -264,7 +265,10 @@ class _Handlers:
             if last and cfg.spec_shape == "legacy" and p.legacy_payload():
                 choice["speculative_decoding_stats"] = p.legacy_payload()
             data = _event({**head, "choices": [choice]})
-            em.produced_ns.append(perf_counter_ns())
+            # With a step-cost model the engine is the model: a step is ready when its schedule
+            # says, however late a loaded machine lets this loop write it (vLLM's engine
+            # clock likewise keeps its own time when the API server falls behind).
+            em.produced_ns.append(due_ns if cfg.cost_model else perf_counter_ns())
             if role:
                 if cfg.role_with_first or cfg.buffer_output:
                     data = role + data  # one TCP write
@@ -405,6 +409,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     if spec:
         cfg = replace(cfg, k=int(spec.get("num_speculative_tokens", cfg.k)), synthetic_al=synthetic_al_of(spec))
+        # a draft "checkpoint" named ...accept=2/1 accepts that pattern: checkpoints of one
+        # system differ only in the draft model, as real ones do, so the server args stay the same
+        m = re.search(r"accept=([0-9/]+)", str(spec.get("model") or ""))
+        if m:
+            cfg = replace(cfg, acceptance=tuple(int(x) for x in m.group(1).split("/") if x))
 
     async def serve() -> None:
         runner = web.AppRunner(build_app(_State(cfg, allow_exit=True)), access_log=None)

@@ -25,11 +25,11 @@ def true_slope(c: int) -> float:
     return (T + TC * c) / (T + TC * c * (K + 1) + DC * K)
 
 
-def _scenario(tmp: Path, arms: list[dict], **top) -> Path:
+def _scenario(tmp: Path, arms: list[dict], concurrency: list[int] = LEVELS, **top) -> Path:
     prompts = write_prompts(tmp / "p.jsonl", [f"prompt {i}" for i in range(16)])
     server = fake_local(**{"t-step": str(T), "token-cost": str(TC), "draft-cost": str(DC), "output-tokens": "32",
                            "ttft": "0.02"})
-    sc = scenario("cal", prompts, server=server, arms=arms, concurrency=LEVELS,
+    sc = scenario("cal", prompts, server=server, arms=arms, concurrency=concurrency,
                   workload={"max_tokens": 32}, **top)
     return write_yaml(tmp / "cal.yaml", sc)
 
@@ -41,10 +41,10 @@ SPEC = {"method": "eagle3", "model": "draft", "num_speculative_tokens": K}
 def calibrated(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calib")
     path = _scenario(tmp, [{"name": "base"}, {"name": "eagle3", "speculative_config": SPEC}])
-    res = sb(["calibrate", str(path), "--arm", "eagle3", "--al", "1,2.5,4", "-o", str(tmp / "cal"),
+    res = sb(["calibrate", str(path), "--arm", "eagle3", "--al", "1,2.5,4", "-o", str(tmp / "out" / "calibrations"),
               "--runs", str(tmp / "out"), "--skip-doctor"], tag="calib", cwd=tmp, timeout=120)
     assert res.returncode == 0, out_of(res)
-    files = list((tmp / "cal").glob("*.json"))
+    files = list((tmp / "out" / "calibrations").glob("*.json"))
     assert len(files) == 1, files
     return tmp, json.loads(files[0].read_text()), out_of(res)
 
@@ -57,8 +57,10 @@ def test_calibrate_recovers_the_true_curve_within_2_percent(calibrated):
         fit = curves[c]
         err = fit["slope"] / true_slope(c) - 1
         assert abs(err) < 0.02, (c, fit["slope"], true_slope(c))
-        # three ALs measured, each a point of the curve; the forced AL is what the engine reports
-        assert sorted(round(p["al"], 1) for p in fit["points"]) == [1.0, 2.5, 4.0]
+        # three ALs measured, each a point of the curve: the forced AL, less the last step's
+        # cut at max_tokens (31 decode tokens at AL 4 are 7 full steps and one of 3; at AL 2.5,
+        # 1 and 2 drafts accepted in turn, 12 steps and one of 1)
+        assert sorted(p["al"] for p in fit["points"]) == pytest.approx([1.0, 31 / 13, 31 / 8], abs=0.01)
         se = math.sqrt(fit["cov"][1][1])
         assert 0 < se < 0.02 * fit["slope"]  # an interval, and a narrow one: the fake's clock is exact
 
@@ -74,11 +76,23 @@ def test_the_calibration_is_keyed_by_the_system(calibrated):
 
 def test_a_run_with_a_matching_calibration_reports_the_prediction(calibrated):
     tmp, cal, _ = calibrated
-    # a real draft of the same system: the fake accepts 2 of 3 drafts per step (AL 3)
-    arm = {"name": "eagle3", "speculative_config": SPEC, "args": {"acceptance": "2"}}
+    # another checkpoint of the same system: the fake's draft accepts 2 of 3 drafts per step (AL 3)
+    arm = {"name": "eagle3", "speculative_config": {**SPEC, "model": "ckpt@accept=2"}}
     run_tmp = tmp / "later"
     run_tmp.mkdir()
-    path = _scenario(run_tmp, [{"name": "base"}, arm])
-    res = sb(["run", str(path), "-o", str(tmp / "cal" / ".."), "--skip-doctor"], tag="calib-run", cwd=run_tmp,
+    path = _scenario(run_tmp, [{"name": "base"}, arm], concurrency=[1, 16])
+    res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="calib-run", cwd=run_tmp,
              timeout=120)
     assert res.returncode == 0, out_of(res)
+    run = next((tmp / "out" / "cal").iterdir())
+    summary = json.loads((run / "summary.json").read_text())
+    assert (run / "calibrations.json").is_file()  # the curves used, kept with the run
+    rows = {r["concurrency"]: r for r in summary["rows"] if r["arm"] == "eagle3"}
+    for c, r in rows.items():
+        assert r["al_tokens"] == pytest.approx(31 / 11)  # 10 steps of 3 tokens and one of 1
+        pred, lo, hi = r["speedup_predicted"], r["speedup_predicted_ci_low"], r["speedup_predicted_ci_high"]
+        assert pred == pytest.approx(r["al_tokens"] * true_slope(c), rel=0.02)
+        assert lo < pred < hi
+        assert r["speedup_engine_mean"] == pytest.approx(pred, rel=0.02)  # measured where predicted
+    base = [r for r in summary["rows"] if r["arm"] == "base"]
+    assert base and all(r["speedup_predicted"] is None for r in base)  # no calibration: no prediction

@@ -1,0 +1,75 @@
+"""Screening: each checkpoint's AL from one server at one high concurrency, the speedups
+its calibration predicts at the scenario's levels, and the rule that promotes the best.
+
+Why this is enough to rank checkpoints: at T = 0 the target's greedy output, and so the
+accepted drafts, do not depend on the batch, and speedup = AL * t_base / t_spec where
+the step times belong to the system, not to the checkpoint (calibration/fit.py).
+docs/metrics.md says when that breaks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from speedbench.calibration.store import predict
+from speedbench.scenario import Scenario
+from speedbench.scenario.traffic import PromoteSpec
+
+_COPIED = ("arm", "concurrency", "variant", "n_ok", "al_tokens", "al_requests", "al_prometheus",
+           "draft_acceptance_rate", "per_position_joint", "per_position_conditional")
+
+
+def _num(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def screening_rows(rows: Sequence[dict[str, Any]], sc: Scenario,
+                   calibrations: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per screened (arm, variant): its acceptance figures and, per concurrency
+    level of the scenario, the predicted speedup (NaN without a calibration curve there)."""
+    out = []
+    for r in rows:
+        if not r.get("speculative") or r.get("status") == "failed":
+            continue
+        cal = calibrations.get(r["arm"])
+        predicted = []
+        for c in sc.concurrency:
+            s, lo, hi = predict(cal, c, r.get("al_tokens")) if cal else (math.nan,) * 3
+            predicted.append({"concurrency": c, "speedup": s, "ci_low": lo, "ci_high": hi})
+        out.append({**{k: r.get(k) for k in _COPIED}, "predicted": predicted,
+                    "calibration": cal.get("file") if cal else None, "promoted": False})
+    return out
+
+
+def promote(entries: Sequence[dict[str, Any]], rule: PromoteSpec | None, name: str = "arm") -> list[str]:
+    """The names (``entry[name]``) the rule promotes, best AL first. ``beats`` names an entry
+    whose AL the others must exceed (it is never promoted by beating itself)."""
+    if rule is None:
+        return []
+    scored = [(e[name], _num(e.get(rule.by))) for e in entries]
+    scored = [(n, al) for n, al in scored if math.isfinite(al)]
+    if rule.beats is not None:
+        ref = [al for n, al in scored if n == rule.beats]
+        if not ref:
+            return []  # the reference was not measured: nothing can be said to beat it
+        scored = [(n, al) for n, al in scored if al > ref[0]]
+    if rule.min_al is not None:
+        scored = [(n, al) for n, al in scored if al >= rule.min_al]
+    scored.sort(key=lambda x: -x[1])
+    if rule.best is not None:
+        scored = scored[:rule.best]
+    return [n for n, _ in scored]
+
+
+def screening_block(rows: Sequence[dict[str, Any]], sc: Scenario,
+                    calibrations: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(screening entries, promoted arms) of a screening run; ([], []) otherwise."""
+    if sc.load.mode != "screen":
+        return [], []
+    entries = screening_rows(rows, sc, calibrations)
+    promoted = promote(entries, sc.promote)
+    for e in entries:
+        e["promoted"] = e["arm"] in promoted
+    return entries, promoted
