@@ -76,7 +76,8 @@ class Curve:
         return cls(concurrency=int(d["concurrency"]), model=str(d["model"]), intercept=float(d["intercept"]),
                    slope=float(d["slope"]), cov=((float(cov[0][0]), float(cov[0][1])),
                                                  (float(cov[1][0]), float(cov[1][1]))),
-                   points=tuple(CurvePoint(**{k: _num(v) if k != "source" else v for k, v in p.items()})
+                   points=tuple(CurvePoint(_num(p.get("al")), _num(p.get("speedup")), _num(p.get("ci_low")),
+                                           _num(p.get("ci_high")), str(p.get("source") or ""))
                                 for p in d.get("points", [])),
                    chi2_dof=_num(d.get("chi2_dof")))
 
