@@ -115,3 +115,26 @@ def rate_table(run: Run) -> list[list[str]]:
              fmt(r.get("per_user_tps_mean"), 1),
              fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
              fmt(r.get("goodput"), 3), fmt(num(r.get("goodput_share")) * 100, 0, "%")] for r in rows]
+
+
+# Screening runs (load: {mode: screen}): AL per arm and the speedups its calibration predicts.
+
+SCREEN_NOTE = ("Screening: each arm's server ran once, at one concurrency, with no baseline. The speedups "
+               "are predicted from AL by the system's calibration, not measured (docs/metrics.md, "
+               "\"Calibration and screening\").")
+
+
+def screening_table(run: Run) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: arm, screened at, both ALs, predicted speedup per level, promoted."""
+    entries = run.summary.get("screening") or []
+    levels = sorted({int(p["concurrency"]) for e in entries for p in e.get("predicted") or []})
+    headers = ["arm", "screened at c", "AL (pooled over steps)", "AL (mean over requests)",
+               *[f"pred. speedup c={c} [95% CI]" for c in levels], "promoted"]
+    rows = []
+    for e in entries:
+        pred = {int(p["concurrency"]): p for p in e.get("predicted") or []}
+        cells = [fmt_speedup(num(pred[c].get("speedup")), num(pred[c].get("ci_low")), num(pred[c].get("ci_high")))
+                 if c in pred and ok(pred[c].get("speedup")) else "– (no calibration)" for c in levels]
+        rows.append([str(e.get("arm")), str(e.get("concurrency")), fmt(num(e.get("al_tokens")), 3),
+                     fmt(num(e.get("al_requests")), 3), *cells, "yes" if e.get("promoted") else "no"])
+    return headers, rows

@@ -172,6 +172,8 @@ def speedup_card(t: tables.SpeedupTable, baseline: str | None) -> Safe:
             row += [tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
         if has_ref:
             row.append(tables.fmt(r.reference, 2, "×"))
+        if t.has_predicted:
+            row.append(r.predicted_cell)
         rows.append(row)
     draft = f'<p class="muted">draft: {esc(t.draft)}</p>' if t.draft else ""
     return card(Safe(draft + table(headers, rows)), t.title)
@@ -189,6 +191,9 @@ def render_html(run: Run, drift_html: str = "") -> str:
     speedup_tabs = tables.speedup_tables(run)
     b += ([speedup_card(t, run.baseline) for t in speedup_tabs]
           or [card(Safe("<p>No speculative arm with a baseline.</p>"))])
+    screen_heads, screen_rows = breakdowns.screening_table(run)
+    if screen_rows:
+        b.append(card(Safe(f"<p>{esc(breakdowns.SCREEN_NOTE)}</p>" + table(screen_heads, screen_rows)), "Screening"))
     warnings = tables.run_warnings(run)
     if warnings:
         b.append(card(Safe("<ul>" + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul>"),

@@ -51,6 +51,8 @@ def speedup_table_md(t: tables.SpeedupTable, baseline: str | None) -> str:
             row += [tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
         if has_ref:
             row.append(tables.fmt(r.reference, 2, "×"))
+        if t.has_predicted:
+            row.append(r.predicted_cell)
         rows.append(row)
     return md_table(headers, rows)
 
@@ -138,6 +140,9 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
         parts += [speedup_table_md(t, run.baseline), ""]
     if not speedup_tabs:
         parts += ["No speculative arm with a baseline in this run.", ""]
+    screen_heads, screen_rows = breakdowns.screening_table(run)
+    if screen_rows:
+        parts += ["## Screening", "", breakdowns.SCREEN_NOTE, "", md_table(screen_heads, screen_rows), ""]
     warnings = tables.run_warnings(run)
     if warnings:
         parts += ["## Warnings (one per cause)", ""] + [f"- {md(w)}" for w in warnings] + [""]

@@ -105,6 +105,15 @@ class SpeedupRow:
     engine_speedup: float = math.nan  # the same ratio on the engine's clock
     engine_ci_low: float = math.nan
     engine_ci_high: float = math.nan
+    predicted: float = math.nan  # from the run's calibration at this AL (docs/metrics.md)
+    predicted_ci_low: float = math.nan
+    predicted_ci_high: float = math.nan
+
+    @property
+    def predicted_cell(self) -> str:
+        """The predicted speedup, marked as such: it is a model's figure, not a measurement."""
+        return "–" if not ok(self.predicted) else \
+            "pred. " + fmt_speedup(self.predicted, self.predicted_ci_low, self.predicted_ci_high)
 
 
 @dataclass
@@ -119,6 +128,10 @@ class SpeedupTable:
     def has_engine(self) -> bool:
         """Engine-side speedups exist (runs from servers with per-request timing)."""
         return any(ok(r.engine_speedup) for r in self.rows)
+
+    @property
+    def has_predicted(self) -> bool:
+        return any(ok(r.predicted) for r in self.rows)
 
     @property
     def title(self) -> str:
@@ -149,7 +162,9 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
                     reference=reference_speedup(run, arm, c), status=str(r.get("status") or ""),
                     failure=str(r.get("failure") or ""),
                     engine_speedup=num(r.get("speedup_engine_mean")), engine_ci_low=num(r.get("speedup_engine_ci_low")),
-                    engine_ci_high=num(r.get("speedup_engine_ci_high"))))
+                    engine_ci_high=num(r.get("speedup_engine_ci_high")),
+                    predicted=num(r.get("speedup_predicted")), predicted_ci_low=num(r.get("speedup_predicted_ci_low")),
+                    predicted_ci_high=num(r.get("speedup_predicted_ci_high"))))
             tables.append(t)
     return tables
 
@@ -330,4 +345,6 @@ def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str],
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
         headers.append("reference speedup")
+    if t.has_predicted:
+        headers.append(f"{metric_label('speedup_predicted')} [95% CI]")
     return headers, has_ref

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from speedbench.report import tables
+from speedbench.report import breakdowns, tables
 from speedbench.results import Run, RunDir, load_run
 
 
@@ -29,6 +29,8 @@ def speedup_table(t: tables.SpeedupTable, baseline: str | None) -> Table:
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
         table.add_column("reference\nspeedup", justify="right")
+    if t.has_predicted:
+        table.add_column("predicted speedup\n[95% CI]", justify="right", no_wrap=True)
     for r in t.rows:
         if r.status == "failed":
             cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), "[red]failed[/red]", "–",
@@ -46,6 +48,8 @@ def speedup_table(t: tables.SpeedupTable, baseline: str | None) -> Table:
             cells.append(al)
         if has_ref:
             cells.append(tables.fmt(r.reference, 2, "×"))
+        if t.has_predicted:
+            cells.append(escape(r.predicted_cell))
         table.add_row(*cells)
     return table
 
@@ -64,6 +68,14 @@ def print_report(run: Run, console: Console | None = None) -> None:
         console.print(speedup_table(t, run.baseline))
     if not speedup_tabs:
         console.print(_plain_table(run))
+    screen_heads, screen_rows = breakdowns.screening_table(run)
+    if screen_rows:
+        st = Table(title="screening (predicted speedups, not measured)", title_justify="left", header_style="bold")
+        for h in screen_heads:
+            st.add_column(escape(h), justify="right")
+        for row in screen_rows:
+            st.add_row(*[escape(c) for c in row])
+        console.print(st)
     for line in tables.measured_lines(run):
         console.print(f"[dim]{escape(line)}[/dim]")
     warnings = tables.run_warnings(run)
