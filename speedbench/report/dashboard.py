@@ -118,12 +118,19 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
     latest_curves: dict[str, tuple[list[float], list[float]]] = {}
     for sr in runs:
         run = sr.run
+        screening = run.summary.get("screening") or []
+        for e in screening:  # predicted, not measured: a series of its own, named so
+            ck = tables.label(checkpoint(run, str(e.get("arm"))), str(e.get("variant") or "")) + " (predicted)"
+            for p in e.get("predicted") or []:
+                speed.setdefault(f"concurrency {p['concurrency']}", {}).setdefault(ck, []).append(
+                    (sr.created, tables.num(p.get("speedup")), tables.num(p.get("ci_low")),
+                     tables.num(p.get("ci_high"))))
         for r in run.rows:
             arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), r.get("concurrency")
             ck = tables.label(checkpoint(run, arm), v)
             tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(
                 (sr.created, tables.num(r.get("per_user_tps_mean"))))
-            if tables.is_speculative(r):
+            if tables.is_speculative(r) and not screening:  # a screening run measured no speedup
                 point = (sr.created, tables.num(r.get("speedup_mean")), tables.num(r.get("speedup_ci_low")),
                          tables.num(r.get("speedup_ci_high")))
                 speed.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
@@ -185,6 +192,18 @@ def _al_matrix(by_scenario: dict[str, list[SiteRun]]) -> str:
         html.Safe(html.table(["scenario", "checkpoint"] + cats, rows, left=2) + legend))
 
 
+def screening_heads(run: Run) -> list[str]:
+    """A screening run's headline: the speedup predicted at the lowest calibrated level, marked."""
+    out = []
+    for e in run.summary.get("screening") or []:
+        first = next((p for p in e.get("predicted") or [] if math.isfinite(tables.num(p.get("speedup")))), None)
+        name = tables.label(str(e.get("arm")), str(e.get("variant") or ""))
+        mark = " (promoted)" if e.get("promoted") else ""
+        out.append(f"{name} predicted {tables.num(first['speedup']):.2f}× @c={first['concurrency']}{mark}" if first
+                   else f"{name} AL {tables.num(e.get('al_tokens')):.2f}, no calibration{mark}")
+    return out
+
+
 def _latest_table(runs: list[SiteRun]) -> str:
     rows = []
     for sr in sorted(runs, key=lambda r: r.created, reverse=True)[:MAX_LATEST]:
@@ -193,7 +212,8 @@ def _latest_table(runs: list[SiteRun]) -> str:
         for t in tables.speedup_tables(run):
             first = next((x for x in t.rows if math.isfinite(x.speedup)), None)
             if first:
-                heads.append(f"{tables.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency}")
+                heads.append(f"{tables.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency} measured")
+        heads += screening_heads(run)
         failed = sorted({str(r.get("arm")) for r in run.rows if r.get("status") == "failed"})
         status = html.pill("failed") if failed else html.pill("ok")
         link = html.Safe(f'<a href="{html.esc(sr.report)}">{html.esc(run.run_id)}</a>') if sr.report else run.run_id
