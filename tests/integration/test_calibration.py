@@ -96,3 +96,31 @@ def test_a_run_with_a_matching_calibration_reports_the_prediction(calibrated):
         assert r["speedup_engine_mean"] == pytest.approx(pred, rel=0.02)  # measured where predicted
     base = [r for r in summary["rows"] if r["arm"] == "base"]
     assert base and all(r["speedup_predicted"] is None for r in base)  # no calibration: no prediction
+
+
+def test_screening_starts_no_baseline_and_predicts_from_the_calibration(calibrated):
+    tmp, _, _ = calibrated
+    ckpts = {"ck-a": "1", "ck-b": "2", "ck-c": "3/2"}  # accepted drafts per step: AL ~2, ~3, ~3.5
+    arms = [{"name": "base"}] + [{"name": n, "speculative_config": {**SPEC, "model": f"/ckpt/{n}@accept={a}"}}
+                                 for n, a in ckpts.items()]
+    scr = tmp / "screen"
+    scr.mkdir()
+    path = _scenario(scr, arms, load={"mode": "screen", "screen_concurrency": 16}, promote={"best": 2})
+    res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="calib-screen", cwd=scr, timeout=120)
+    assert res.returncode == 0, out_of(res)
+    run = max((tmp / "out" / "cal").iterdir())  # the newest run of scenario "cal"
+    summary = json.loads((run / "summary.json").read_text())
+    assert sorted(json.loads((run / "provenance.json").read_text())) == sorted(ckpts)  # 3 servers, no baseline
+    assert {(r["arm"], r["concurrency"]) for r in summary["rows"]} == {(n, 16) for n in ckpts}
+    entries = {e["arm"]: e for e in summary["screening"]}
+    for n, e in entries.items():
+        assert e["al_requests"] == pytest.approx(e["al_tokens"], rel=0.01)  # equal-length requests
+        assert len(e["per_position_joint"]) == K
+        for p in e["predicted"]:
+            assert p["speedup"] == pytest.approx(e["al_tokens"] * true_slope(p["concurrency"]), rel=0.02)
+            assert p["ci_low"] < p["speedup"] < p["ci_high"]
+    assert summary["promoted"] == ["ck-c", "ck-b"]
+    assert [entries[n]["promoted"] for n in ("ck-a", "ck-b", "ck-c")] == [False, True, True]
+    assert {c["arm"] for c in summary["categories"]} == set(ckpts)  # per-category AL as in every run
+    report = (run / "report.md").read_text()
+    assert "## Screening" in report and "pred. speedup c=1" in report
