@@ -11,6 +11,13 @@ The file (docs/slurm.md, "Nightly matrix")::
     overrides:                         # optional third axis, each a named override set
       - {name: short, set: ["workload.max_tokens=256"]}
     set: ["executor.slurm.partition=gpu"]   # applied to every cell first
+    promote: {best: 2}                 # screening cells (load.mode: screen): which get a full run
+
+Screening (docs/metrics.md, "Calibration and screening"): when the cells' scenarios run
+in ``load: {mode: screen}``, each cell starts only its checkpoints' servers; once every
+cell is gathered, ``promote`` (else the scenario's own ``promote:``) ranks the cells by
+AL and each promoted cell runs again in full (``load.mode=concurrency``, baseline
+included) before the dashboard is built.
 
 A cell keeps its scenario's name, so the dashboard puts the checkpoints of one scenario
 side by side: its trend lines follow arm and draft checkpoint, night over night.
@@ -19,6 +26,8 @@ side by side: its trend lines follow arm and draft checkpoint, night over night.
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from speedbench.errors import ScenarioError
 from speedbench.executors.slurm import speedbench_argv
 from speedbench.scenario import Scenario, load_scenario
+from speedbench.scenario.traffic import PromoteSpec
 
 
 class _Strict(BaseModel):
@@ -47,6 +57,7 @@ class Matrix(_Strict):
     checkpoints: list[NamedSet] = Field(min_length=1)
     overrides: list[NamedSet] = Field(default_factory=list)
     set: list[str] = Field(default_factory=list)
+    promote: PromoteSpec | None = None
 
     @property
     def site(self) -> Path:
@@ -105,3 +116,69 @@ def dashboard_script(sc: Scenario, results: Path, site: Path, *, cwd: Path) -> s
             + "".join(f"#SBATCH {h}\n" for h in head)
             + "".join(f"{ln}\n" for ln in spec.setup)
             + shlex.join([*speedbench_argv(spec), "dashboard", str(results), "-o", str(site)]) + "\n")
+
+
+# ---- screening matrices: promote the best cells to a full run --------------------------
+
+FULL_RUN = "load.mode=concurrency"  # the override that turns a screening cell into a full speed run
+
+
+def screening(cells: list[Cell]) -> bool:
+    return any(c.scenario.load.mode == "screen" for c in cells)
+
+
+def promote_rule(m: Matrix, cells: list[Cell]) -> PromoteSpec | None:
+    return m.promote or next((c.scenario.promote for c in cells if c.scenario.promote), None)
+
+
+def cell_name(c: Cell) -> str:
+    """What ``promote.beats`` names in a matrix: the checkpoint (and override set)."""
+    return "/".join(x for x in (c.checkpoint, c.override) if x)
+
+
+def cell_entries(runs: list[tuple[Cell, Path]]) -> list[dict]:
+    """One screening entry per cell (its best arm by pooled AL), from its summary.json;
+    a cell whose run left no summary is left out (it cannot be ranked)."""
+    out = []
+    for cell, run in runs:
+        try:
+            entries = json.loads((Path(run) / "summary.json").read_text(encoding="utf-8")).get("screening") or []
+        except (OSError, ValueError):
+            continue
+        scored = [e for e in entries if isinstance(e.get("al_tokens"), (int, float)) and math.isfinite(e["al_tokens"])]
+        if scored:
+            best = max(scored, key=lambda e: e["al_tokens"])
+            out.append({**best, "name": cell_name(cell), "run": str(run)})
+    return out
+
+
+def promoted_cells(m: Matrix, runs: list[tuple[Cell, Path]]) -> list[Cell]:
+    """The promoted cells, best first, as full-run cells (same overrides, then FULL_RUN)."""
+    from speedbench.calibration.screen import promote
+
+    cells = [c for c, _ in runs]
+    names = promote(cell_entries(runs), promote_rule(m, cells), name="name")
+    by_name = {cell_name(c): c for c in cells}
+    return [full_cell(by_name[n]) for n in names]
+
+
+def full_cell(c: Cell) -> Cell:
+    sets = [*c.overrides, FULL_RUN]
+    return Cell(scenario_file=c.scenario_file, checkpoint=c.checkpoint, override=c.override, overrides=sets,
+                scenario=load_scenario(c.scenario_file, sets))
+
+
+def promote_script(sc: Scenario, record: Path, *, cwd: Path, skip_doctor: bool) -> str:
+    """The job that, once every screening cell is gathered, submits the promoted cells'
+    full runs and then the dashboard (``speedbench submit --promote-from``)."""
+    spec = sc.executor.slurm
+    head = ["--job-name=sb-promote", f"--output={record.parent}/slurm-promote-%j.out", f"--chdir={cwd}",
+            "--nodes=1", "--ntasks=1", "--cpus-per-task=1"]
+    head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos))
+             if v]
+    argv = [*speedbench_argv(spec), "submit", "--promote-from", str(record)] + (["--skip-doctor"] if skip_doctor
+                                                                                 else [])
+    return ("#!/bin/bash\n# speedbench: promote screened checkpoints to full runs (generated; docs/slurm.md)\n"
+            + "".join(f"#SBATCH {h}\n" for h in head)
+            + "".join(f"{ln}\n" for ln in spec.setup)
+            + shlex.join(argv) + "\n")
