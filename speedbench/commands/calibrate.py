@@ -47,6 +47,7 @@ def register(sub) -> None:
     p.add_argument("--runs", default="results", metavar="DIR", help="results root for the calibration run")
     p.add_argument("--from-run", metavar="RUN_DIR", help="fit this finished calibration run instead of measuring")
     p.add_argument("--skip-doctor", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="print the calibration run's plan; start nothing")
     p.set_defaults(func=run)
 
 
@@ -68,6 +69,12 @@ def run(args) -> int:
                            drafts=[d for d in (args.drafts or "").split(",") if d] or None,
                            model=args.model, source=args.source)
     folder = Path(args.output)
+    if args.dry_run:
+        from speedbench.commands.run import print_plan
+        from speedbench.run.plan import build_plan
+
+        print_plan(build_plan(measured_scenario(req)), console)
+        return 0
     if args.from_run:
         path, curves = store_from_run(Path(args.from_run), req, measured_scenario(req), folder)
     else:
