@@ -113,7 +113,7 @@ def test_screening_starts_no_baseline_and_predicts_from_the_calibration(calibrat
     assert sorted(json.loads((run / "provenance.json").read_text())) == sorted(ckpts)  # 3 servers, no baseline
     assert {(r["arm"], r["concurrency"]) for r in summary["rows"]} == {(n, 16) for n in ckpts}
     entries = {e["arm"]: e for e in summary["screening"]}
-    for n, e in entries.items():
+    for e in entries.values():
         assert e["al_requests"] == pytest.approx(e["al_tokens"], rel=0.01)  # equal-length requests
         assert len(e["per_position_joint"]) == K
         for p in e["predicted"]:
