@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from speedbench.results import RunDir
 from tests.helpers.cli_runs import scenario, write_prompts, write_yaml
 from tests.integration.test_slurm import REPO, WHY, assert_nothing_left, cluster, job_output, sb, tag, wait_jobs
 
@@ -51,7 +52,7 @@ def test_screening_matrix_of_4_checkpoints_starts_4_servers_then_promotes(cluste
                        timeout=180)
     assert set(states.values()) == {"COMPLETED"}, (states, "\n".join(job_output(Path(c["run"])) for c in cells))
     for c in cells:
-        assert sorted(json.loads((Path(c["run"]) / "provenance.json").read_text())) == ["eagle3"]
+        assert sorted(RunDir.open(c["run"]).load_provenance()) == ["eagle3"]  # each job's file, merged
     deadline = time.monotonic() + 30  # the promote job rewrites the record once it has submitted
     while "dashboard_job" not in rec and time.monotonic() < deadline:
         time.sleep(0.5)
