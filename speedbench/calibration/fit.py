@@ -54,6 +54,7 @@ class Curve:
     cov: tuple[tuple[float, float], tuple[float, float]]  # of (intercept, slope)
     points: tuple[CurvePoint, ...] = field(default_factory=tuple)
     chi2_dof: float = math.nan  # reduced chi-square of the weighted fit (NaN: no residual dof)
+    variant: str = ""  # the workload variant: context length changes the step cost, so each has its curve
 
     def predict(self, al: float) -> tuple[float, float, float]:
         """(speedup, 95% low, 95% high) of the curve at ``al``."""
@@ -79,10 +80,10 @@ class Curve:
                    points=tuple(CurvePoint(_num(p.get("al")), _num(p.get("speedup")), _num(p.get("ci_low")),
                                            _num(p.get("ci_high")), str(p.get("source") or ""))
                                 for p in d.get("points", [])),
-                   chi2_dof=_num(d.get("chi2_dof")))
+                   chi2_dof=_num(d.get("chi2_dof")), variant=str(d.get("variant") or ""))
 
 
-def fit_curve(points: Sequence[CurvePoint], concurrency: int, model: Model = "origin") -> Curve:
+def fit_curve(points: Sequence[CurvePoint], concurrency: int, model: Model = "origin", variant: str = "") -> Curve:
     """Weighted least squares of speedup on AL; ``origin`` needs 1 point, ``affine`` 2 distinct ALs."""
     pts = [p for p in points if math.isfinite(p.al) and math.isfinite(p.speedup)]
     need = 1 if model == "origin" else 2
@@ -102,9 +103,9 @@ def fit_curve(points: Sequence[CurvePoint], concurrency: int, model: Model = "or
         cov = cov * max(1.0, chi2_dof)  # scatter beyond the points' own intervals widens, never narrows
     if model == "origin":
         c2 = ((0.0, 0.0), (0.0, float(cov[0, 0])))
-        return Curve(concurrency, model, 0.0, float(beta[0]), c2, tuple(pts), chi2_dof)
+        return Curve(concurrency, model, 0.0, float(beta[0]), c2, tuple(pts), chi2_dof, variant)
     c2 = ((float(cov[0, 0]), float(cov[0, 1])), (float(cov[1, 0]), float(cov[1, 1])))
-    return Curve(concurrency, model, float(beta[0]), float(beta[1]), c2, tuple(pts), chi2_dof)
+    return Curve(concurrency, model, float(beta[0]), float(beta[1]), c2, tuple(pts), chi2_dof, variant)
 
 
 def _num(v: Any) -> float:
@@ -128,12 +129,13 @@ def point_from_row(row: dict[str, Any], source: str = "engine") -> CurvePoint | 
 
 def curves_from_rows(rows: Iterable[dict[str, Any]], arms: Sequence[str], *, model: Model = "origin",
                      source: str = "engine") -> list[Curve]:
-    """One fitted curve per concurrency from the summary rows of ``arms`` (ok or partial points)."""
-    by_c: dict[int, list[CurvePoint]] = {}
+    """One fitted curve per (concurrency, variant) from the summary rows of ``arms`` (ok or
+    partial points)."""
+    by_point: dict[tuple[int, str], list[CurvePoint]] = {}
     for r in rows:
         if r.get("arm") not in arms or r.get("status") == "failed":
             continue
         p = point_from_row(r, source)
         if p is not None:
-            by_c.setdefault(int(r["concurrency"]), []).append(p)
-    return [fit_curve(pts, c, model) for c, pts in sorted(by_c.items())]
+            by_point.setdefault((int(r["concurrency"]), str(r.get("variant") or "")), []).append(p)
+    return [fit_curve(pts, c, model, v) for (c, v), pts in sorted(by_point.items())]

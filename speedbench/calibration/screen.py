@@ -36,7 +36,7 @@ def screening_rows(rows: Sequence[dict[str, Any]], sc: Scenario,
         cal = calibrations.get(r["arm"])
         predicted = []
         for c in sc.concurrency:
-            s, lo, hi = predict(cal, c, r.get("al_tokens")) if cal else (math.nan,) * 3
+            s, lo, hi = predict(cal, c, r.get("al_tokens"), str(r.get("variant") or "")) if cal else (math.nan,) * 3
             predicted.append({"concurrency": c, "speedup": s, "ci_low": lo, "ci_high": hi})
         out.append({**{k: r.get(k) for k in _COPIED}, "predicted": predicted,
                     "calibration": cal.get("file") if cal else None, "promoted": False})

@@ -84,15 +84,19 @@ def find(folder: Path, key: dict[str, Any]) -> Path | None:
     return None
 
 
-def curves_of(data: dict[str, Any]) -> dict[int, Curve]:
-    return {int(c["concurrency"]): Curve.from_dict(c) for c in data.get("curves", [])}
+def curves_of(data: dict[str, Any]) -> dict[tuple[int, str], Curve]:
+    out = {}
+    for d in data.get("curves", []):
+        c = Curve.from_dict(d)
+        out[(c.concurrency, c.variant)] = c
+    return out
 
 
-def predict(data: dict[str, Any], concurrency: int, al: Any) -> tuple[float, float, float]:
-    """(speedup, low, high) the calibration predicts at this concurrency and AL; NaN when it
-    has no curve at that concurrency (no interpolation between levels: the step cost's
-    dependence on the batch is not known between them)."""
-    curve = curves_of(data).get(int(concurrency))
+def predict(data: dict[str, Any], concurrency: int, al: Any, variant: str = "") -> tuple[float, float, float]:
+    """(speedup, low, high) the calibration predicts at this concurrency, workload variant
+    and AL; NaN when it has no curve there (no interpolation between levels: the step
+    cost's dependence on the batch is not known between them)."""
+    curve = curves_of(data).get((int(concurrency), variant or ""))
     if curve is None or not isinstance(al, (int, float)) or not math.isfinite(al):
         return (math.nan, math.nan, math.nan)
     return curve.predict(float(al))
@@ -113,10 +117,10 @@ def matching(folder: Path, sc: Scenario, provenance: dict[str, Any]) -> dict[str
 
 def apply(rows: list[dict[str, Any]], calibrations: dict[str, dict[str, Any]]) -> None:
     """Fill ``speedup_predicted`` (and its interval) of the rows whose arm has a calibration
-    with a curve at the row's concurrency, at the row's pooled AL."""
+    with a curve at the row's concurrency and variant, at the row's pooled AL."""
     for r in rows:
         cal = calibrations.get(r.get("arm", ""))
         if cal is None:
             continue
-        s, lo, hi = predict(cal, r["concurrency"], r.get("al_tokens"))
+        s, lo, hi = predict(cal, r["concurrency"], r.get("al_tokens"), str(r.get("variant") or ""))
         r["speedup_predicted"], r["speedup_predicted_ci_low"], r["speedup_predicted_ci_high"] = s, lo, hi

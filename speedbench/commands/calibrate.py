@@ -82,7 +82,8 @@ def run(args) -> int:
     for c in curves:
         pts = ", ".join(f"AL {p.al:.2f}: {p.speedup:.3f}" for p in c.points)
         lo, hi = c.predict(1.0)[1:]
-        console.print(f"c={c.concurrency}: speedup = {c.intercept:.4f} + {c.slope:.4f} x AL "
+        where = f"c={c.concurrency}" + (f" [{c.variant}]" if c.variant else "")
+        console.print(f"{where}: speedup = {c.intercept:.4f} + {c.slope:.4f} x AL "
                       f"(at AL 1: {lo:.3f}-{hi:.3f}; {len(c.points)} points: {pts})", soft_wrap=True)
     console.print(f"calibration: {path}", soft_wrap=True)
     return 0

@@ -115,3 +115,17 @@ def test_screening_block_predicts_at_every_level_and_marks_the_promoted(tmp_path
     assert math.isnan(p[1]["speedup"]) and math.isnan(entries[1]["predicted"][0]["speedup"])
     assert entries[0]["al_requests"] == 2.9 and entries[0]["calibration"] == "f.json"
     assert screening_block(rows, _sc(), {}) == ([], [])
+
+
+def test_each_workload_variant_has_its_own_curve():
+    from speedbench.calibration.fit import curves_from_rows
+
+    def row(v, al, s):
+        return {"arm": "a", "concurrency": 1, "variant": v, "status": "ok", "al_tokens": al, "speedup_engine_mean": s,
+                "speedup_engine_ci_low": s * 0.99, "speedup_engine_ci_high": s * 1.01}
+
+    curves = curves_from_rows([row("", 1.0, 0.5), row("ctx8k", 1.0, 0.3)], ["a"])
+    data = {"curves": [c.to_dict() for c in curves]}
+    assert store.predict(data, 1, 2.0)[0] == pytest.approx(1.0)
+    assert store.predict(data, 1, 2.0, "ctx8k")[0] == pytest.approx(0.6)  # longer context: dearer steps
+    assert math.isnan(store.predict(data, 1, 2.0, "ctx32k")[0])
