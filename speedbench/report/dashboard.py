@@ -134,6 +134,11 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
                 point = (sr.created, tables.num(r.get("speedup_mean")), tables.num(r.get("speedup_ci_low")),
                          tables.num(r.get("speedup_ci_high")))
                 speed.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
+                pred = tables.num(r.get("speedup_predicted"))
+                if math.isfinite(pred):  # a calibrated full run: the model's figure beside the measured one
+                    speed[f"concurrency {c}"].setdefault(ck + " (predicted)", []).append(
+                        (sr.created, pred, tables.num(r.get("speedup_predicted_ci_low")),
+                         tables.num(r.get("speedup_predicted_ci_high"))))
         arms_cost = run.summary.get("arms") or {}
         if arms_cost:
             gpu_h = sum(float(a.get("gpu_hours") or 0.0) for a in arms_cost.values())
