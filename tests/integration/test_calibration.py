@@ -28,13 +28,15 @@ def true_slope(c: int) -> float:
 def _scenario(tmp: Path, arms: list[dict], concurrency: list[int] = LEVELS, **top) -> Path:
     prompts = write_prompts(tmp / "p.jsonl", [f"prompt {i}" for i in range(16)])
     server = fake_local(**{"t-step": str(T), "token-cost": str(TC), "draft-cost": str(DC), "output-tokens": "32",
-                           "ttft": "0.02"})
+                           "ttft": "0.05"})
     sc = scenario("cal", prompts, server=server, arms=arms, concurrency=concurrency,
                   workload={"max_tokens": 32}, **top)
     return write_yaml(tmp / "cal.yaml", sc)
 
 
 SPEC = {"method": "eagle3", "model": "draft", "num_speculative_tokens": K}
+# The first token comes 50 ms after arrival, so every request of a wave has arrived (and
+# counts in the batch) before the first decode step, even when the client is slow to send.
 
 
 @pytest.fixture(scope="module")
