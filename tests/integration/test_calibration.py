@@ -28,14 +28,14 @@ def true_slope(c: int) -> float:
 def _scenario(tmp: Path, arms: list[dict], concurrency: list[int] = LEVELS, **top) -> Path:
     prompts = write_prompts(tmp / "p.jsonl", [f"prompt {i}" for i in range(16)])
     server = fake_local(**{"t-step": str(T), "token-cost": str(TC), "draft-cost": str(DC), "output-tokens": "32",
-                           "ttft": "0.05"})
+                           "ttft": "0.1"})
     sc = scenario("cal", prompts, server=server, arms=arms, concurrency=concurrency,
                   workload={"max_tokens": 32}, **top)
     return write_yaml(tmp / "cal.yaml", sc)
 
 
 SPEC = {"method": "eagle3", "model": "draft", "num_speculative_tokens": K}
-# The first token comes 50 ms after arrival, so every request of a wave has arrived (and
+# The first token comes 100 ms after arrival, so every request of a wave has arrived (and
 # counts in the batch) before the first decode step, even when the client is slow to send.
 
 
@@ -64,7 +64,7 @@ def test_calibrate_recovers_the_true_curve_within_2_percent(calibrated):
         # 1 and 2 drafts accepted in turn, 12 steps and one of 1)
         assert sorted(p["al"] for p in fit["points"]) == pytest.approx([1.0, 31 / 13, 31 / 8], abs=0.01)
         se = math.sqrt(fit["cov"][1][1])
-        assert 0 < se < 0.02 * fit["slope"]  # an interval, and a narrow one: the fake's clock is exact
+        assert 0 < se < 0.05 * fit["slope"]  # an interval, and a narrow one: the fake's engine clock is exact
 
 
 def test_the_calibration_is_keyed_by_the_system(calibrated):
