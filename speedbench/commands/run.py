@@ -87,6 +87,9 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
         levels = (f"{len(ld.rates)} request rates {ld.rates} req/s (open loop, burstiness {ld.burstiness:g}"
                   f"{' = Poisson' if ld.burstiness == 1 else ' gamma'}, seed {ld.seed}, at most {ld.max_concurrency} "
                   "in flight)")
+    elif sc.load.mode == "screen":
+        levels = (f"1 screening concurrency {sc.load.screen_concurrency} (AL only, no baseline server; speedups "
+                  f"predicted at {sc.concurrency} from the calibration)")
     else:
         levels = f"{len(sc.concurrency)} concurrency levels {sc.concurrency}"
     console.print(
