@@ -20,7 +20,7 @@ TPS_COLUMNS = {"speedup": "per_user_tps", "speedup_engine": "engine_tps"}  # key
 
 
 def speedup(spec: pd.DataFrame, base: pd.DataFrame,
-            spreads: dict[str, RoundSpread | None] | None = None) -> dict[str, Any]:
+            spreads: dict[str, RoundSpread | None] | None = None, *, level: float = 0.95) -> dict[str, Any]:
     """Ratios of per-user TPS (spec / baseline) over ok requests, of the means and of
     the medians, with a 95% CI of the mean ratio. The point estimate and its CI come
     from the same requests: the pairs (prompt_index, turn, repeat) both arms completed
@@ -30,6 +30,7 @@ def speedup(spec: pd.DataFrame, base: pd.DataFrame,
     ratio and ``speedup_between_sd`` their spread. ``spreads`` (by key prefix, see
     ``TPS_COLUMNS``) gives the between-round spread pooled over the arm pair's points
     (:func:`pooled_round_spread`), which the CI then uses instead of this point's own.
+    ``level``: the CIs' confidence level.
 
     ``speedup_mean_all`` is the ratio over every ok request of each arm, reported only
     when one arm completed a prompt the other did not (a timeout, an error); requests
@@ -38,8 +39,8 @@ def speedup(spec: pd.DataFrame, base: pd.DataFrame,
     (speedup_pairs = 0). The same is computed from the engine's timing
     (``engine_tps``) into the ``speedup_engine_*`` keys."""
     spreads = spreads or {}
-    out = _ratio_block(spec, base, "speedup", spreads.get("speedup"))
-    eng = _ratio_block(spec, base, "speedup_engine", spreads.get("speedup_engine"))
+    out = _ratio_block(spec, base, "speedup", spreads.get("speedup"), level)
+    eng = _ratio_block(spec, base, "speedup_engine", spreads.get("speedup_engine"), level)
     out.update({k: v for k, v in eng.items() if k in ENGINE_KEYS})
     ok_s, ok_b = set(_keys(spec)), set(_keys(base))
     out["speedup_mean_all"] = NAN
@@ -86,7 +87,8 @@ def _pairs(spec: pd.DataFrame, base: pd.DataFrame, col: str) -> pd.DataFrame:
     return a[PAIR_KEYS + [col]].merge(b[PAIR_KEYS + [col]], on=PAIR_KEYS, suffixes=("_s", "_b"))
 
 
-def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: RoundSpread | None) -> dict[str, Any]:
+def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: RoundSpread | None,
+                 level: float) -> dict[str, Any]:
     col = TPS_COLUMNS[prefix]
     a, b = spec[np.isfinite(spec[col])], base[np.isfinite(base[col])]
     out = {f"{prefix}_mean": ratio(mean(a[col]), mean(b[col])),
@@ -98,7 +100,8 @@ def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: Ro
     pairs = _pairs(spec, base, col)
     if len(pairs) >= 2:
         s_tps, b_tps = pairs[f"{col}_s"].to_numpy(), pairs[f"{col}_b"].to_numpy()
-        lo, hi = cluster_paired_ratio_ci(s_tps, b_tps, pairs["repeat"].to_numpy(), spread=spread)
+        lo, hi = cluster_paired_ratio_ci(s_tps, b_tps, pairs["repeat"].to_numpy(), spread=spread,
+                                          level=level)
         out[f"{prefix}_pairs"] = len(pairs)
         out[f"{prefix}_mean"] = ratio(mean(s_tps), mean(b_tps))
         out[f"{prefix}_median"] = ratio(pct(s_tps, 50), pct(b_tps, 50))
@@ -107,7 +110,7 @@ def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: Ro
         if len(by) >= 2:
             out[f"{prefix}_between_sd"] = float(np.std(by, ddof=1))
     else:
-        lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy())
+        lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy(), level=level)
     out[f"{prefix}_ci_low"], out[f"{prefix}_ci_high"] = lo, hi
     return out
 

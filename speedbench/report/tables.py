@@ -193,8 +193,8 @@ def noise_lines(run: Run) -> list[str]:
     if rounds >= 2:
         sds = [num(r.get("speedup_between_sd")) for r in run.rows if ok(r.get("speedup_between_sd"))]
         out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "
-                   f"prompts); the speedup moved between rounds by a standard deviation of up to "
-                   f"{max(sds, default=math.nan):.3f}x.")
+                   f"prompts, the spread between rounds pooled over each arm's concurrencies); the speedup moved "
+                   f"between rounds by a standard deviation of up to {max(sds, default=math.nan):.3f}x.")
     elif any(ok(r.get("speedup_ci_low")) for r in run.rows):
         out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
                    "server starts. Set repeats: 3 and aa_check: true to measure it.")
