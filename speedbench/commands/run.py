@@ -206,8 +206,7 @@ def _resubmit(path: Path, args, console: Console) -> int:
                          f"wait, or `speedbench cancel {path}` first")
     done = run_dir.finished_points()
     plan, rounds = build_plan(sc), run_dir.finished_rounds()
-    todo = [a.name for a in sc.arms
-            if any((k, r) not in rounds for k in plan.points(a.name) for r in range(plan.rounds))]
+    todo = [a.name for a in sc.arms if plan.unfinished(rounds, a.name)]
     console.print(f"resuming {run_dir.path}: {len(done)} finished points are kept; arms to run: "
                   f"{', '.join(todo) or 'none'}",
                   markup=False, soft_wrap=True)
