@@ -70,7 +70,8 @@ ROW_METRICS: tuple[Metric, ...] = (
     _m("tps_agree", "bool", "", "TPS agree",
        "client and engine mean per-user TPS within 5% over the requests that have both", _OK),
     _m("n_burst", "count", "lower", "bursts",
-       "ok requests whose tokens all arrived in one socket read (client TPS undefined)", _OK),
+       "ok requests whose tokens all arrived in one socket read, or in under half the engine's generation time "
+       "(client TPS undefined)", _OK),
     _m("output_tps", "tokens/s", "higher", "output TPS", "`sum(n) / wall_s`, wall_s summed over repeats", _ALL),
     _m("ttft_ms_mean", "ms", "lower", "TTFT mean", "mean of `ttft_ms`", _OK),
     _m("ttft_ms_median", "ms", "lower", "TTFT median", "median of `ttft_ms`", _OK),
