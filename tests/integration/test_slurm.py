@@ -340,11 +340,12 @@ def submit_one(cluster: Cluster, scen: Path, tmp: Path, tag: str) -> tuple[Path,
 
 
 def test_time_limit_signal_requeues_the_job_which_finishes_on_its_second_attempt(cluster, tmp_path, tag):
-    """--time=1 (Slurm's minimum) with --signal=B:TERM@30: slurmctld checks time limits
-    every 30 s, so the signal comes 0-30 s into the job, well before the limit. Nothing
-    but Slurm signals the job here."""
+    """--time=1 (Slurm's minimum) with --signal=B:TERM@20. slurmctld checks time limits
+    every 30 s and signals once the limit is nearer than 20 + 30 s, so the signal comes
+    10-40 s into the job: inside the first request (40 s long), and early enough to stop
+    and requeue before the limit. Nothing but Slurm signals the job here."""
     t0 = time.monotonic()
-    scen = one_arm_scenario(tmp_path, "slurmtime", slow_first=True, t_step=0.004, time="00:01:00", signal_before_s=30)
+    scen = one_arm_scenario(tmp_path, "slurmtime", slow_first=True, t_step=0.004, time="00:01:00", signal_before_s=20)
     run, job, gather = submit_one(cluster, scen, tmp_path, tag)
     states = wait_jobs(cluster, [job, gather], timeout=110)
     wall = time.monotonic() - t0
@@ -361,6 +362,8 @@ def test_time_limit_signal_requeues_the_job_which_finishes_on_its_second_attempt
     assert [(r["status"], r["n_requests"]) for r in summary["rows"]] == [("ok", 2)], summary["rows"]
     recs = jsonl(run / f"records-{job}.jsonl")
     assert len({record_key(r) for r in recs}) == len(recs) == 2, recs
+    (cut,) = jsonl(run / "records.superseded.jsonl")  # the request in flight at the signal
+    assert cut["error_detail"].startswith("interrupted") and cut["chunk_tokens"], cut
     st = sb(cluster, ["status", str(run)], tag=tag, cwd=tmp_path)
     assert st.returncode == 0 and "COMPLETED" in st.stdout and "1/1" in st.stdout, st.stdout
     assert_nothing_left(cluster, tag, run)
