@@ -274,7 +274,9 @@ def requeue_cap_message(run_path: Path, job_id: str) -> str | None:
     if not p.exists():
         return None
     n = p.read_text().strip() or "?"
-    return (f"requeue cap reached: stopped by the time limit after {n} requeues (max_requeues={n}); "
+    # the signal is the time limit's, or a preemption's; the script cannot tell them apart
+    return (f"requeue cap reached: stopped by the time limit or preemption after {n} "
+            f"requeue{'' if n == '1' else 's'} (max_requeues={n}); "
             f"resume with: speedbench run --resume {run_path} (raise executor.slurm.time or max_requeues "
             "in its scenario.resolved.yaml first if the arm needs longer)")
 

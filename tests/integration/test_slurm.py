@@ -405,7 +405,8 @@ def test_requeue_cap_fails_the_job_and_status_says_how_to_resume(cluster, tmp_pa
     assert "FAILED (died)" in flat and "requeue cap reached" in flat, st.stdout
     js = sb(cluster, ["status", str(run), "--json"], tag=tag, cwd=tmp_path)
     (arm,) = json.loads(js.stdout)["jobs"]
-    assert arm["died"] and "requeue cap reached: stopped by the time limit after 1 requeues (max_requeues=1)" in arm["reason"]
+    assert arm["died"] and ("requeue cap reached: stopped by the time limit or preemption after 1 requeue "
+                            "(max_requeues=1)") in arm["reason"]
     assert f"speedbench run --resume {run}" in arm["reason"]
     assert_nothing_left(cluster, tag, run)
 

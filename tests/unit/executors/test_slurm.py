@@ -115,7 +115,7 @@ def test_status_says_the_requeue_cap_was_reached_and_how_to_resume(tmp_path):
     (job,) = arm_jobs(rd, sc_with(), Slurm(runner=runner))
     assert job.died and (job.state, job.points_done, job.points_total) == ("FAILED", 1, 2)
     assert job.reason.startswith("exit 130:0 (speedbench exit 130); requeue cap reached: stopped by the time limit "
-                                 "after 3 requeues (max_requeues=3)")
+                                 "or preemption after 3 requeues (max_requeues=3)")
     assert f"speedbench run --resume {rd.path}" in job.reason
     # while the job is still active the marker of an earlier attempt says nothing
     runner.known["501"] = "RUNNING"
