@@ -23,6 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.helpers.slurm_cluster import Cluster, unavailable
@@ -372,7 +373,13 @@ def test_time_limit_signal_requeues_the_job_which_finishes_on_its_second_attempt
 
 
 def _server_up(tag: str) -> bool:
-    return any("fake_server" in " ".join(p.cmdline()) for p in tagged(tag))
+    for p in tagged(tag):
+        try:
+            if "fake_server" in " ".join(p.cmdline()):
+                return True
+        except psutil.Error:  # it ended (or turned zombie) since tagged() listed it
+            continue
+    return False
 
 
 def _wait(pred, what: str, run: Path, timeout: float = 60) -> None:
