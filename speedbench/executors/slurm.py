@@ -306,7 +306,7 @@ def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[Arm
     out = []
     for arm, ids in jobs["arms"].items():
         keys = plan.points(arm) if arm in {a.name for a in sc.arms} else []
-        done = sum(1 for k in keys if all((k, r) in rounds for r in range(plan.rounds)))
+        done = len(keys) - len(plan.unfinished(rounds, arm)) if keys else 0
         job_id = ids[-1]
         info = slurm.show(job_id)
         if info is None:
