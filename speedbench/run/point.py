@@ -9,6 +9,8 @@ from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
 from speedbench.loadgen import Target, measure, run_async
+from speedbench.loadgen.batches import measure_batches
+from speedbench.run.stopping import point_stop
 from speedbench.scenario import Scenario
 from speedbench.workload.chat import RequestBuilder
 
@@ -56,7 +58,12 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         ctx.live.record_done(rec)
 
     # Each arm runs in its own thread, so each point gets its own event loop.
-    m = run_async(measure(Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record), job))
+    target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
+    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts))
+    if stop is None:
+        m = run_async(measure(target, job))
+    else:  # sequential stopping: batches that end at the looks
+        m = run_async(measure_batches(target, job, stop.batches(), stop.go_on))
     aborted = m.aborted
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None
@@ -76,6 +83,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
         padding_unit=builder.padding_unit,
         **({"request_rate": rate, "burstiness": sc.load.burstiness} if rate is not None else {}),
+        **(stop.marks(len(job.prompts)) if stop is not None else {}),
     )
     ctx.live.point_done(key)
     return failure
