@@ -52,7 +52,7 @@ async def measure_batches(target: Target, job: PointJob, batches: Sequence[Seque
         sent += len(index)
         if res.aborted:
             return m
-        if b + 1 < len(batches) and not go_on(records, sent):
+        if not go_on(records, sent):  # asked after the last batch too: it records where the point ended
             break
     m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, base_url, server_alive)
     return m

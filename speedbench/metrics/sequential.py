@@ -207,6 +207,11 @@ def widen_rows(rows: list[dict[str, Any]], stopping: list[dict[str, Any]]) -> No
         r["speedup_ci_low"] = min([*lows, *([lo] if _finite(lo) else [])])
         r["speedup_ci_high"] = max([*highs, *([hi] if _finite(hi) else [])])
         e = entries[0]
+        if r.get("speedup_pairs") == r.get("n_ok"):
+            # every request of the stopped arm is paired: the baseline's extra prompts are
+            # the looks it ran beyond this arm's stop, not prompts this arm lost
+            r["speedup_mean_all"] = math.nan
+            r["warnings"] = [w for w in r.get("warnings", []) if "completed different prompts" not in w]
         r["warnings"] = [*r.get("warnings", []),
                          f"sequential stopping: {e['reason']} after {e['prompts']} prompts (look {e['look']} of "
                          f"{e['n_looks']}); the speedup interval is taken at the look level {e['level']:.4f} "

@@ -54,7 +54,7 @@ class PointStop:
             return False  # the baseline runs every look: the others pair with it
         level = look_level(self.spec.alpha, len(self.looks))
         base = None
-        if self.spec.speedup_ci_halfwidth is not None:
+        if self.spec.speedup_ci_halfwidth is not None and self.baseline is not None:
             base = ok_rows(list(self.run_dir.iter_records()), self.key._replace(arm=self.baseline), self.repeat)
             if base.empty:
                 self._note("no baseline records to pair with yet: the point cannot stop early")

@@ -21,8 +21,9 @@ class StopSpec(Strict):
     speedup_ci_halfwidth: float | None = Field(None, gt=0, lt=1)
     # The same for AL pooled over steps (screening: arms that need no baseline).
     al_ci_halfwidth: float | None = Field(None, gt=0, lt=1)
-    min_prompts: int = Field(16, ge=2)
-    max_prompts: int | None = Field(None, ge=2)  # None: every prompt of the workload
+    # A percentile bootstrap of fewer pairs is too narrow to trust, whatever the level.
+    min_prompts: int = Field(16, ge=8)
+    max_prompts: int | None = Field(None, ge=8)  # None: every prompt of the workload
     alpha: float = Field(0.05, gt=0, lt=0.5)  # the whole schedule's error rate, spent over the looks
     seed: int = 0  # the order prompts go out in, the same in every arm
 
