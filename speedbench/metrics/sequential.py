@@ -154,11 +154,12 @@ def stopping_rows(records: list, points: dict, baseline: str | None, alpha: floa
         level = look_level(alpha, n_looks)
         base = _round(table, key._replace(arm=baseline), rnd) if baseline not in (None, key.arm) else None
         looks = point_looks(_round(table, key, rnd), base, level)
-        sp, al = looks["speedup"], looks["al"]
+        sp, eng, al = looks["speedup"], looks["speedup_engine"], looks["al"]
         out.append({"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant, "repeat": rnd,
                     "reason": p["stop_reason"], "prompts": p.get("stop_prompts"), "look": p.get("stop_look"),
                     "n_looks": n_looks, "level": level, "speedup": sp.estimate, "ci_low": sp.ci_low,
-                    "ci_high": sp.ci_high, "al": al.estimate, "al_ci_low": al.ci_low, "al_ci_high": al.ci_high})
+                    "ci_high": sp.ci_high, "speedup_engine": eng.estimate, "engine_ci_low": eng.ci_low,
+                    "engine_ci_high": eng.ci_high, "al": al.estimate, "al_ci_low": al.ci_low, "al_ci_high": al.ci_high})
     return out
 
 
@@ -166,12 +167,15 @@ def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> 
     """The speedup (paired with ``base`` by prompt, turn and round; NaN without it) and
     the AL of one round of a point, from ok rows of :func:`request_table`."""
     none = Look(math.nan, math.nan, math.nan)
-    out = {"speedup": none, "al": none}
+    out = {"speedup": none, "speedup_engine": none, "al": none}
     if mine.empty:
         return out
     if base is not None and not base.empty:
         pairs = mine.merge(base, on=PAIR_KEYS, suffixes=("_s", "_b"))
         out["speedup"] = speedup_look(pairs["per_user_tps_s"].to_numpy(), pairs["per_user_tps_b"].to_numpy(), level)
+        # the engine's clock gives the second speedup figure; its interval is widened alike
+        out["speedup_engine"] = speedup_look(pairs["engine_tps_s"].to_numpy(), pairs["engine_tps_b"].to_numpy(),
+                                             level)
     spec = mine[mine["has_spec"]]
     if len(spec):
         out["al"] = al_look(spec["spec_accepted"].to_numpy(), spec["spec_steps"].to_numpy(), level)
@@ -199,13 +203,9 @@ def widen_rows(rows: list[dict[str, Any]], stopping: list[dict[str, Any]]) -> No
         by_point.setdefault((s["arm"], s["concurrency"], s["variant"]), []).append(s)
     for r in rows:
         entries = by_point.get((r["arm"], r["concurrency"], r["variant"] or ""), [])
-        lows = [s["ci_low"] for s in entries if math.isfinite(s["ci_low"])]
-        highs = [s["ci_high"] for s in entries if math.isfinite(s["ci_high"])]
-        if not lows or not highs:
+        widened = [_widen(r, entries, "speedup", "ci"), _widen(r, entries, "speedup_engine", "engine_ci")]
+        if not any(widened):
             continue
-        lo, hi = r.get("speedup_ci_low"), r.get("speedup_ci_high")
-        r["speedup_ci_low"] = min([*lows, *([lo] if _finite(lo) else [])])
-        r["speedup_ci_high"] = max([*highs, *([hi] if _finite(hi) else [])])
         e = entries[0]
         if r.get("speedup_pairs") == r.get("n_ok"):
             # every request of the stopped arm is paired: the baseline's extra prompts are
@@ -214,8 +214,20 @@ def widen_rows(rows: list[dict[str, Any]], stopping: list[dict[str, Any]]) -> No
             r["warnings"] = [w for w in r.get("warnings", []) if "completed different prompts" not in w]
         r["warnings"] = [*r.get("warnings", []),
                          f"sequential stopping: {e['reason']} after {e['prompts']} prompts (look {e['look']} of "
-                         f"{e['n_looks']}); the speedup interval is taken at the look level {e['level']:.4f} "
+                         f"{e['n_looks']}); the speedup intervals are taken at the look level {e['level']:.4f} "
                          f"(Bonferroni over the looks), wider than a plain 95% interval"]
+
+
+def _widen(row: dict[str, Any], entries: list[dict[str, Any]], prefix: str, entry_prefix: str) -> bool:
+    """Widen ``<prefix>_ci_low/high`` of one row to the look-level intervals; False without any."""
+    lows = [s[f"{entry_prefix}_low"] for s in entries if _finite(s.get(f"{entry_prefix}_low"))]
+    highs = [s[f"{entry_prefix}_high"] for s in entries if _finite(s.get(f"{entry_prefix}_high"))]
+    if not lows or not highs:
+        return False
+    lo, hi = row.get(f"{prefix}_ci_low"), row.get(f"{prefix}_ci_high")
+    row[f"{prefix}_ci_low"] = min([*lows, *([lo] if _finite(lo) else [])])
+    row[f"{prefix}_ci_high"] = max([*highs, *([hi] if _finite(hi) else [])])
+    return True
 
 
 def _finite(v: Any) -> bool:

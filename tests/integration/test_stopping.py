@@ -78,16 +78,24 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     assert sp["reason"] == "target_halfwidth" or sp["prompts"] == N_PROMPTS
     # the interval holds what the fakes really emitted, stopped early or not
     assert sp["ci_low"] <= sample_truth <= sp["ci_high"]
-    if abs(sample_truth / TRUE_SPEEDUP - 1) < 0.03:
-        # The fakes kept their schedule (a quiet machine): the noise is the seeded 3%
-        # per request, and 16..64 pairs reach the 2% target. On a machine busy enough
-        # to make the fakes late, the rule rightly keeps going; the statistics' own
-        # coverage test does not depend on the machine.
+    client_base = rows["base"]["per_user_tps_mean"] / np.mean([true_base[t] for t in sent_base])
+    client_spec = rows["spec"]["per_user_tps_mean"] / np.mean([true_spec[t] for t in sent_spec])
+    quiet = abs(sample_truth / TRUE_SPEEDUP - 1) < 0.03 and abs(client_base - 1) < 0.01 and abs(client_spec - 1) < 0.01
+    print(f"fakes on schedule within {abs(sample_truth / TRUE_SPEEDUP - 1):.1%}; client vs emitted: "
+          f"base {client_base - 1:+.2%}, spec {client_spec - 1:+.2%}")
+    if quiet:
+        # The fakes kept their schedule and the client read it within 1% (a quiet
+        # machine): the noise is the seeded 3% per request, and 16..64 pairs reach the 2%
+        # target. On a machine busy enough to make either late, the rule rightly keeps
+        # going; the statistics' own coverage test does not depend on the machine.
         assert sp["reason"] == "target_halfwidth" and sp["prompts"] < N_PROMPTS
     # the row reports the look-level interval, and the pairs are exactly the prompts sent
     assert rows["spec"]["speedup_pairs"] == sp["prompts"] and rows["spec"]["n_requests"] == sp["prompts"]
     assert (rows["spec"]["speedup_ci_low"], rows["spec"]["speedup_ci_high"]) == (sp["ci_low"], sp["ci_high"])
     assert any("sequential stopping" in w for w in rows["spec"]["warnings"])
+    # the engine-side interval (the fakes send exact engine timing) is widened alike
+    assert rows["spec"]["speedup_engine_ci_low"] <= sp["engine_ci_low"] < sp["engine_ci_high"] \
+        <= rows["spec"]["speedup_engine_ci_high"]
     # the baseline's extra looks are not prompts the arm lost
     assert not any("different prompts" in w for w in rows["spec"]["warnings"])
     # both arms sent the prompts in the same seeded order, batch by batch
