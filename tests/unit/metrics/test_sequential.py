@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from speedbench.metrics.sequential import (EXHAUSTED, MAX_PROMPTS, REACHED, Look, look_level, look_schedule,
-                                           prompt_order, run_rule, speedup_look, widen_rows)
+                                           prompt_order, resamples, run_rule, speedup_look, widen_rows)
 
 FIXED = 880  # SPEED-Bench qualitative: the fixed prompt count a point spends without stopping
 TRUE_SPEEDUP = 2.0
@@ -29,6 +29,10 @@ def test_look_schedule_doubles_from_min_and_ends_at_the_cap():
 def test_look_level_splits_alpha_over_the_looks():
     assert look_level(0.05, 7) == pytest.approx(1 - 0.05 / 7)
     assert look_level(0.05, 1) == pytest.approx(0.95)
+
+
+def test_far_levels_get_more_resamples():
+    assert resamples(0.95) == 2000 and resamples(1 - 0.05 / 7) == 7000
 
 
 def test_prompt_order_is_a_seeded_permutation():
@@ -75,10 +79,10 @@ def test_coverage_at_a_2pct_halfwidth_over_40_seeded_repetitions(capsys):
 
 
 def test_coverage_holds_over_more_repetitions():
-    """Bonferroni is conservative: over 300 repetitions the coverage stays at 95% or more."""
-    stops = _repetitions(300, lambda rep: 0.04 + 0.08 * (rep % 7) / 6)
+    """Bonferroni is conservative: over 200 repetitions the coverage stays at 95% or more."""
+    stops = _repetitions(200, lambda rep: 0.04 + 0.08 * (rep % 7) / 6)
     covered = sum(s.ci_low <= TRUE_SPEEDUP <= s.ci_high for s in stops)
-    assert covered / 300 >= 0.95
+    assert covered / 200 >= 0.95
 
 
 def test_the_correction_widens_each_look():
