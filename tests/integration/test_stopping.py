@@ -58,6 +58,7 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     summary = json.loads((run_dir / "summary.json").read_text())
     stops = {s["arm"]: s for s in summary["stopping"]}
     rows = {r["arm"]: r for r in summary["rows"]}
+    assert f"spec c=8: {stops['spec']['prompts']} prompts" in (run_dir / "report.md").read_text()
     # The truth of this sample: the speedup of what the fakes emitted (from their own
     # emission times) over the prompts the arm sent. On a busy machine the fakes' steps
     # run late, so it may differ from the nominal 2.667 by more than the interval; the
@@ -103,3 +104,30 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     assert n == sp["prompts"] and len(sent_base) == N_PROMPTS
     assert set(sent_spec) == set(sent_base[:n])
     assert [t[-3:] for t in sent_base[:10]] != [f"r {i}"[-3:] for i in range(10)]  # seeded, not the file's order
+
+
+def test_stopping_pairs_with_a_reused_baseline(tmp_path):
+    """The second run reuses the first run's baseline (its canary: the first prompts of the
+    seeded order) and its speculative arm stops against the copied baseline records."""
+    base_cfg = FakeConfig(t_step_s=T_BASE, output_tokens=17, tps_noise=0.01, noise_seed=1)
+    spec_cfg = FakeConfig(t_step_s=T_SPEC, output_tokens=17, k=K, tps_noise=0.01, noise_seed=2)
+    stop = {"speedup_ci_halfwidth": 0.05, "min_prompts": 16, "max_prompts": 64, "seed": 5}
+    with FakeProcess(base_cfg) as base, FakeProcess(spec_cfg) as spec:
+        path = _scenario(tmp_path, base.base_url, spec.base_url, stop)
+        assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
+        data = yaml.safe_load(path.read_text())
+        data["baseline_from"] = {"results": str(tmp_path / "out"), "canary_prompts": 8, "tolerance": 0.1}
+        path.write_text(yaml.safe_dump(data))
+        assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
+        sent_base = [_text(e.body) for e in base.log() if "question" in _text(e.body)]
+    first, second = sorted((tmp_path / "out" / "stop").iterdir())
+    summary = json.loads((second / "summary.json").read_text())
+    src = summary["baseline_source"]
+    assert src["reused"] is True and src["run_id"] == first.name and src["canary"][0]["pairs"] == 8
+    assert len(sent_base) == 64 + 8  # the first run's full schedule, then only the canary
+    assert sent_base[64:] == sent_base[:8]  # the canary re-sent the first prompts of the same seeded order
+    stops = {s["arm"]: s for s in summary["stopping"]}
+    assert stops["base"]["prompts"] == 64 and stops["spec"]["prompts"] <= 64
+    row = next(r for r in summary["rows"] if r["arm"] == "spec")
+    assert row["speedup_pairs"] == stops["spec"]["prompts"]
+    assert stops["spec"]["ci_low"] <= row["speedup_mean"] <= stops["spec"]["ci_high"]
