@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from speedbench.cli import main
 from speedbench.errors import ScenarioError
 from speedbench.scenario import validate_data
 
@@ -38,3 +40,13 @@ def test_baseline_from_needs_a_baseline():
     only_spec = {**BASE, "arms": BASE["arms"][1:]}
     with pytest.raises(ScenarioError, match="baseline_from needs a baseline arm"):
         validate_data({**only_spec, "baseline_from": {"results": "r"}})
+
+
+def test_dry_run_names_the_looks_and_the_reuse(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({**BASE, "stop": {"speedup_ci_halfwidth": 0.02, "max_prompts": 100},
+                                    "baseline_from": {"results": "results/", "max_age_days": 3}}))
+    assert main(["run", str(path), "--dry-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "looks at [16, 32, 64, 100] prompts, each interval at level 0.9875" in out
+    assert "reused from results/ when a matching run at most 3 days old passes a canary" in out
