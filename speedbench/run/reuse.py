@@ -83,25 +83,30 @@ def _canary(ctx: RunContext, server: Server, key: PointKey, found: Candidate,
     m = run_async(measure_batches(target, job, [order[:n]], lambda records, sent: False))
     now = [r for res in m.repeats for r in res.records]
     then = [r for r in old if (r.concurrency, r.variant or "") == (key.concurrency, key.variant)]
-    ratio, pairs = _paired_ratio(now, then)
+    ratio, pairs, source = _paired_ratio(now, then)
     tol, tol_source = _tolerance(found, key, sc.baseline_from.tolerance)
     return {"concurrency": key.concurrency, "variant": key.variant, "prompts": n, "pairs": pairs,
-            "ratio": ratio, "tolerance": tol, "tolerance_source": tol_source,
+            "ratio": ratio, "source": source, "tolerance": tol, "tolerance_source": tol_source,
             "ok": pairs >= 2 and math.isfinite(ratio) and abs(ratio - 1) <= tol}
 
 
-def _paired_ratio(now: list[RequestRecord], then: list[RequestRecord]) -> tuple[float, int]:
-    """mean(now) / mean(then) of per-user TPS over the (prompt, turn) both have; the
-    earlier run's rounds are averaged per prompt first."""
+def _paired_ratio(now: list[RequestRecord], then: list[RequestRecord]) -> tuple[float, int, str]:
+    """mean(now) / mean(then) of per-user TPS over the (prompt, turn) both have, the
+    earlier run's rounds averaged per prompt first; the engine's clock when fewer than 2
+    prompts have the client's (bursts leave the client's TPS undefined). Also returns the
+    pairs and the source used."""
     a, b = request_table(now), request_table(then)
     if a.empty or b.empty:
-        return math.nan, 0
-    a = a[a["ok"]].groupby(["prompt_index", "turn"])["per_user_tps"].mean()
-    b = b[b["ok"]].groupby(["prompt_index", "turn"])["per_user_tps"].mean()
-    both = a.to_frame("now").join(b.to_frame("then"), how="inner").dropna()
-    if len(both) < 2:
-        return math.nan, len(both)
-    return float(np.mean(both["now"]) / np.mean(both["then"])), len(both)
+        return math.nan, 0, ""
+    pairs = 0
+    for col in ("per_user_tps", "engine_tps"):
+        x = a[a["ok"]].groupby(["prompt_index", "turn"])[col].mean()
+        y = b[b["ok"]].groupby(["prompt_index", "turn"])[col].mean()
+        both = x.to_frame("now").join(y.to_frame("then"), how="inner").dropna()
+        pairs = max(pairs, len(both))
+        if len(both) >= 2:
+            return float(np.mean(both["now"]) / np.mean(both["then"])), len(both), col
+    return math.nan, pairs, ""
 
 
 def _tolerance(found: Candidate, key: PointKey, default: float) -> tuple[float, str]:
