@@ -71,7 +71,7 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
         # the baseline's figures are the earlier run's, and the speedups pair with them
         assert rows2[("base", c)]["per_user_tps_mean"] == rows1[("base", c)]["per_user_tps_mean"]
         assert rows2[("spec", c)]["speedup_pairs"] == N_PROMPTS
-        assert rows2[("spec", c)]["speedup_mean"] == pytest.approx(4 * 0.010 / 0.015, rel=0.08)
+        assert rows2[("spec", c)]["speedup_mean"] == pytest.approx(4 * 0.010 / 0.015, rel=0.15)
 
 
 def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
@@ -88,7 +88,7 @@ def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
     assert src["canary"][0]["ratio"] < 0.8 and not src["canary"][0]["ok"]
     assert sent == N_PROMPTS * len(CONCURRENCY) + 4 + 4  # canary, then the whole baseline again
     rows = {(r["arm"], r["concurrency"]): r for r in second["rows"]}
-    assert rows[("spec", 1)]["speedup_mean"] == pytest.approx(4 * 0.015 / 0.015, rel=0.08)
+    assert rows[("spec", 1)]["speedup_mean"] == pytest.approx(4 * 0.015 / 0.015, rel=0.15)
 
 
 def test_an_old_or_different_run_is_not_taken(tmp_path, spec_server):
