@@ -108,6 +108,16 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
                       "(multi-turn rows add one request per extra turn)")
     else:
         console.print(f"  total: {plan.n_launches} server launches")
+    if sc.stop is not None:
+        from speedbench.metrics.sequential import look_level, look_schedule  # noqa: PLC0415 -- keeps --help light
+
+        looks = look_schedule(plan.n_prompts or sc.stop.max_prompts or 0, sc.stop.min_prompts, sc.stop.max_prompts)
+        console.print(f"  sequential stopping: looks at {looks or 'min_prompts x 2^j up to every prompt'} prompts, "
+                      f"each interval at level {look_level(sc.stop.alpha, len(looks) or 1):.4f}; the baseline runs "
+                      "every look, other arms may stop at any: the counts and the cost below are the most it spends")
+    if sc.baseline_from is not None:
+        console.print(f"  baseline: reused from {sc.baseline_from.results} when a matching run at most "
+                      f"{sc.baseline_from.max_age_days:g} days old passes a canary; otherwise measured")
     from speedbench.run.cost import describe, estimate  # noqa: PLC0415 -- keeps --help light
 
     console.print("\n[bold]cost[/bold] (estimated)")

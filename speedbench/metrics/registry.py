@@ -149,6 +149,12 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
     _m("noise_floor", "list", "", "noise floor",
        "the A/A arm's speedup over the baseline per point, with both sources' intervals", "the A/A arm's rows",
        "summary"),
+    _m("stopping", "list", "", "sequential stopping",
+       "per stopped round of a point: why and after how many prompts it stopped, the speedup and AL with their "
+       "intervals at the look level", "each point's rounds", "summary"),
+    _m("baseline_source", "object", "", "baseline source",
+       "where the baseline came from: measured here, or reused from an earlier run (its id, age and the canary)",
+       "the baseline arm", "summary"),
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ROW_METRICS}
 

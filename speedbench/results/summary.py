@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from speedbench import metrics
+from speedbench.metrics.sequential import stopping_rows, widen_rows
 from speedbench.results.rundir import SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
 
@@ -99,6 +100,10 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         )
     rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
                              percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None)
+    stopping: list[dict[str, Any]] = []
+    if sc.stop is not None:  # intervals of stopped points are taken at the look level
+        stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
+        widen_rows(rows, stopping)
     summary = {
         "schema_version": SCHEMA_VERSION,
         "scenario": sc.name,
@@ -112,6 +117,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "slo": sc.slo.model_dump(mode="json"),
         "noise_floor": noise_floor(rows, sc.aa_arm),
         "arms": run_dir.arm_costs(),
+        "stopping": stopping,
+        "baseline_source": run_dir.read_json("baseline.json") or {"reused": False},
         "rows": rows,
         "categories": metrics.category_rows(records, sc.baseline_arm),
     }

@@ -37,6 +37,7 @@ from speedbench.testing.script import (
     fault_from,
     marker_overrides,
     plan,
+    with_noise,
 )
 
 
@@ -171,7 +172,7 @@ class _Handlers:
         over = dict(marker_overrides(_last_text(body)))
         if isinstance(body.get("fake"), dict):
             over.update(body["fake"])
-        cfg = s.config.with_overrides(over)
+        cfg = with_noise(s.config.with_overrides(over), _last_text(body))
         fault = fault_from(over) or s.config.faults.get(seq)
         em = Emission(seq=seq, path=request.path, body=body, t_arrival_ns=t_arrival,
                       fault=fault.kind if fault else None)

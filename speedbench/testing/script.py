@@ -6,6 +6,7 @@ the same script the server plays. Times are seconds from the request's arrival.
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -62,6 +63,13 @@ class FakeConfig:
     # vLLM's --api-key: every /v1 path wants "Authorization: Bearer KEY" and answers 401
     # {"error": "Unauthorized"} without it; /health, /metrics and /version stay open.
     api_key: str | None = None
+    # Per-request speed noise: each request's decode steps take ``t_step_s / g`` with g
+    # lognormal of mean 1 and this sigma, so its per-user TPS is the exact TPS times g and
+    # the mean TPS stays exact. g is drawn from (noise_seed, the prompt's text): the same
+    # prompt gets the same g on one server, and two servers with different seeds differ
+    # independently, as two arms do (sequential-stopping coverage tests).
+    tps_noise: float = 0.0
+    noise_seed: int = 0
 
     def with_overrides(self, over: dict[str, Any]) -> FakeConfig:
         known = {f.name for f in fields(self)} - {"faults", "die_after", "engines"}
@@ -69,6 +77,15 @@ class FakeConfig:
         if "acceptance" in clean:
             clean["acceptance"] = tuple(int(a) for a in clean["acceptance"])
         return replace(self, **clean)
+
+
+def with_noise(cfg: FakeConfig, text: str) -> FakeConfig:
+    """``cfg`` with this request's step time under the per-request speed noise."""
+    if cfg.tps_noise <= 0:
+        return cfg
+    sigma = cfg.tps_noise
+    g = random.Random(f"{cfg.noise_seed}:{text}").lognormvariate(-sigma * sigma / 2, sigma)
+    return replace(cfg, t_step_s=cfg.t_step_s / g)
 
 
 @dataclass(frozen=True)
