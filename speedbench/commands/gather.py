@@ -39,7 +39,7 @@ def run(args) -> int:
     print_summary(summary, console, run_dir=rd)
     sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
     plan, rounds = build_plan(sc), rd.finished_rounds()
-    unfinished = [k for k in plan.points() if not all((k, r) in rounds for r in range(plan.rounds))]
+    unfinished = plan.unfinished(rounds)
     code = 0
     if unfinished:
         code = 1

@@ -111,6 +111,16 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
                       "(multi-turn rows add one request per extra turn)")
     else:
         console.print(f"  total: {plan.n_launches} server launches")
+    if sc.stop is not None:
+        from speedbench.metrics.sequential import look_level, look_schedule  # noqa: PLC0415 -- keeps --help light
+
+        looks = look_schedule(plan.n_prompts or sc.stop.max_prompts or 0, sc.stop.min_prompts, sc.stop.max_prompts)
+        console.print(f"  sequential stopping: looks at {looks or 'min_prompts x 2^j up to every prompt'} prompts, "
+                      f"each interval at level {look_level(sc.stop.alpha, len(looks) or 1):.4f}; the baseline runs "
+                      "every look, other arms may stop at any: the counts and the cost below are the most it spends")
+    if sc.baseline_from is not None:
+        console.print(f"  baseline: reused from {sc.baseline_from.results} when a matching run at most "
+                      f"{sc.baseline_from.max_age_days:g} days old passes a canary; otherwise measured")
     from speedbench.run.cost import describe, estimate  # noqa: PLC0415 -- keeps --help light
 
     console.print("\n[bold]cost[/bold] (estimated)")
@@ -209,8 +219,7 @@ def _resubmit(path: Path, args, console: Console) -> int:
                          f"wait, or `speedbench cancel {path}` first")
     done = run_dir.finished_points()
     plan, rounds = build_plan(sc), run_dir.finished_rounds()
-    todo = [a.name for a in sc.arms
-            if any((k, r) not in rounds for k in plan.points(a.name) for r in range(plan.rounds))]
+    todo = [a.name for a in sc.arms if plan.unfinished(rounds, a.name)]
     console.print(f"resuming {run_dir.path}: {len(done)} finished points are kept; arms to run: "
                   f"{', '.join(todo) or 'none'}",
                   markup=False, soft_wrap=True)

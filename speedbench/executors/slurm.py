@@ -36,6 +36,7 @@ from speedbench.scenario import Scenario, SlurmSpec
 DIR = "slurm"  # inside the run folder: scripts, jobs.json, job output, exit codes
 JOBS = "jobs.json"
 CANCELLED = "cancelled"  # marker: `speedbench cancel` ran; jobs must not requeue
+REQUEUE_CAP = "requeue-cap"  # <jobid>.requeue-cap: the job stopped at max_requeues (holds the count)
 
 
 def speedbench_argv(spec: SlurmSpec) -> list[str]:
@@ -50,8 +51,9 @@ def _header(spec: SlurmSpec, *, name: str, output: str, cwd: Path, arm_job: bool
             lines.append(f"--{flag}={value}")
     if arm_job:
         sizes: tuple[tuple[str, str | int | None], ...] = (
-            ("time", spec.time), ("gpus-per-node", spec.gpus_per_node), ("cpus-per-task", spec.cpus_per_task),
-            ("mem", spec.mem), ("constraint", spec.constraint))
+            ("time", spec.time), ("gpus-per-node", spec.gpus_per_node), ("gpus-per-task", spec.gpus_per_task),
+            ("gres", spec.gres), ("cpus-per-task", spec.cpus_per_task), ("mem", spec.mem),
+            ("constraint", spec.constraint))
         for flag, size in sizes:
             if size is not None and size != "":
                 lines.append(f"--{flag}={size}")
@@ -89,26 +91,46 @@ def _script_head(sc: Scenario, run_path: Path | str, *, what: str, job: str, cwd
     )
 
 
+def _requeue_lines(spec: SlurmSpec) -> str:
+    """After speedbench exits: requeue this job when Slurm's signal stopped an unfinished
+    arm, at most ``max_requeues`` times. The shell's own trap is the proof of the signal:
+    speedbench exits 130 once its handler is installed, but is simply killed (143) when
+    the signal comes during its start-up, and both must requeue."""
+    if not spec.requeue:
+        return ""
+    cap = spec.max_requeues
+    return (
+        'if [ "$rc" != 0 ] && { [ -n "$signalled" ] || [ "$rc" = 130 ]; } '
+        f'&& [ ! -e "$RUN/{DIR}/{CANCELLED}" ]; then\n'
+        "  restarts=${SLURM_RESTART_COUNT:-0}\n"
+        f'  if [ "$restarts" -lt {cap} ]; then\n'
+        f'    echo "speedbench: stopped before the time limit; requeueing job $SLURM_JOB_ID'
+        f' (requeue $((restarts + 1)) of {cap})"\n'
+        '    scontrol requeue "$SLURM_JOB_ID"\n'
+        "  else\n"
+        # status reads this marker: the job failed because it may not requeue again
+        f'    echo "$restarts" > "$RUN/{DIR}/$SLURM_JOB_ID.{REQUEUE_CAP}"\n'
+        f'    echo "speedbench: stopped before the time limit after {cap} requeues (max_requeues); not requeueing"\n'
+        "  fi\n"
+        "fi\n"
+    )
+
+
 def arm_script(sc: Scenario, run_path: Path | str, arm: str, *, cwd: Path, skip_doctor: bool = False) -> str:
     spec = sc.executor.slurm
     cmd = (_launcher(spec, cwd) + shlex.join([*speedbench_argv(spec), "job"]) + ' "$RUN" '
            + shlex.join(["--arm", arm] + (["--skip-doctor"] if skip_doctor else [])))
-    requeue = (
-        'if [ "$rc" = 130 ] && [ ! -e "$RUN/slurm/cancelled" ]; then\n'
-        '  echo "speedbench: stopped before the time limit; requeueing job $SLURM_JOB_ID"\n'
-        '  scontrol requeue "$SLURM_JOB_ID"\n'
-        'fi\n' if spec.requeue else ""
-    )
     return (
         _script_head(sc, run_path, what=f"arm {arm}", job=arm, cwd=cwd, arm_job=True)
         + "# speedbench runs in the background so that this shell can pass on Slurm's SIGTERM\n"
         f"{cmd} &\n"
         "pid=$!\n"
-        "trap 'kill -TERM \"$pid\" 2>/dev/null' TERM INT\n"
+        "signalled=\n"
+        "trap 'signalled=1; kill -TERM \"$pid\" 2>/dev/null' TERM INT\n"
         'wait "$pid"; rc=$?\n'
         'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done\n'
         'echo "$rc" > "$RUN/slurm/$SLURM_JOB_ID.exit"\n'
-        + requeue
+        + _requeue_lines(spec)
         + 'exit "$rc"\n'
     )
 
@@ -157,9 +179,42 @@ class Slurm:
                 fields[k] = v
         return fields
 
+    def accounting(self, job_id: str) -> dict[str, str] | str:
+        """sacct's record of a job that slurmctld has forgotten, or a phrase saying why
+        there is none (accounting not configured, sacct missing, no record)."""
+        argv = ["sacct", "--jobs", job_id, "--allocations", "--noheader", "--parsable2",
+                "--format=" + ",".join(SACCT_FIELDS)]
+        try:
+            out = self._run(argv, check=False)
+        except UsageError:
+            return "sacct is not installed"
+        if out.returncode != 0:
+            msg = " ".join((out.stderr or out.stdout).split()) or f"exit {out.returncode}"
+            if "disabled" in msg.lower():  # AccountingStorageType=accounting_storage/none
+                return f"accounting is not configured (sacct: {msg})"
+            return f"sacct failed ({msg})"
+        return parse_sacct(out.stdout, job_id) or "sacct has no record of it"
+
     def cancel(self, job_ids: list[str]) -> None:
         if job_ids:
             self._run(["scancel", *job_ids], check=False)
+
+
+SACCT_FIELDS = ("JobID", "State", "ExitCode", "NodeList")
+
+
+def parse_sacct(text: str, job_id: str) -> dict[str, str] | None:
+    """``sacct --parsable2 --noheader`` rows -> the job's own row (not its steps,
+    ``<id>.batch`` / ``<id>.0``), or None. With a requeued job sacct lists the latest
+    attempt last, so the last matching row wins. "CANCELLED by 0" becomes CANCELLED."""
+    row = None
+    for line in text.splitlines():
+        cells = line.strip().split("|")
+        if len(cells) >= len(SACCT_FIELDS) and cells[0] == job_id:
+            row = dict(zip(SACCT_FIELDS, cells))
+    if row is not None:
+        row["State"] = (row["State"].split() or ["UNKNOWN"])[0]
+    return row
 
 
 # ---- the run folder's job list -------------------------------------------------------
@@ -212,6 +267,35 @@ def _exit_code(run_path: Path, job_id: str) -> str | None:
     return p.read_text().strip() if p.exists() else None
 
 
+def requeue_cap_message(run_path: Path, job_id: str) -> str | None:
+    """Why the job failed, when it stopped at ``max_requeues`` (the job script leaves the
+    marker), with how to go on; None otherwise."""
+    p = run_path / DIR / f"{job_id}.{REQUEUE_CAP}"
+    if not p.exists():
+        return None
+    n = p.read_text().strip() or "?"
+    # the signal is the time limit's, or a preemption's; the script cannot tell them apart
+    return (f"requeue cap reached: stopped by the time limit or preemption after {n} "
+            f"requeue{'' if n == '1' else 's'} (max_requeues={n}); "
+            f"resume with: speedbench run --resume {run_path} (raise executor.slurm.time or max_requeues "
+            "in its scenario.resolved.yaml first if the arm needs longer)")
+
+
+def _forgotten(run_path: Path, arm: str, job_id: str, slurm: Slurm) -> ArmJob:
+    """A job that slurmctld no longer knows (MinJobAge): sacct's record, else the exit
+    code that the job script wrote, with why sacct could not say."""
+    rc = _exit_code(run_path, job_id)
+    speedbench_rc = f" (speedbench exit {rc})" if rc else ""
+    acct = slurm.accounting(job_id)
+    if isinstance(acct, dict):
+        node = acct.get("NodeList", "")
+        return ArmJob(arm=arm, job_id=job_id, state=acct["State"], node="" if node in ("None assigned", "") else node,
+                      reason=f"exit {acct.get('ExitCode', '?')}{speedbench_rc}, from sacct")
+    state = "UNKNOWN" if rc is None else ("COMPLETED" if rc == "0" else "FAILED")
+    return ArmJob(arm=arm, job_id=job_id, state=state,
+                  reason=(f"exit {rc}; " if rc else "") + f"slurmctld no longer knows the job and {acct}")
+
+
 def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[ArmJob]:
     """Each arm's latest job with its state and point progress."""
     slurm = slurm or Slurm()
@@ -222,23 +306,24 @@ def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[Arm
     out = []
     for arm, ids in jobs["arms"].items():
         keys = plan.points(arm) if arm in {a.name for a in sc.arms} else []
-        done = sum(1 for k in keys if all((k, r) in rounds for r in range(plan.rounds)))
+        done = len(keys) - len(plan.unfinished(rounds, arm)) if keys else 0
         job_id = ids[-1]
         info = slurm.show(job_id)
-        rc = _exit_code(run_path, job_id)
-        if info is None:  # forgotten by the controller: what the job script wrote is all we know
-            state = "UNKNOWN" if rc is None else ("COMPLETED" if rc == "0" else "FAILED")
-            out.append(ArmJob(arm=arm, job_id=job_id, state=state,
-                              reason=f"exit {rc}" if rc else "no longer known to slurmctld",
-                              points_done=done, points_total=len(keys)))
-            continue
-        state = info.get("JobState", "UNKNOWN")
-        reason = info.get("Reason", "")
-        if state not in ACTIVE_STATES:
-            reason = f"exit {info.get('ExitCode', '?')}" + (f" (speedbench exit {rc})" if rc else "")
-        node = info.get("NodeList", "") if info.get("NodeList") != "(null)" else ""
-        out.append(ArmJob(arm=arm, job_id=job_id, state=state, node=node,
-                          reason="" if reason == "None" else reason, points_done=done, points_total=len(keys)))
+        if info is None:
+            job = _forgotten(run_path, arm, job_id, slurm)
+        else:
+            rc = _exit_code(run_path, job_id)
+            state = info.get("JobState", "UNKNOWN")
+            reason = info.get("Reason", "")
+            if state not in ACTIVE_STATES:
+                reason = f"exit {info.get('ExitCode', '?')}" + (f" (speedbench exit {rc})" if rc else "")
+            node = info.get("NodeList", "") if info.get("NodeList") != "(null)" else ""
+            job = ArmJob(arm=arm, job_id=job_id, state=state, node=node, reason="" if reason == "None" else reason)
+        job.points_done, job.points_total = done, len(keys)
+        capped = requeue_cap_message(run_path, job_id)
+        if capped and job.state not in ACTIVE_STATES:
+            job.reason = f"{job.reason}; {capped}" if job.reason else capped
+        out.append(job)
     return out
 
 
@@ -247,8 +332,12 @@ def gather_job(run_dir: Any, slurm: Slurm | None = None) -> tuple[str, str] | No
     if not jobs.get("gather"):
         return None
     job_id = jobs["gather"][-1]
-    info = (slurm or Slurm()).show(job_id)
-    return job_id, (info or {}).get("JobState", "UNKNOWN")
+    slurm = slurm or Slurm()
+    info = slurm.show(job_id)
+    if info is None:
+        acct = slurm.accounting(job_id)
+        return job_id, acct["State"] if isinstance(acct, dict) else f"UNKNOWN ({acct})"
+    return job_id, info.get("JobState", "UNKNOWN")
 
 
 def cancel(run_dir: Any, slurm: Slurm | None = None, wait_s: float = 120) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -92,9 +93,20 @@ def unpaired_ratio_ci(
     return _interval(np.concatenate(out), level)
 
 
+@dataclass(frozen=True)
+class RoundSpread:
+    """The spread between rounds of fresh server starts, on the log scale: the sd of a
+    point's per-round log ratio, and its degrees of freedom. Pooled over the points of one
+    arm pair (``metrics.speedup.pooled_round_spread``), because 2 or 3 rounds of one
+    point estimate their own spread too poorly to build an interval on."""
+
+    log_sd: float
+    df: int
+
+
 def cluster_paired_ratio_ci(
-    num: np.ndarray, den: np.ndarray, clusters: np.ndarray, *, n_resamples: int = N_RESAMPLES,
-    seed: int = SEED, level: float = 0.95,
+    num: np.ndarray, den: np.ndarray, clusters: np.ndarray, *, spread: RoundSpread | None = None,
+    n_resamples: int = N_RESAMPLES, seed: int = SEED, level: float = 0.95,
 ) -> tuple[float, float]:
     """CI of mean(num)/mean(den) over pairs that fall into clusters (one cluster per
     round of fresh server starts). With one cluster this is :func:`paired_ratio_ci`.
@@ -108,10 +120,11 @@ def cluster_paired_ratio_ci(
        ``(R-1)/R``, so each resample's deviation from the estimate is scaled by
        ``sqrt(R/(R-1))`` (on the log scale, as a ratio's spread is multiplicative).
     2. With few clusters a bootstrap still undercovers (percentiles of R values cannot
-       know the tails), so at the 95% level the interval is widened, where needed, to
-       the cluster-level t interval ``exp(log S ± t(R-1) · sd(log S_r) / sqrt(R))``
-       over the per-round ratios ``S_r``. With 2 rounds t is 12.7: two servers say
-       little about a third, and the interval says so.
+       know the tails), so the interval is widened, where needed, to the cluster-level
+       t interval ``exp(log S ± t(df) · sd / sqrt(R))``. ``sd`` and ``df`` come from
+       ``spread`` when given (pooled over points), else from this point's own per-round
+       ratios ``S_r`` (``df = R - 1``: with 2 rounds t is 12.7, and the interval says
+       how little two servers tell about a third).
     """
     num = np.asarray(num, dtype=float)
     den = np.asarray(den, dtype=float)
@@ -124,6 +137,20 @@ def cluster_paired_ratio_ci(
     groups = [(num[clusters == c], den[clusters == c]) for c in ids]
     if len(num) < 2 or den.sum() <= 0:
         return (math.nan, math.nan)
+    r = len(groups)
+    centre = float(num.sum() / den.sum())
+    lo, hi = _interval(_two_level_resamples(groups, centre, n_resamples, seed), level)
+    per_round = np.array([gn.sum() / gd.sum() for gn, gd in groups if gd.sum() > 0])
+    if spread is None and len(per_round) == r and np.all(per_round > 0):
+        spread = RoundSpread(float(np.std(np.log(per_round), ddof=1)), r - 1)
+    if spread is not None and spread.df >= 1 and math.isfinite(spread.log_sd) and centre > 0:
+        half = t_quantile(spread.df, level) * spread.log_sd / math.sqrt(r)
+        lo, hi = min(lo, centre * math.exp(-half)), max(hi, centre * math.exp(half))
+    return (float(lo), float(hi))
+
+
+def _two_level_resamples(groups: list[tuple[np.ndarray, np.ndarray]], centre: float, n_resamples: int,
+                         seed: int) -> np.ndarray:
     r = len(groups)
     rng = np.random.default_rng(seed)
     # Each slot of a resample draws a cluster, then that cluster's pairs; a cluster drawn
@@ -141,25 +168,45 @@ def cluster_paired_ratio_ci(
             tot_d[rows] += gd[idx].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         boot = tot_n / tot_d
-    centre = float(num.sum() / den.sum())
     # scaled on the log scale: a ratio's spread is multiplicative, and a linear scaling
     # could push the low end below zero
+    scale = math.sqrt(r / (r - 1))
     if centre > 0:
         with np.errstate(divide="ignore", invalid="ignore"):
-            boot = centre * np.exp(np.log(boot / centre) * math.sqrt(r / (r - 1)))
-    else:
-        boot = centre + (boot - centre) * math.sqrt(r / (r - 1))
-    lo, hi = _interval(boot, level)
-    t = _T975.get(r - 1, 1.96 if r - 1 > 30 else None) if level == 0.95 else None
-    per_round = np.array([gn.sum() / gd.sum() for gn, gd in groups if gd.sum() > 0])
-    if t is not None and len(per_round) == r and np.all(per_round > 0) and centre > 0:
-        half = t * float(np.std(np.log(per_round), ddof=1)) / math.sqrt(r)
-        lo, hi = min(lo, centre * math.exp(-half)), max(hi, centre * math.exp(half))
-    return (float(lo), float(hi))
+            return np.asarray(centre * np.exp(np.log(boot / centre) * scale))
+    return np.asarray(centre + (boot - centre) * scale)
 
 
-# Student t, two-sided 95% (the 0.975 quantile) by degrees of freedom; between listed
-# values the next lower df is used (wider, so on the safe side).
-_T975_POINTS = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-                10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
-_T975 = {df: _T975_POINTS[max(k for k in _T975_POINTS if k <= df)] for df in range(1, 31)}
+def t_quantile(df: int, level: float = 0.95) -> float:
+    """The two-sided Student t quantile: the t with P(|T| < t) = level for ``df`` (whole)
+    degrees of freedom. The CDF of an integer df has a closed form (Abramowitz & Stegun
+    26.7.3-4), inverted here by bisection, so no statistics library is needed."""
+    if df < 1 or not 0 < level < 1:
+        raise ValueError(f"t_quantile needs df >= 1 and 0 < level < 1, got df={df}, level={level}")
+    lo, hi = 0.0, 1.0
+    while _t_central(hi, df) < level:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _t_central(mid, df) < level:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _t_central(t: float, df: int) -> float:
+    """P(|T| < t) for T ~ Student t with an integer df."""
+    theta = math.atan(t / math.sqrt(df))
+    c2, s = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2:  # odd: (2/pi) (theta + sin cos (1 + 2/3 cos^2 + 2*4/(3*5) cos^4 + ...))
+        term, total = 1.0, 0.0
+        for j in range(1, (df - 1) // 2 + 1):
+            total += term
+            term *= c2 * (2 * j) / (2 * j + 1)
+        return 2 / math.pi * (theta + s * math.cos(theta) * total) if df > 1 else 2 * theta / math.pi
+    term, total = 1.0, 0.0  # even: sin (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 + ...)
+    for j in range(1, df // 2 + 1):
+        total += term
+        term *= c2 * (2 * j - 1) / (2 * j)
+    return s * total

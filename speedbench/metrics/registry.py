@@ -70,7 +70,8 @@ ROW_METRICS: tuple[Metric, ...] = (
     _m("tps_agree", "bool", "", "TPS agree",
        "client and engine mean per-user TPS within 5% over the requests that have both", _OK),
     _m("n_burst", "count", "lower", "bursts",
-       "ok requests whose tokens all arrived in one socket read (client TPS undefined)", _OK),
+       "ok requests whose tokens all arrived in one socket read, or in under half the engine's generation time "
+       "(client TPS undefined)", _OK),
     _m("output_tps", "tokens/s", "higher", "output TPS", "`sum(n) / wall_s`, wall_s summed over repeats", _ALL),
     _m("ttft_ms_mean", "ms", "lower", "TTFT mean", "mean of `ttft_ms`", _OK),
     _m("ttft_ms_median", "ms", "lower", "TTFT median", "median of `ttft_ms`", _OK),
@@ -154,6 +155,12 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
     _m("noise_floor", "list", "", "noise floor",
        "the A/A arm's speedup over the baseline per point, with both sources' intervals", "the A/A arm's rows",
        "summary"),
+    _m("stopping", "list", "", "sequential stopping",
+       "per stopped round of a point: why and after how many prompts it stopped, the speedup and AL with their "
+       "intervals at the look level", "each point's rounds", "summary"),
+    _m("baseline_source", "object", "", "baseline source",
+       "where the baseline came from: measured here, or reused from an earlier run (its id, age and the canary)",
+       "the baseline arm", "summary"),
     _m("screening", "list", "", "screening",
        "per speculative arm of a screening run: both ALs, per-position rates, the predicted speedups at each "
        "calibrated concurrency, promoted or not", "the arm's screening rows", "summary"),

@@ -4,25 +4,33 @@ SPEED-Bench's proxy speedup."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from speedbench.metrics.numbers import NAN, mean, pct, ratio
-from speedbench.metrics.bootstrap import cluster_paired_ratio_ci, unpaired_ratio_ci
+from speedbench.metrics.bootstrap import RoundSpread, cluster_paired_ratio_ci, unpaired_ratio_ci
 
 PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 
 
-def speedup(spec: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any]:
+TPS_COLUMNS = {"speedup": "per_user_tps", "speedup_engine": "engine_tps"}  # key prefix -> TPS source
+
+
+def speedup(spec: pd.DataFrame, base: pd.DataFrame,
+            spreads: dict[str, RoundSpread | None] | None = None, *, level: float = 0.95) -> dict[str, Any]:
     """Ratios of per-user TPS (spec / baseline) over ok requests, of the means and of
     the medians, with a 95% CI of the mean ratio. The point estimate and its CI come
     from the same requests: the pairs (prompt_index, turn, repeat) both arms completed
     with a defined TPS, when there are at least 2. Repeats are rounds of fresh server
     starts, so the CI resamples rounds and then prompts (a two-level bootstrap, see
-    ``stats.cluster_paired_ratio_ci``); ``speedup_by_repeat`` gives each round's own
-    ratio and ``speedup_between_sd`` their spread.
+    ``bootstrap.cluster_paired_ratio_ci``); ``speedup_by_repeat`` gives each round's own
+    ratio and ``speedup_between_sd`` their spread. ``spreads`` (by key prefix, see
+    ``TPS_COLUMNS``) gives the between-round spread pooled over the arm pair's points
+    (:func:`pooled_round_spread`), which the CI then uses instead of this point's own.
+    ``level``: the CIs' confidence level.
 
     ``speedup_mean_all`` is the ratio over every ok request of each arm, reported only
     when one arm completed a prompt the other did not (a timeout, an error); requests
@@ -30,8 +38,9 @@ def speedup(spec: pd.DataFrame, base: pd.DataFrame) -> dict[str, Any]:
     With fewer than 2 pairs the estimate and an unpaired CI use all requests
     (speedup_pairs = 0). The same is computed from the engine's timing
     (``engine_tps``) into the ``speedup_engine_*`` keys."""
-    out = _ratio_block(spec, base, "per_user_tps", "speedup")
-    eng = _ratio_block(spec, base, "engine_tps", "speedup_engine")
+    spreads = spreads or {}
+    out = _ratio_block(spec, base, "speedup", spreads.get("speedup"), level)
+    eng = _ratio_block(spec, base, "speedup_engine", spreads.get("speedup_engine"), level)
     out.update({k: v for k, v in eng.items() if k in ENGINE_KEYS})
     ok_s, ok_b = set(_keys(spec)), set(_keys(base))
     out["speedup_mean_all"] = NAN
@@ -47,7 +56,40 @@ def _keys(df: pd.DataFrame) -> list[tuple]:
     return [tuple(k) for k in df[PAIR_KEYS].itertuples(index=False)]
 
 
-def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, col: str, prefix: str) -> dict[str, Any]:
+def round_ratios(spec: pd.DataFrame, base: pd.DataFrame, prefix: str) -> list[float]:
+    """Each round's own speedup (ratio of mean TPS over the pairs of that round), in round
+    order, from the TPS source of ``prefix``."""
+    col = TPS_COLUMNS[prefix]
+    return _by_round(_pairs(spec, base, col), col)
+
+
+def _by_round(pairs: pd.DataFrame, col: str) -> list[float]:
+    return [ratio(mean(g[f"{col}_s"]), mean(g[f"{col}_b"])) for _, g in pairs.groupby("repeat", sort=True)]
+
+
+def pooled_round_spread(by_point: Iterable[list[float]]) -> RoundSpread | None:
+    """The between-round spread of the log speedup, pooled over points: the sum of each
+    point's squared deviations from its own mean over the sum of their degrees of freedom
+    (R - 1 per point). With 3 concurrencies of 3 rounds that is 6 degrees of freedom
+    where one point alone has 2. It assumes the points of one arm pair share a spread,
+    which the A/A arm measures directly. None when no point has 2 rounds."""
+    ss, df = 0.0, 0
+    for ratios in by_point:
+        logs = np.log([v for v in ratios if np.isfinite(v) and v > 0])
+        if len(logs) >= 2:
+            ss += float(((logs - logs.mean()) ** 2).sum())
+            df += len(logs) - 1
+    return RoundSpread(float(np.sqrt(ss / df)), df) if df else None
+
+
+def _pairs(spec: pd.DataFrame, base: pd.DataFrame, col: str) -> pd.DataFrame:
+    a, b = spec[np.isfinite(spec[col])], base[np.isfinite(base[col])]
+    return a[PAIR_KEYS + [col]].merge(b[PAIR_KEYS + [col]], on=PAIR_KEYS, suffixes=("_s", "_b"))
+
+
+def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: RoundSpread | None,
+                 level: float) -> dict[str, Any]:
+    col = TPS_COLUMNS[prefix]
     a, b = spec[np.isfinite(spec[col])], base[np.isfinite(base[col])]
     out = {f"{prefix}_mean": ratio(mean(a[col]), mean(b[col])),
            f"{prefix}_median": ratio(pct(a[col], 50), pct(b[col], 50)),
@@ -55,19 +97,20 @@ def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, col: str, prefix: str) 
            f"{prefix}_by_repeat": [], f"{prefix}_between_sd": NAN}
     if len(a) == 0 or len(b) == 0:
         return out
-    pairs = a[PAIR_KEYS + [col]].merge(b[PAIR_KEYS + [col]], on=PAIR_KEYS, suffixes=("_s", "_b"))
+    pairs = _pairs(spec, base, col)
     if len(pairs) >= 2:
         s_tps, b_tps = pairs[f"{col}_s"].to_numpy(), pairs[f"{col}_b"].to_numpy()
-        lo, hi = cluster_paired_ratio_ci(s_tps, b_tps, pairs["repeat"].to_numpy())
+        lo, hi = cluster_paired_ratio_ci(s_tps, b_tps, pairs["repeat"].to_numpy(), spread=spread,
+                                          level=level)
         out[f"{prefix}_pairs"] = len(pairs)
         out[f"{prefix}_mean"] = ratio(mean(s_tps), mean(b_tps))
         out[f"{prefix}_median"] = ratio(pct(s_tps, 50), pct(b_tps, 50))
-        by = [ratio(mean(g[f"{col}_s"]), mean(g[f"{col}_b"])) for _, g in pairs.groupby("repeat", sort=True)]
+        by = _by_round(pairs, col)
         out[f"{prefix}_by_repeat"] = by
         if len(by) >= 2:
             out[f"{prefix}_between_sd"] = float(np.std(by, ddof=1))
     else:
-        lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy())
+        lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy(), level=level)
     out[f"{prefix}_ci_low"], out[f"{prefix}_ci_high"] = lo, hi
     return out
 

@@ -6,7 +6,8 @@ is the same formula over the engine core's timestamps. The two agree when delive
 pace with decoding. When the API server falls behind (starved of CPU, or too few API
 server processes for the concurrency) it sends several steps in one write: the client
 sees a shorter decode window than the engine, or, when every token arrives in one read,
-no window at all (a *burst*, whose client TPS is undefined).
+no window at all (a *burst*, whose client TPS is undefined). A window under half the
+engine's is a burst too (``table.COMPRESSED_WINDOW``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from speedbench.metrics.numbers import NAN, finite, mean
+from speedbench.metrics.table import COMPRESSED_WINDOW
 
 # Client and engine per-user TPS "agree" when their means over the same requests are
 # within 5%. The engine's clock stops when the last step is produced and the client's
@@ -42,7 +44,8 @@ def timing_block(ok: pd.DataFrame, loop_lag_ms: float | None) -> tuple[dict[str,
              else "likely cause: the server batched its output (the API server fell behind the engine)")
     warnings = []
     if n_burst:
-        warnings.append(f"{n_burst} of {n_ok} requests were bursts (every token in one read): their client-side "
+        warnings.append(f"{n_burst} of {n_ok} requests were bursts (every token in one read, or in under "
+                        f"{COMPRESSED_WINDOW:.0%} of the engine's generation time): their client-side "
                         f"TPS is undefined; {cause}")
     both = ok[ok["per_user_tps"].notna() & ok["engine_tps"].notna()]
     client, engine = finite(both["per_user_tps"]), finite(both["engine_tps"])

@@ -208,8 +208,8 @@ def noise_lines(run: Run) -> list[str]:
     if rounds >= 2:
         sds = [num(r.get("speedup_between_sd")) for r in run.rows if ok(r.get("speedup_between_sd"))]
         out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "
-                   f"prompts); the speedup moved between rounds by a standard deviation of up to "
-                   f"{max(sds, default=math.nan):.3f}x.")
+                   f"prompts, the spread between rounds pooled over each arm's concurrencies); the speedup moved "
+                   f"between rounds by a standard deviation of up to {max(sds, default=math.nan):.3f}x.")
     elif any(ok(r.get("speedup_ci_low")) for r in run.rows):
         out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
                    "server starts. Set repeats: 3 and aa_check: true to measure it.")
@@ -224,6 +224,28 @@ def noise_lines(run: Run) -> list[str]:
                    + "; ".join(cells) + "."
                    + (f" {len(bad)} interval(s) exclude 1.00x: the two servers differed by more than the interval "
                       "allows, so the other intervals are too narrow too." if bad else ""))
+    out += _baseline_and_stopping_lines(run)
+    return out
+
+
+def _baseline_and_stopping_lines(run: Run) -> list[str]:
+    """Where the baseline came from (a reused one: which run, how old, its canary) and
+    where sequential stopping stopped each point."""
+    out = []
+    src = run.summary.get("baseline_source") or {}
+    if src.get("reused"):
+        canary = ", ".join(f"c={c.get('concurrency')} {fmt(c.get('ratio'), 3)}x "
+                           f"(±{fmt(100 * num(c.get('tolerance')), 1)}%)" for c in src.get("canary") or [])
+        out.append(f"Baseline reused from run {src.get('run_id')}, measured {src.get('measured_utc')} "
+                   f"({fmt(src.get('age_days'), 1)} days before this run); canary against it: {canary}.")
+    elif src.get("reason"):
+        out.append(f"Baseline measured in this run: {src['reason']}.")
+    stops = [s for s in run.summary.get("stopping") or [] if s.get("reason")]
+    if stops:
+        cells = [f"{s.get('arm')} c={s.get('concurrency')}{' [' + s['variant'] + ']' if s.get('variant') else ''}: "
+                 f"{s.get('prompts')} prompts ({str(s.get('reason')).replace('_', ' ')})" for s in stops]
+        out.append("Sequential stopping (intervals of stopped points at the look level "
+                   f"{fmt(stops[0].get('level'), 4)}): " + "; ".join(cells) + ".")
     return out
 
 

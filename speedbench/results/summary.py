@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import metrics
+from speedbench.metrics.sequential import stopping_rows, widen_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
 from speedbench.results.files import atomic_write
@@ -118,6 +119,10 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         )
     rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
                              percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None)
+    stopping: list[dict[str, Any]] = []
+    if sc.stop is not None:  # intervals of stopped points are taken at the look level
+        stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
+        widen_rows(rows, stopping)
     cals = calibrations(run_dir, sc, provenance, write)
     calib_store.apply(rows, cals)
     screening, promoted = calib_screen.screening_block(rows, sc, cals)
@@ -136,6 +141,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "screening": screening,
         "promoted": promoted,
         "arms": run_dir.arm_costs(),
+        "stopping": stopping,
+        "baseline_source": run_dir.read_json("baseline.json") or {"reused": False},
         "rows": rows,
         "categories": metrics.category_rows(records, sc.baseline_arm),
     }

@@ -25,6 +25,7 @@ from speedbench.records import PointKey
 from speedbench.run.context import RunContext
 from speedbench.run.cost import arm_gpus
 from speedbench.run.point import run_point
+from speedbench.run.reuse import reuse_baseline
 
 
 def run_arms(ctx: RunContext) -> bool:
@@ -121,6 +122,9 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
             # The process ids let tests (and users) prove that nothing was left running.
             prov["server_process"] = {"pid": server.pid, "pgid": server.pgid}
             ctx.run_dir.save_provenance(arm.name, prov)
+            if arm.name == sc.baseline_arm and sc.baseline_from is not None and repeat == 0 \
+                    and reuse_baseline(ctx, server, prov):
+                return  # an earlier run's baseline holds (its canary passed): nothing to measure
             for i, key in enumerate(todo):
                 if ctx.stop.is_set():
                     return

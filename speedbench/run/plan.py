@@ -7,7 +7,7 @@ dry-run can never drift from what actually starts.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -48,6 +48,15 @@ class Plan:
     @property
     def n_launches(self) -> int:
         return sum(1 for a in self.arms if a.launched) * self.rounds
+
+    def rounds_left(self, finished: Collection[tuple[PointKey, int]]) -> list[tuple[PointKey, int]]:
+        """Every (point, round) not in ``finished`` (``RunDir.finished_rounds()``), round by
+        round in run order: what a run or resume still has to measure."""
+        return [(k, r) for r in range(self.rounds) for k in self.points() if (k, r) not in finished]
+
+    def unfinished(self, finished: Collection[tuple[PointKey, int]], arm: str | None = None) -> list[PointKey]:
+        """The points (of one arm, if given) with a round not yet finished."""
+        return [k for k in self.points(arm) if any((k, r) not in finished for r in range(self.rounds))]
 
     def points(self, arm: str | None = None) -> list[PointKey]:
         """Every point the run measures (of one arm, if given), in the order it runs them:

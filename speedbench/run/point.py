@@ -8,7 +8,9 @@ from speedbench.engine import Server
 from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
-from speedbench.loadgen import Target, measure, run_async
+from speedbench.loadgen import PointJob, Target, measure, run_async
+from speedbench.loadgen.batches import measure_batches
+from speedbench.run.stopping import point_stop
 from speedbench.scenario import Scenario
 from speedbench.workload.chat import RequestBuilder
 
@@ -17,12 +19,10 @@ def trust_remote_code(sc: Scenario) -> bool:
     return bool(sc.server.args.get("trust-remote-code") or sc.server.args.get("trust_remote_code"))
 
 
-def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -> str | None:
-    """Run one round (``repeat``) of one point to the end on this server; returns why the
-    arm failed, or None."""
+def client_side(ctx: RunContext, server: Server, key: PointKey, job: PointJob) -> tuple[RequestBuilder, ClientConfig]:
+    """The request builder (prompts prepared) and the client settings for one point's job."""
     sc = ctx.scenario
-    job = ctx.plan.job(key, ctx.prepared.workloads, repeat)
-    wname, rate = sc.point_load(key.variant)
+    wname, _ = sc.point_load(key.variant)
     variant = next((v for v in sc.workload.variants if v.name == wname), None)
     builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.prepared.tokenizer,
                              trust_remote_code=trust_remote_code(sc))
@@ -33,6 +33,16 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         request_timeout_s=sc.workload.request_timeout_s,
         idle_timeout_s=sc.workload.idle_timeout_s,
     )
+    return builder, cfg
+
+
+def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -> str | None:
+    """Run one round (``repeat``) of one point to the end on this server; returns why the
+    arm failed, or None."""
+    sc = ctx.scenario
+    job = ctx.plan.job(key, ctx.prepared.workloads, repeat)
+    _, rate = sc.point_load(key.variant)
+    builder, cfg = client_side(ctx, server, key, job)
     total = sum(len(p.turns) for p in job.prompts)  # one request per turn
     ctx.live.point_started(key, total)
 
@@ -56,7 +66,12 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         ctx.live.record_done(rec)
 
     # Each arm runs in its own thread, so each point gets its own event loop.
-    m = run_async(measure(Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record), job))
+    target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
+    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts))
+    if stop is None:
+        m = run_async(measure(target, job))
+    else:  # sequential stopping: batches that end at the looks
+        m = run_async(measure_batches(target, job, stop.batches(), stop.go_on))
     aborted = m.aborted
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None
@@ -76,6 +91,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
         padding_unit=builder.padding_unit,
         **({"request_rate": rate, "burstiness": sc.load.burstiness} if rate is not None else {}),
+        **(stop.marks(len(job.prompts)) if stop is not None else {}),
     )
     ctx.live.point_done(key)
     return failure

@@ -127,7 +127,7 @@ def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared
                       n_prompts=prepared.n_prompts)
     done = run_dir.finished_rounds() if resume else set()
     with LiveProgress(console) as live:
-        todo = [(k, r) for r in range(plan.rounds) for k in plan.points() if (k, r) not in done]
+        todo = plan.rounds_left(done)
         launched = {ap.arm.name for ap in plan.arms if ap.launched}
         live.plan(starts=len({(k.arm, r) for k, r in todo if k.arm in launched}), points=len(todo))
         ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done)

@@ -17,6 +17,7 @@ from speedbench.scenario.arms import SWEEP_ROOTS, SWEEP_SUGAR, ArmSpec, Speculat
 from speedbench.scenario.base import ArgValue, EnvValue
 from speedbench.scenario.executor import ExecutorSpec, SlurmSpec
 from speedbench.scenario.traffic import LoadSpec, SloSpec, rate_label
+from speedbench.scenario.stopping import BaselineFromSpec, StopSpec
 from speedbench.scenario.model import (
     DockerSpec,
     GateSpec,
@@ -34,5 +35,5 @@ __all__ = [
     "Reference", "Scenario", "ServerSpec", "SlurmSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec",
            "apply_overrides",
     "expand_arms", "format_validation_error", "load_raw", "load_scenario", "parse_override", "resolved_dict",
-    "select_arms", "validate_data", "LoadSpec", "SloSpec", "rate_label",
+    "select_arms", "validate_data", "LoadSpec", "SloSpec", "rate_label", "BaselineFromSpec", "StopSpec",
 ]

@@ -15,6 +15,7 @@ from speedbench.metrics.registry import GATE_METRIC_NAMES
 from speedbench.scenario.arms import ArmSpec
 from speedbench.scenario.base import ArgValue, EnvValue, Strict, env_strings, safe_name
 from speedbench.scenario.executor import ExecutorSpec
+from speedbench.scenario.stopping import BaselineFromSpec, StopSpec
 from speedbench.scenario.traffic import LoadSpec, PromoteSpec, SloSpec, load_points
 
 
@@ -165,6 +166,9 @@ class Scenario(Strict):
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     load: LoadSpec = Field(default_factory=LoadSpec)  # closed loop (default) or request rates
     slo: SloSpec = Field(default_factory=SloSpec)  # goodput thresholds (docs/metrics.md, "Goodput")
+    # Sequential stopping and a reused baseline (docs/metrics.md, "Sequential stopping").
+    stop: StopSpec | None = None
+    baseline_from: BaselineFromSpec | None = None
     # Calibration files (speedbench calibrate) for speedup_predicted; default: the folder
     # "calibrations" beside the run's scenario folders (results/calibrations).
     calibrations: str | None = None
@@ -203,7 +207,8 @@ class Scenario(Strict):
         predicted there."""
         if self.load.mode == "screen":
             self.arms = [a for a in self.arms if a.is_speculative]
-            self.baseline, self.aa_check = None, False
+            # nor is a baseline reused: the full run a promoted checkpoint gets does that
+            self.baseline, self.aa_check, self.baseline_from = None, False, None
             if not self.arms:
                 raise ValueError("load mode 'screen' needs a speculative arm")
         if self.promote and self.promote.beats and self.load.mode == "screen" \
@@ -222,6 +227,11 @@ class Scenario(Strict):
         needs_model = any(a.base_url is None for a in self.arms) and self.server.launcher != "external"
         if needs_model and not self.server.model:
             raise ValueError("server.model is required when speedbench launches servers")
+        if self.stop is not None and self.load.mode == "rate":
+            raise ValueError("stop (sequential stopping) needs the closed loop: an arrival schedule is one "
+                             "whole pass, it cannot end at a look")
+        if self.baseline_from is not None and self.baseline_arm is None:
+            raise ValueError("baseline_from needs a baseline arm")
         if self.server.launcher == "external":
             missing = [a.name for a in self.arms if not a.base_url]
             if missing:

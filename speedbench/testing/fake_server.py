@@ -39,6 +39,7 @@ from speedbench.testing.script import (
     marker_overrides,
     plan,
     synthetic_al_of,
+    with_noise,
 )
 
 
@@ -173,7 +174,7 @@ class _Handlers:
         over = dict(marker_overrides(_last_text(body)))
         if isinstance(body.get("fake"), dict):
             over.update(body["fake"])
-        cfg = s.config.with_overrides(over)
+        cfg = with_noise(s.config.with_overrides(over), _last_text(body))
         fault = fault_from(over) or s.config.faults.get(seq)
         em = Emission(seq=seq, path=request.path, body=body, t_arrival_ns=t_arrival,
                       fault=fault.kind if fault else None)

@@ -7,6 +7,7 @@ the same script the server plays. Times are seconds from the request's arrival.
 from __future__ import annotations
 
 import math
+import random
 import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -63,6 +64,13 @@ class FakeConfig:
     # vLLM's --api-key: every /v1 path wants "Authorization: Bearer KEY" and answers 401
     # {"error": "Unauthorized"} without it; /health, /metrics and /version stay open.
     api_key: str | None = None
+    # Per-request speed noise: each request's decode steps take ``t_step_s / g`` with g
+    # lognormal of mean 1 and this sigma, so its per-user TPS is the exact TPS times g and
+    # the mean TPS stays exact. g is drawn from (noise_seed, the prompt's text): the same
+    # prompt gets the same g on one server, and two servers with different seeds differ
+    # independently, as two arms do (sequential-stopping coverage tests).
+    tps_noise: float = 0.0
+    noise_seed: int = 0
     # A known step-cost model (docs/metrics.md, "Calibration"): one decode step of a batch of
     # B running requests takes t_step_s + token_cost_s * B * (k + 1) + draft_cost_s * k:
     # a fixed cost, the verify pass over every request's k + 1 positions, and drafting.
@@ -88,6 +96,15 @@ class FakeConfig:
         if "acceptance" in clean:
             clean["acceptance"] = tuple(int(a) for a in clean["acceptance"])
         return replace(self, **clean)
+
+
+def with_noise(cfg: FakeConfig, text: str) -> FakeConfig:
+    """``cfg`` with this request's step time under the per-request speed noise."""
+    if cfg.tps_noise <= 0:
+        return cfg
+    sigma = cfg.tps_noise
+    g = random.Random(f"{cfg.noise_seed}:{text}").lognormvariate(-sigma * sigma / 2, sigma)
+    return replace(cfg, t_step_s=cfg.t_step_s / g)
 
 
 @dataclass(frozen=True)

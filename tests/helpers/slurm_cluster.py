@@ -14,12 +14,17 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
+# A requeued job is held until its old credential expires: cred_expire, 120 s by default.
+# 10 s lets a requeue test finish in about a minute; production clusters keep the default.
+# The held job then waits for the next full scheduling pass (every 60 s by default): 2 s here.
+CRED_EXPIRE_S = 10
 
 
 def _free_port() -> int:
@@ -44,8 +49,9 @@ def unavailable() -> str | None:
 
 
 class Cluster:
-    def __init__(self, root: Path, cpus: int = 2, memory_mb: int = 8000):
+    def __init__(self, root: Path, cpus: int = 2, memory_mb: int = 8000, gpus: int = 2):
         self.root = Path(root)
+        self.gpus = gpus  # fake GPUs: device nodes under root/dev (see _fake_gpus)
         self.host = socket.gethostname().split(".")[0]
         self.cpus, self.memory_mb = cpus, memory_mb
         self.conf = self.root / "slurm.conf"
@@ -57,15 +63,36 @@ class Cluster:
     def env(self) -> dict[str, str]:
         return {"SLURM_CONF": str(self.conf)}
 
+    def _fake_gpus(self) -> int:
+        """Make ``gpus`` character devices (NVIDIA's major 195) under root/dev for gres.conf.
+
+        slurmd takes a GPU's index from its File= name and sets CUDA_VISIBLE_DEVICES from
+        it. A Count= without File= does not do: slurmd 22.05 then reports 0 GPUs and
+        slurmctld marks the node INVAL. The nodes are never opened, so they need no driver. Returns 0 (no GPUs declared) where mknod is
+        not allowed, so that the rest of the tier still runs."""
+        dev = self.root / "dev"
+        dev.mkdir(exist_ok=True)
+        try:
+            for i in range(self.gpus):
+                p = dev / f"nvidia{i}"
+                if not p.exists():
+                    os.mknod(p, 0o600 | stat.S_IFCHR, os.makedev(195, i))
+        except OSError:
+            return 0
+        (self.root / "gres.conf").write_text(f"NodeName={self.host} Name=gpu File={dev}/nvidia[0-{self.gpus - 1}]\n")
+        return self.gpus
+
     def _write(self) -> None:
         r = self.root
         for d in ("spool/slurmd", "spool/slurmctld", "log", "run"):
             (r / d).mkdir(parents=True, exist_ok=True)
+        self.gpus = self._fake_gpus() if self.gpus else 0
+        gres = ("GresTypes=gpu\n", f" Gres=gpu:{self.gpus}") if self.gpus else ("", "")
         self.conf.write_text(f"""\
 ClusterName=sbtest
 SlurmctldHost={self.host}
 AuthType=auth/munge
-AuthInfo=socket={self.socket}
+AuthInfo=socket={self.socket},cred_expire={CRED_EXPIRE_S}
 CredType=cred/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -84,8 +111,9 @@ SlurmdLogFile={r}/log/slurmd.log
 JobCompType=jobcomp/none
 KillWait=5
 MinJobAge=300
+SchedulerParameters=sched_interval=2,bf_interval=2
 DefMemPerCPU=1000
-NodeName={self.host} CPUs={self.cpus} RealMemory={self.memory_mb} State=UNKNOWN
+{gres[0]}NodeName={self.host} CPUs={self.cpus} RealMemory={self.memory_mb}{gres[1]} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """)
 

@@ -258,3 +258,52 @@ def test_jobs_and_gather_without_a_scheduler_and_gather_returns_the_gate_exit(tm
     assert (tmp_path / "gates.xml").exists() and (rd.path / "report.html").exists()
     assert sorted(p.name for p in rd.path.glob("records*.jsonl")) == ["records-j1.jsonl", "records-j2.jsonl"]
     assert len(json.loads((rd.path / "summary.json").read_text())["rows"]) == 2
+
+
+def _run_arm_script(tmp_path: Path, body: str, *, restarts: int | None = None, term_after_s: float | None = None,
+                    cancelled: bool = False) -> tuple[int, str, list[str]]:
+    """The generated arm script under bash, with speedbench replaced by ``body`` and a
+    scontrol that only logs: -> (exit code, output, scontrol calls)."""
+    bin_dir, run = tmp_path / "bin", tmp_path / "R"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (run / "slurm").mkdir(parents=True, exist_ok=True)
+    for name, text in (("scontrol", f'echo "$*" >> {tmp_path}/scontrol.log\n'), ("fake-speedbench", body)):
+        (bin_dir / name).write_text("#!/bin/bash\n" + text)
+        (bin_dir / name).chmod(0o755)
+    if cancelled:
+        (run / "slurm" / "cancelled").write_text("x\n")
+    script = arm_script(sc_with(speedbench=["fake-speedbench"], max_requeues=2), run, "baseline", cwd=tmp_path)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "7"}
+    env.pop("SLURM_RESTART_COUNT", None)
+    if restarts is not None:
+        env["SLURM_RESTART_COUNT"] = str(restarts)
+    p = subprocess.Popen(["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if term_after_s is not None:
+        time.sleep(term_after_s)
+        p.send_signal(signal.SIGTERM)  # what --signal=B:TERM does: only the batch shell gets it
+    out, _ = p.communicate(timeout=30)
+    log = tmp_path / "scontrol.log"
+    return p.returncode, out, log.read_text().splitlines() if log.exists() else []
+
+
+def test_arm_script_requeues_on_slurms_signal_until_max_requeues(tmp_path):
+    rc, out, calls = _run_arm_script(tmp_path / "a", "exit 130\n")
+    assert (rc, calls) == (130, ["requeue 7"]) and "requeueing job 7 (requeue 1 of 2)" in out
+    assert (tmp_path / "a" / "R" / "slurm" / "7.exit").read_text() == "130\n"
+    rc, out, calls = _run_arm_script(tmp_path / "b", "exit 130\n", restarts=1)
+    assert calls == ["requeue 7"] and "(requeue 2 of 2)" in out
+    # the cap: the third stop fails the job and leaves the marker that status reads
+    rc, out, calls = _run_arm_script(tmp_path / "c", "exit 130\n", restarts=2)
+    assert (rc, calls) == (130, []) and "after 2 requeues (max_requeues); not requeueing" in out
+    assert (tmp_path / "c" / "R" / "slurm" / "7.requeue-cap").read_text() == "2\n"
+    # speedbench killed by the forwarded SIGTERM before its own handler (during start-up)
+    rc, out, calls = _run_arm_script(tmp_path / "d", "exec sleep 20\n", term_after_s=0.5)
+    assert (rc, calls) == (143, ["requeue 7"]), out
+
+
+@pytest.mark.parametrize(("body", "cancelled", "rc"), [("exit 0\n", False, 0), ("exit 1\n", False, 1),
+                                                       ("exit 130\n", True, 130)])
+def test_arm_script_does_not_requeue_a_finished_failed_or_cancelled_arm(tmp_path, body, cancelled, rc):
+    got, out, calls = _run_arm_script(tmp_path, body, cancelled=cancelled)
+    assert (got, calls) == (rc, []), out
+    assert not (tmp_path / "R" / "slurm" / "7.requeue-cap").exists()

@@ -23,6 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.helpers.slurm_cluster import Cluster, unavailable
@@ -294,3 +295,166 @@ def test_nightly_matrix_of_two_checkpoints_builds_one_dashboard(cluster, tmp_pat
     for c in record["cells"]:
         assert (Path(c["run"]) / "summary.json").exists()
     assert_nothing_left(cluster, tag, Path(record["cells"][0]["run"]))
+
+
+# ---- issue 23: requeue at the time limit, max_requeues, sacct, GPUs --------------------
+
+# The fake server, slow on a job's first attempt only: that attempt cannot finish its one
+# request (8 tokens, 5 s each) before Slurm's time-limit signal; the requeued attempt
+# (SLURM_RESTART_COUNT=1, inherited from the job) answers at once.
+SLOW_FIRST = '''\
+import os, sys
+from speedbench.testing.fake_server import main
+argv = sys.argv[1:]
+if os.environ.get("SLURM_RESTART_COUNT", "0") == "0":
+    argv += ["--t-step", "5"]  # argparse keeps the last --t-step
+main(argv)
+'''
+
+
+def one_arm_scenario(tmp: Path, name: str, *, slow_first: bool, t_step: float, **slurm) -> Path:
+    prompts = write_prompts(tmp / "p.jsonl", ["question 0", "question 1"])
+    server = fake_local(**{"t-step": t_step, "output-tokens": 8})
+    if slow_first:
+        (tmp / "slow_first.py").write_text(SLOW_FIRST)
+        server["command"] = [sys.executable, str(tmp / "slow_first.py")]
+    sc = scenario(name, prompts, server=server, arms=[{"name": "base"}], concurrency=[1],
+                  workload={"request_timeout_s": 120, "idle_timeout_s": 30})
+    sc["executor"] = {"kind": "slurm", "slurm": {
+        "speedbench": [sys.executable, "-m", "speedbench.cli"], "setup": [f"export PYTHONPATH={REPO}"],
+        "cpus_per_task": 1, "mem": "1500M", **slurm}}
+    return write_yaml(tmp / "s.yaml", sc)
+
+
+def show_job(cluster: Cluster, job_id: str) -> dict[str, str]:
+    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
+                         env={**os.environ, **cluster.env})
+    return dict(w.split("=", 1) for w in out.stdout.split() if "=" in w)
+
+
+def submit_one(cluster: Cluster, scen: Path, tmp: Path, tag: str) -> tuple[Path, str, str]:
+    res = sb(cluster, ["run", str(scen), "-o", str(tmp / "out"), "--skip-doctor"], tag=tag, cwd=tmp)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = the_run(tmp / "out")
+    jobs = json.loads((run / "slurm" / "jobs.json").read_text())
+    return run, jobs["arms"]["base"][0], jobs["gather"][0]
+
+
+def test_time_limit_signal_requeues_the_job_which_finishes_on_its_second_attempt(cluster, tmp_path, tag):
+    """--time=1 (Slurm's minimum) with --signal=B:TERM@20. slurmctld checks time limits
+    every 30 s and signals once the limit is nearer than 20 + 30 s, so the signal comes
+    10-40 s into the job: inside the first request (40 s long), and early enough to stop
+    and requeue before the limit. Nothing but Slurm signals the job here."""
+    t0 = time.monotonic()
+    scen = one_arm_scenario(tmp_path, "slurmtime", slow_first=True, t_step=0.004, time="00:01:00", signal_before_s=20)
+    run, job, gather = submit_one(cluster, scen, tmp_path, tag)
+    states = wait_jobs(cluster, [job, gather], timeout=110)
+    wall = time.monotonic() - t0
+    assert states == {job: "COMPLETED", gather: "COMPLETED"}, (states, job_output(run))
+    info = show_job(cluster, job)
+    assert (info["Restarts"], info["TimeLimit"]) == ("1", "00:01:00"), info
+    out = job_output(run)
+    assert out.count(f"requeueing job {job} (requeue 1 of 3)") == 1, out
+    assert (run / "slurm" / f"{job}.exit").read_text() == "0\n"
+    # The same job id wrote both attempts; the second measured the point that the signal cut.
+    prov = json.loads((run / f"provenance-{job}.json").read_text())["base"]["cluster"]
+    assert prov["restart_count"] == "1"
+    summary = json.loads((run / "summary.json").read_text())
+    assert [(r["status"], r["n_requests"]) for r in summary["rows"]] == [("ok", 2)], summary["rows"]
+    recs = jsonl(run / f"records-{job}.jsonl")
+    assert len({record_key(r) for r in recs}) == len(recs) == 2, recs
+    (cut,) = jsonl(run / "records.superseded.jsonl")  # the request in flight at the signal
+    assert cut["error_detail"].startswith("interrupted") and cut["chunk_tokens"], cut
+    st = sb(cluster, ["status", str(run)], tag=tag, cwd=tmp_path)
+    assert st.returncode == 0 and "COMPLETED" in st.stdout and "1/1" in st.stdout, st.stdout
+    assert_nothing_left(cluster, tag, run)
+    cut_s = (cut["t_end_ns"] - cut["t_sent_ns"]) / 1e9
+    print(f"time-limit requeue: {wall:.0f} s from submit to gathered; the signal cut the request after {cut_s:.1f} s")
+
+
+def _server_up(tag: str) -> bool:
+    for p in tagged(tag):
+        try:
+            if "fake_server" in " ".join(p.cmdline()):
+                return True
+        except psutil.Error:  # it ended (or turned zombie) since tagged() listed it
+            continue
+    return False
+
+
+def _wait(pred, what: str, run: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not within {timeout} s\n{job_output(run)}")
+
+
+def test_requeue_cap_fails_the_job_and_status_says_how_to_resume(cluster, tmp_path, tag):
+    """max_requeues=1: Slurm's signal to the batch shell (`scancel --batch --signal=TERM`,
+    what --signal=B:TERM sends, without waiting for the limit) requeues the job once; the
+    second signal finds SLURM_RESTART_COUNT=1 and fails the job."""
+    scen = one_arm_scenario(tmp_path, "slurmcap", slow_first=False, t_step=2.0, max_requeues=1, signal_before_s=0)
+    run, job, gather = submit_one(cluster, scen, tmp_path, tag)
+    env = {**os.environ, **cluster.env}
+    for restarts in ("0", "1"):
+        _wait(lambda r=restarts: show_job(cluster, job).get("Restarts") == r and _server_up(tag),
+              f"attempt {restarts} serving", run)
+        subprocess.run(["scancel", "--batch", "--signal=TERM", job], env=env, check=True)
+        _wait(lambda: not _server_up(tag), "the server stopped", run)
+    states = wait_jobs(cluster, [job, gather])
+    assert states[job] == "FAILED", (states, job_output(run))
+    assert show_job(cluster, job)["Restarts"] == "1"
+    assert (run / "slurm" / f"{job}.requeue-cap").read_text() == "1\n"
+    st = sb(cluster, ["status", str(run)], tag=tag, cwd=tmp_path)
+    assert st.returncode == 1, st.stdout
+    flat = " ".join(st.stdout.replace("│", " ").split())
+    assert "FAILED (died)" in flat and "requeue cap reached" in flat, st.stdout
+    js = sb(cluster, ["status", str(run), "--json"], tag=tag, cwd=tmp_path)
+    (arm,) = json.loads(js.stdout)["jobs"]
+    assert arm["died"] and ("requeue cap reached: stopped by the time limit or preemption after 1 requeue "
+                            "(max_requeues=1)") in arm["reason"]
+    assert f"speedbench run --resume {run}" in arm["reason"]
+    assert_nothing_left(cluster, tag, run)
+
+
+def test_status_of_jobs_slurm_has_forgotten_says_accounting_is_not_configured(cluster, tmp_path, tag):
+    """This Slurm has no accounting database: sacct errors out for real, and status says so."""
+    from speedbench.results import RunDir
+    from speedbench.scenario import load_scenario, resolved_dict
+
+    scen = one_arm_scenario(tmp_path, "slurmgone", slow_first=False, t_step=0.004)
+    rd = RunDir.create(tmp_path / "out", "slurmgone")
+    rd.write_scenario(resolved_dict(load_scenario(scen)))
+    (rd.path / "slurm").mkdir()
+    (rd.path / "slurm" / "jobs.json").write_text(json.dumps({"executor": "slurm", "arms": {"base": ["987654"]},
+                                                              "gather": ["987655"], "submissions": []}))
+    (rd.path / "slurm" / "987654.exit").write_text("0\n")
+    js = sb(cluster, ["status", str(rd.path), "--json"], tag=tag, cwd=tmp_path)
+    data = json.loads(js.stdout)
+    (arm,) = data["jobs"]
+    assert arm["state"] == "COMPLETED" and arm["died"]  # its points are not in the folder
+    assert arm["reason"] == ("exit 0; slurmctld no longer knows the job and accounting is not configured "
+                             "(sacct: Slurm accounting storage is disabled)")
+    assert data["gather"]["state"].startswith("UNKNOWN (accounting is not configured")
+    st = sb(cluster, ["status", str(rd.path)], tag=tag, cwd=tmp_path)
+    assert st.returncode == 1 and "Traceback" not in st.stderr
+    assert "accounting is not configured" in " ".join(st.stdout.replace("│", " ").split())
+
+
+def test_gpu_job_sees_the_devices_slurm_gave_it(cluster, tmp_path, tag):
+    """The fixture declares two fake GPUs (device nodes under its folder, gres.conf);
+    slurmd sets CUDA_VISIBLE_DEVICES from the gres it allocates."""
+    if not cluster.gpus:
+        pytest.skip("mknod is not allowed here, so the test cluster declares no GPUs")
+    scen = one_arm_scenario(tmp_path, "slurmgpu", slow_first=False, t_step=0.004, gpus_per_task=2)
+    dry = sb(cluster, ["run", str(scen), "--dry-run", "--skip-doctor"], tag=tag, cwd=tmp_path)
+    assert "#SBATCH --gpus-per-task=2" in dry.stdout, dry.stdout
+    run, job, gather = submit_one(cluster, scen, tmp_path, tag)
+    states = wait_jobs(cluster, [job, gather])
+    assert set(states.values()) == {"COMPLETED"}, (states, job_output(run))
+    prov = json.loads((run / f"provenance-{job}.json").read_text())["base"]["cluster"]
+    assert (prov["cuda_visible_devices"], prov["gpus"]) == ("0,1", "0,1"), prov
+    assert show_job(cluster, job).get("TresPerTask") == "gres:gpu:2"
+    assert_nothing_left(cluster, tag, run)

@@ -82,8 +82,10 @@ def test_draft_sweep_takes_same_system_arms_and_refuses_another_system():
 
 
 def test_screen_mode_drops_the_baseline_and_runs_one_high_concurrency_point():
-    sc = _sc(load={"mode": "screen", "screen_concurrency": 32}, aa_check=True, promote={"best": 1})
+    sc = _sc(load={"mode": "screen", "screen_concurrency": 32}, aa_check=True, promote={"best": 1},
+             baseline_from={"results": "results"})
     assert [a.name for a in sc.arms] == ["e3", "e3b", "self"] and sc.baseline_arm is None and not sc.aa_check
+    assert sc.baseline_from is None  # a scenario that reuses its baseline in full runs screens without one
     assert sc.load_points("") == [(32, "", None)]
     with pytest.raises(ScenarioError, match="promote"):
         _sc(promote={})

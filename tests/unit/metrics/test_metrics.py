@@ -312,3 +312,22 @@ def test_prompt_rows_trace_speedup_to_questions():
     assert rows[("sd", "p0")]["al_requests"] == pytest.approx((2.5 + 2.0) / 2)
     assert rows[("sd", "p1")]["speedup"] == pytest.approx(0.5)  # the prompt that regressed
     assert math.isnan(rows[("base", "p1")]["speedup"]) and rows[("base", "p1")]["category"] == "qa"
+
+
+def test_a_window_compressed_below_half_the_engines_is_a_burst():
+    """The engine took 300 ms from first to last token; the client saw 4 tokens over
+    150 ms (half: delivery kept pace within reason) or over 20 ms (the first token alone,
+    then the rest together: delivery, not decoding)."""
+    from dataclasses import replace
+
+    from speedbench.records import EngineTiming
+
+    eng = EngineTiming(generation_ms=300.0)
+    paced = replace(mk(idx=0, chunks=[(1.1, 1), (1.2, 2), (1.25, 1)]), engine=eng)
+    squeezed = replace(mk(idx=1, chunks=[(1.1, 1), (1.12, 3)]), engine=eng)
+    no_engine = mk(idx=2, chunks=[(1.1, 1), (1.12, 3)])
+    t = request_table([paced, squeezed, no_engine])
+    assert t.burst.tolist() == [False, True, False]
+    assert t.per_user_tps[0] == pytest.approx(3 / 0.15) and math.isnan(t.per_user_tps[1])
+    assert t.per_user_tps[2] == pytest.approx(3 / 0.02)  # without the engine's clock nothing says otherwise
+    assert t.engine_tps.tolist()[:2] == pytest.approx([10.0, 10.0])

@@ -1,0 +1,241 @@
+"""Sequential stopping: a fixed look schedule, the interval each look may use, the
+stopping rule, and the honest interval a stopped point reports (docs/metrics.md,
+"Sequential stopping").
+
+Looking at an interval after every batch and stopping once it is narrow enough would
+make a 95% interval cover less than 95%: each look is another chance for noise to make
+it narrow around the wrong value. The looks are fixed in advance (``min_prompts · 2^j``,
+capped at ``max_prompts``), and each is taken at level ``1 - alpha / L`` for L looks
+(Bonferroni): with probability at least ``1 - alpha`` every look's interval holds the
+truth at once, so the interval at whichever look the rule picks does too, whatever the
+rule. Doubling keeps L small (7 looks from 16 to 880), so the price is a modest widening
+(z 1.96 -> 2.69), paid only by points that stop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from speedbench.metrics.bootstrap import N_RESAMPLES, paired_ratio_ci
+from speedbench.metrics.table import request_table
+
+# Why a point stopped (points.json ``stop_reason``, summary.json ``stopping``).
+REACHED, MAX_PROMPTS, EXHAUSTED = "target_halfwidth", "max_prompts", "prompts_exhausted"
+STOP_REASONS = (REACHED, MAX_PROMPTS, EXHAUSTED)
+PAIR_KEYS = ["prompt_index", "turn", "repeat"]
+
+
+def look_schedule(n_available: int, min_prompts: int, max_prompts: int | None) -> list[int]:
+    """Prompt counts at which the interval is looked at: ``min_prompts · 2^j`` below the
+    cap, then the cap (``max_prompts``, or every prompt when fewer are available)."""
+    cap = min(n_available, max_prompts) if max_prompts is not None else n_available
+    if cap <= 0:
+        return []
+    looks = []
+    n = min_prompts
+    while n < cap:
+        looks.append(n)
+        n *= 2
+    return [*looks, cap]
+
+
+def look_level(alpha: float, n_looks: int) -> float:
+    """Confidence level of each look: the schedule's alpha split evenly (Bonferroni)."""
+    return 1.0 - alpha / max(1, n_looks)
+
+
+def prompt_order(n: int, seed: int) -> list[int]:
+    """The order prompts go out in under sequential stopping: a seeded permutation, the
+    same in every arm, so every look's prefix is a random sample of the workload (the
+    workload's own order may group categories) and both arms share it."""
+    return [int(i) for i in np.random.default_rng(seed).permutation(n)]
+
+
+def resamples(level: float) -> int:
+    """Bootstrap resamples for an interval at ``level``: at least 25 beyond each end, so
+    the far percentile a look level needs (0.36% at 7 looks) is not read off a handful
+    of resamples; never fewer than the usual 2000."""
+    return max(N_RESAMPLES, math.ceil(25 / ((1 - level) / 2) - 1e-6))
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look's estimate and its interval at the look level."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def halfwidth(self) -> float:
+        """(high - low) / 2 relative to the estimate; inf when undefined."""
+        if not all(math.isfinite(v) for v in (self.estimate, self.ci_low, self.ci_high)) or self.estimate <= 0:
+            return math.inf
+        return (self.ci_high - self.ci_low) / 2 / self.estimate
+
+
+def speedup_look(spec_tps: np.ndarray, base_tps: np.ndarray, level: float) -> Look:
+    """Mean ratio over pairs (the same prompt in both arms) with its paired bootstrap
+    interval at ``level``."""
+    s, b = np.asarray(spec_tps, dtype=float), np.asarray(base_tps, dtype=float)
+    keep = np.isfinite(s) & np.isfinite(b)
+    s, b = s[keep], b[keep]
+    if len(s) < 2 or b.mean() <= 0:
+        return Look(math.nan, math.nan, math.nan)
+    lo, hi = paired_ratio_ci(s, b, level=level, n_resamples=resamples(level))
+    return Look(float(s.mean() / b.mean()), lo, hi)
+
+
+def al_look(accepted: np.ndarray, steps: np.ndarray, level: float) -> Look:
+    """AL pooled over steps, ``1 + Σ accepted / Σ steps``, with a bootstrap interval over
+    requests (each request's accepted and steps resampled together)."""
+    a, n = np.asarray(accepted, dtype=float), np.asarray(steps, dtype=float)
+    keep = n > 0
+    a, n = a[keep], n[keep]
+    if len(a) < 2:
+        return Look(math.nan, math.nan, math.nan)
+    lo, hi = paired_ratio_ci(a, n, level=level, n_resamples=resamples(level))
+    return Look(1.0 + float(a.sum() / n.sum()), 1.0 + lo, 1.0 + hi)
+
+
+def narrow_enough(look: Look, target: float | None) -> bool:
+    return target is not None and look.halfwidth <= target
+
+
+def reason_at_end(n_sent: int, max_prompts: int | None, n_available: int) -> str:
+    """Why a point that never reached its target stopped where it did."""
+    if max_prompts is not None and n_sent >= max_prompts and max_prompts < n_available:
+        return MAX_PROMPTS
+    return EXHAUSTED
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Where and why a point stopped, and its interval there (at the look level)."""
+
+    reason: str
+    prompts: int
+    look: int  # 1-based: the look it stopped at
+    n_looks: int
+    level: float
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+
+def run_rule(spec_tps: np.ndarray, base_tps: np.ndarray, target: float, looks: list[int],
+             alpha: float = 0.05) -> Stopped:
+    """The stopping rule on per-prompt values already in send order (prompt i of both
+    arrays is the i-th prompt sent): look at each scheduled count, stop at the first whose
+    interval is narrow enough. The run path applies the same rule one look at a time
+    (run/stopping.py); tests run it on seeded synthetic data to measure its coverage."""
+    level = look_level(alpha, len(looks))
+    look = Look(math.nan, math.nan, math.nan)
+    for j, n in enumerate(looks):
+        look = speedup_look(spec_tps[:n], base_tps[:n], level)
+        if narrow_enough(look, target):
+            return Stopped(REACHED, n, j + 1, len(looks), level, look.estimate, look.ci_low, look.ci_high)
+    n = looks[-1] if looks else 0
+    return Stopped(EXHAUSTED if n >= len(spec_tps) else MAX_PROMPTS, n, len(looks), len(looks), level,
+                   look.estimate, look.ci_low, look.ci_high)
+
+
+# ---- the summary side: recomputed from the records and points.json -----------------------
+
+
+def stopping_rows(records: list, points: dict, baseline: str | None, alpha: float) -> list[dict[str, Any]]:
+    """One entry per stopped round of a point (points.json entries carrying
+    ``stop_reason``): why and after how many prompts it stopped, and the speedup (and AL)
+    with its interval at the look level, recomputed from the records."""
+    table = request_table(records)
+    out = []
+    for (key, rnd), p in sorted(points.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        if not p.get("stop_reason"):
+            continue
+        n_looks = int(p.get("stop_looks") or 1)
+        level = look_level(alpha, n_looks)
+        base = _round(table, key._replace(arm=baseline), rnd) if baseline not in (None, key.arm) else None
+        looks = point_looks(_round(table, key, rnd), base, level)
+        sp, eng, al = looks["speedup"], looks["speedup_engine"], looks["al"]
+        out.append({"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant, "repeat": rnd,
+                    "reason": p["stop_reason"], "prompts": p.get("stop_prompts"), "look": p.get("stop_look"),
+                    "n_looks": n_looks, "level": level, "speedup": sp.estimate, "ci_low": sp.ci_low,
+                    "ci_high": sp.ci_high, "speedup_engine": eng.estimate, "engine_ci_low": eng.ci_low,
+                    "engine_ci_high": eng.ci_high, "al": al.estimate, "al_ci_low": al.ci_low, "al_ci_high": al.ci_high})
+    return out
+
+
+def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> dict[str, Look]:
+    """The speedup (paired with ``base`` by prompt, turn and round; NaN without it) and
+    the AL of one round of a point, from ok rows of :func:`request_table`."""
+    none = Look(math.nan, math.nan, math.nan)
+    out = {"speedup": none, "speedup_engine": none, "al": none}
+    if mine.empty:
+        return out
+    if base is not None and not base.empty:
+        pairs = mine.merge(base, on=PAIR_KEYS, suffixes=("_s", "_b"))
+        out["speedup"] = speedup_look(pairs["per_user_tps_s"].to_numpy(), pairs["per_user_tps_b"].to_numpy(), level)
+        # the engine's clock gives the second speedup figure; its interval is widened alike
+        out["speedup_engine"] = speedup_look(pairs["engine_tps_s"].to_numpy(), pairs["engine_tps_b"].to_numpy(),
+                                             level)
+    spec = mine[mine["has_spec"]]
+    if len(spec):
+        out["al"] = al_look(spec["spec_accepted"].to_numpy(), spec["spec_steps"].to_numpy(), level)
+    return out
+
+
+def ok_rows(records: list, key: Any, rnd: int) -> pd.DataFrame:
+    """The ok requests of one round of one point, as :func:`request_table` rows."""
+    return _round(request_table(records), key, rnd)
+
+
+def _round(table: pd.DataFrame, key: Any, rnd: int) -> pd.DataFrame:
+    if table.empty:
+        return table
+    sel = ((table["arm"] == key.arm) & (table["concurrency"] == key.concurrency)
+           & (table["variant"] == key.variant) & (table["repeat"] == rnd) & table["ok"])
+    return table[sel]
+
+
+def widen_rows(rows: list[dict[str, Any]], stopping: list[dict[str, Any]]) -> None:
+    """A stopped point's 95% interval over its pairs ignores the looks; widen it (in
+    place) to cover the look-level interval of each of its stopped rounds, and say so."""
+    by_point: dict[tuple, list[dict[str, Any]]] = {}
+    for s in stopping:
+        by_point.setdefault((s["arm"], s["concurrency"], s["variant"]), []).append(s)
+    for r in rows:
+        entries = by_point.get((r["arm"], r["concurrency"], r["variant"] or ""), [])
+        widened = [_widen(r, entries, "speedup", "ci"), _widen(r, entries, "speedup_engine", "engine_ci")]
+        if not any(widened):
+            continue
+        e = entries[0]
+        if r.get("speedup_pairs") == r.get("n_ok"):
+            # every request of the stopped arm is paired: the baseline's extra prompts are
+            # the looks it ran beyond this arm's stop, not prompts this arm lost
+            r["speedup_mean_all"] = math.nan
+            r["warnings"] = [w for w in r.get("warnings", []) if "completed different prompts" not in w]
+        r["warnings"] = [*r.get("warnings", []),
+                         f"sequential stopping: {e['reason']} after {e['prompts']} prompts (look {e['look']} of "
+                         f"{e['n_looks']}); the speedup intervals are taken at the look level {e['level']:.4f} "
+                         f"(Bonferroni over the looks), wider than a plain 95% interval"]
+
+
+def _widen(row: dict[str, Any], entries: list[dict[str, Any]], prefix: str, entry_prefix: str) -> bool:
+    """Widen ``<prefix>_ci_low/high`` of one row to the look-level intervals; False without any."""
+    lows = [s[f"{entry_prefix}_low"] for s in entries if _finite(s.get(f"{entry_prefix}_low"))]
+    highs = [s[f"{entry_prefix}_high"] for s in entries if _finite(s.get(f"{entry_prefix}_high"))]
+    if not lows or not highs:
+        return False
+    lo, hi = row.get(f"{prefix}_ci_low"), row.get(f"{prefix}_ci_high")
+    row[f"{prefix}_ci_low"] = min([*lows, *([lo] if _finite(lo) else [])])
+    row[f"{prefix}_ci_high"] = max([*highs, *([hi] if _finite(hi) else [])])
+    return True
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)

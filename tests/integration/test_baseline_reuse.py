@@ -1,0 +1,103 @@
+"""A baseline reused from an earlier run (``baseline_from:``), against fake servers: the
+canary passes on an unchanged baseline server and fails on a slower one, which is then
+measured again in full."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from speedbench.cli import main
+from speedbench.testing import FakeConfig, FakeProcess
+
+N_PROMPTS, CONCURRENCY = 12, [1, 4]
+# Tolerances are 20%: the canary reads 4 prompts on a shared 2-core machine; the baseline
+# that moved is a third slower.
+BASE = FakeConfig(t_step_s=0.010, output_tokens=9)
+SPEC = FakeConfig(t_step_s=0.015, output_tokens=9, k=3)
+
+
+def _run(tmp_path: Path, base_url: str, spec_url: str, **extra) -> dict:
+    prompts = tmp_path / "p.jsonl"
+    if not prompts.exists():
+        prompts.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"question {i}"}) + "\n"
+                                   for i in range(N_PROMPTS)))
+    sc = {"name": "reuse", "server": {"launcher": "external"},
+          "arms": [{"name": "base", "base_url": base_url}, {"name": "spec", "base_url": spec_url}],
+          "baseline": "base", "concurrency": CONCURRENCY,
+          "workload": {"source": "jsonl", "path": str(prompts), "max_tokens": 32, "warmup": 0}, **extra}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    before = set((tmp_path / "out" / "reuse").glob("*")) if (tmp_path / "out" / "reuse").exists() else set()
+    assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
+    (run_dir,) = set((tmp_path / "out" / "reuse").glob("*")) - before
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def _prompt_requests(srv: FakeProcess) -> int:
+    return sum(1 for e in srv.log() if "question" in json.dumps(e.body))
+
+
+@pytest.fixture(scope="module")
+def spec_server():
+    with FakeProcess(SPEC) as s:
+        yield s
+
+
+def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
+    with FakeProcess(BASE) as base:
+        first = _run(tmp_path, base.base_url, spec_server.base_url)
+        assert first["baseline_source"] == {"reused": False}  # no baseline_from: measured, nothing said
+        full = _prompt_requests(base)
+        assert full == N_PROMPTS * len(CONCURRENCY)
+        reuse = {"baseline_from": {"results": str(tmp_path / "out"), "max_age_days": 7, "canary_prompts": 4,
+                                   "tolerance": 0.2}}
+        second = _run(tmp_path, base.base_url, spec_server.base_url, **reuse)
+        canary = _prompt_requests(base) - full
+    src = second["baseline_source"]
+    assert src["reused"] is True and src["run_id"] == first["run_id"], src
+    assert 0 <= src["age_days"] < 0.1 and src["measured_utc"] == first["created_utc"]
+    assert [c["concurrency"] for c in src["canary"]] == CONCURRENCY and all(c["ok"] for c in src["canary"])
+    assert all(abs(c["ratio"] - 1) <= 0.2 and c["tolerance_source"] == "default tolerance" for c in src["canary"])
+    assert canary == 4 + 4  # max(canary_prompts, c) at each concurrency, nothing more
+    report = (tmp_path / "out" / "reuse" / second["run_id"] / "report.md").read_text()
+    assert f"Baseline reused from run {first['run_id']}" in report and "days before this run" in report
+    rows1 = {(r["arm"], r["concurrency"]): r for r in first["rows"]}
+    rows2 = {(r["arm"], r["concurrency"]): r for r in second["rows"]}
+    for c in CONCURRENCY:
+        # the baseline's figures are the earlier run's, and the speedups pair with them
+        assert rows2[("base", c)]["per_user_tps_mean"] == rows1[("base", c)]["per_user_tps_mean"]
+        assert rows2[("spec", c)]["speedup_pairs"] == N_PROMPTS
+        assert rows2[("spec", c)]["speedup_mean"] == pytest.approx(4 * 0.010 / 0.015, rel=0.15)
+
+
+def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
+    with FakeProcess(BASE) as base:
+        first = _run(tmp_path, base.base_url, spec_server.base_url)
+    slower = FakeConfig(t_step_s=0.015, output_tokens=9)  # the same server, a third slower
+    with FakeProcess(slower) as base:
+        reuse = {"baseline_from": {"results": str(tmp_path / "out"), "canary_prompts": 4, "tolerance": 0.2}}
+        second = _run(tmp_path, base.base_url, spec_server.base_url, **reuse)
+        sent = _prompt_requests(base)
+    src = second["baseline_source"]
+    assert src["reused"] is False and src["run_id"] == first["run_id"] and "canary at c=1" in src["reason"]
+    # 0.67x on a quiet machine; a busy one reads it lower still, never within the tolerance
+    assert src["canary"][0]["ratio"] < 0.8 and not src["canary"][0]["ok"]
+    assert sent == N_PROMPTS * len(CONCURRENCY) + 4 + 4  # canary, then the whole baseline again
+    rows = {(r["arm"], r["concurrency"]): r for r in second["rows"]}
+    assert rows[("spec", 1)]["speedup_mean"] == pytest.approx(4 * 0.015 / 0.015, rel=0.15)
+
+
+def test_an_old_or_different_run_is_not_taken(tmp_path, spec_server):
+    with FakeProcess(BASE) as base:
+        _run(tmp_path, base.base_url, spec_server.base_url)
+        old = _run(tmp_path, base.base_url, spec_server.base_url,
+                   baseline_from={"results": str(tmp_path / "out"), "max_age_days": 1e-9})
+        assert old["baseline_source"]["reused"] is False and "older than" in old["baseline_source"]["reason"]
+        other = _run(tmp_path, base.base_url, spec_server.base_url, concurrency=[1],
+                     baseline_from={"results": str(tmp_path / "out")})
+    assert other["baseline_source"]["reused"] is False
+    assert "concurrency: [1, 4] != [1]" in other["baseline_source"]["reason"]

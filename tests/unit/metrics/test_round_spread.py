@@ -1,0 +1,76 @@
+"""The between-round spread: Student t quantiles, pooling over an arm pair's points, and
+the interval that uses the pooled spread."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from speedbench.metrics.bootstrap import RoundSpread, cluster_paired_ratio_ci, t_quantile
+from speedbench.metrics.speedup import pooled_round_spread, round_ratios, speedup
+
+
+@pytest.mark.parametrize("df,level,table", [
+    (1, 0.95, 12.706), (2, 0.95, 4.303), (3, 0.95, 3.182), (6, 0.95, 2.447), (30, 0.95, 2.042),
+    (1, 0.999, 636.619), (2, 0.999, 31.599), (6, 0.999, 5.959), (10, 0.99, 3.169), (120, 0.95, 1.980)])
+def test_t_quantile_matches_the_printed_tables(df, level, table):
+    assert t_quantile(df, level) == pytest.approx(table, abs=2e-3)
+
+
+def test_t_quantile_refuses_nonsense():
+    with pytest.raises(ValueError, match="df >= 1"):
+        t_quantile(0)
+    with pytest.raises(ValueError, match="level"):
+        t_quantile(3, 1.0)
+
+
+def test_pooled_spread_sums_squares_and_degrees_of_freedom():
+    a = [1.0, 1.2, 0.9]
+    b = [0.8, 0.85]
+    logs_a, logs_b = np.log(a), np.log(b)
+    ss = ((logs_a - logs_a.mean()) ** 2).sum() + ((logs_b - logs_b.mean()) ** 2).sum()
+    got = pooled_round_spread([a, b, [1.1]])  # a single round adds nothing
+    assert got is not None and got.df == 3
+    assert got.log_sd == pytest.approx(math.sqrt(ss / 3))
+    assert pooled_round_spread([[1.0], []]) is None
+
+
+def _point(ratio_by_round: list[float], n: int = 10, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    rows_b, rows_s = [], []
+    for rnd, r in enumerate(ratio_by_round):
+        tps = rng.normal(100, 5, n)
+        for i, t in enumerate(tps):
+            key = {"prompt_index": i, "turn": 0, "repeat": rnd}
+            rows_b.append({**key, "per_user_tps": t, "engine_tps": t})
+            rows_s.append({**key, "per_user_tps": t * r, "engine_tps": t * r})
+    return pd.DataFrame(rows_s), pd.DataFrame(rows_b)
+
+
+def test_round_ratios_are_each_rounds_own_speedup():
+    spec, base = _point([1.5, 1.2])
+    assert round_ratios(spec, base, "speedup") == pytest.approx([1.5, 1.2])
+    assert round_ratios(spec, base, "speedup_engine") == pytest.approx([1.5, 1.2])
+
+
+def test_a_pooled_spread_replaces_a_points_accidentally_tight_one():
+    """Three rounds that happen to agree closely: on their own they give a narrow interval;
+    with the spread the arm pair showed at its other points, the interval widens to it."""
+    spec, base = _point([0.95, 0.951, 0.949])
+    own = speedup(spec, base)
+    wide = RoundSpread(log_sd=0.08, df=6)
+    pooled = speedup(spec, base, {"speedup": wide, "speedup_engine": wide})
+    assert own["speedup_ci_high"] < 1.0 < pooled["speedup_ci_high"]
+    half = t_quantile(6) * 0.08 / math.sqrt(3)
+    assert pooled["speedup_ci_high"] == pytest.approx(pooled["speedup_mean"] * math.exp(half), rel=1e-9)
+    assert pooled["speedup_engine_ci_high"] == pytest.approx(pooled["speedup_ci_high"])
+
+
+def test_one_round_ignores_the_spread():
+    spec, base = _point([1.3])
+    s, b = spec["per_user_tps"].to_numpy(), base["per_user_tps"].to_numpy()
+    plain = cluster_paired_ratio_ci(s, b, np.zeros(len(s)))
+    assert cluster_paired_ratio_ci(s, b, np.zeros(len(s)), spread=RoundSpread(0.5, 4)) == plain
