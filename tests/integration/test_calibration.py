@@ -19,6 +19,10 @@ from tests.integration.test_reliability import out_of, sb
 
 T, TC, DC, K = 0.002, 0.0002, 0.0005, 3
 LEVELS = [1, 4, 16]
+# The calibration itself is held to 2% (the bound). Figures derived from it in a
+# later run are held to 3%: that run's own batches (a wave's requests arriving late on a
+# loaded machine) add their own error to the calibration's.
+DERIVED = 0.03
 
 
 def true_slope(c: int) -> float:
@@ -93,9 +97,9 @@ def test_a_run_with_a_matching_calibration_reports_the_prediction(calibrated):
     for c, r in rows.items():
         assert r["al_tokens"] == pytest.approx(31 / 11)  # 10 steps of 3 tokens and one of 1
         pred, lo, hi = r["speedup_predicted"], r["speedup_predicted_ci_low"], r["speedup_predicted_ci_high"]
-        assert pred == pytest.approx(r["al_tokens"] * true_slope(c), rel=0.02)
+        assert pred == pytest.approx(r["al_tokens"] * true_slope(c), rel=DERIVED)
         assert lo < pred < hi
-        assert r["speedup_engine_mean"] == pytest.approx(pred, rel=0.02)  # measured where predicted
+        assert r["speedup_engine_mean"] == pytest.approx(pred, rel=DERIVED)  # measured where predicted
     base = [r for r in summary["rows"] if r["arm"] == "base"]
     assert base and all(r["speedup_predicted"] is None for r in base)  # no calibration: no prediction
 
@@ -119,7 +123,7 @@ def test_screening_starts_no_baseline_and_predicts_from_the_calibration(calibrat
         assert e["al_requests"] == pytest.approx(e["al_tokens"], rel=0.01)  # equal-length requests
         assert len(e["per_position_joint"]) == K
         for p in e["predicted"]:
-            assert p["speedup"] == pytest.approx(e["al_tokens"] * true_slope(p["concurrency"]), rel=0.02)
+            assert p["speedup"] == pytest.approx(e["al_tokens"] * true_slope(p["concurrency"]), rel=DERIVED)
             assert p["ci_low"] < p["speedup"] < p["ci_high"]
     assert summary["promoted"] == ["ck-c", "ck-b"]
     assert [entries[n]["promoted"] for n in ("ck-a", "ck-b", "ck-c")] == [False, True, True]
