@@ -40,3 +40,24 @@ def test_a_screening_matrix_starts_one_server_per_checkpoint_then_runs_the_promo
     assert "/ckpt/c2@" in prov["eagle3"]["speculative_config"]["model"]
     assert "promoted to a full run: ['scr x c2']" in out_of(res)
     assert (tmp_path / "res" / "site" / "index.html").is_file()
+
+
+def test_screening_stops_each_checkpoint_once_its_al_interval_is_narrow(tmp_path):
+    """Screening with sequential stopping on AL (stop.al_ci_halfwidth): no baseline is
+    needed to stop, and a checkpoint whose AL is settled spends the first look only."""
+    prompts = write_prompts(tmp_path / "p.jsonl", [f"q{i}" for i in range(64)])
+    arms = [{"name": "base"}] + [{"name": n, "speculative_config": {**SPEC, "model": f"/ckpt/{n}@accept={a}"}}
+                                 for n, a in (("c2", "2"), ("c4", "2/1"))]
+    sc = scenario("scrstop", prompts, server=fake_local(**{"t-step": "0.001", "output-tokens": "16"}), arms=arms,
+                  load={"mode": "screen", "screen_concurrency": 16},
+                  stop={"al_ci_halfwidth": 0.02, "min_prompts": 16})
+    path = write_yaml(tmp_path / "s.yaml", sc)
+    res = sb(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"], tag="screen-stop", cwd=tmp_path,
+             timeout=120)
+    assert res.returncode == 0, out_of(res)
+    (run,) = (tmp_path / "out" / "scrstop").iterdir()
+    summary = json.loads((run / "summary.json").read_text())
+    stops = {s["arm"]: s for s in summary["stopping"]}
+    assert sorted(stops) == ["c2", "c4"]
+    assert all(s["prompts"] == 16 for s in stops.values()), stops  # every request has the same AL
+    assert {e["arm"] for e in summary["screening"]} == {"c2", "c4"}
