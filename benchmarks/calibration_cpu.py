@@ -16,6 +16,10 @@ draft (AL = 1: the cost of drafting alone) and the trained drafts are held out:
     .venv/bin/python benchmarks/calibration_cpu.py --check RUN_DIR   # step 3 only, on a finished run
 
 Exit 0 when every prediction is inside its interval, 1 otherwise (2: a step failed).
+If the proportional model misses (an EAGLE draft's first forward grows with the tokens
+accepted, so step cost may rise a little with AL), ``--drafts eagle3-untrained,eagle3.1
+--model affine`` fits a line through two ALs and predicts eagle3 held out (eagle3.1's own
+check is then in-sample).
 Starts vLLM servers (steps 1 and 2): about 3 rounds x 5 server starts of ~1 minute each
 on the 2-core development machine, plus the points.
 """
@@ -72,13 +76,15 @@ def main() -> int:
     ap.add_argument("--skip-measure", action="store_true", help="reuse the calibration already under --out")
     ap.add_argument("--check", metavar="RUN_DIR", help="only check a finished run folder")
     ap.add_argument("--drafts", default="eagle3-untrained", help="the arms the calibration is measured from")
+    ap.add_argument("--model", choices=("origin", "affine"), default="origin",
+                    help="affine needs two ALs, e.g. --drafts eagle3-untrained,eagle3.1 to predict eagle3 (leave one out)")
     a = ap.parse_args()
     if a.check:
         return check(Path(a.check))
     out = Path(a.out)
     if not a.skip_measure:
         rc = _sb("calibrate", SCENARIO, "--arm", "eagle3", "--mode", "drafts", "--drafts", a.drafts,
-                 "--runs", str(out), "-o", str(out / "calibrations"))
+                 "--model", a.model, "--runs", str(out), "-o", str(out / "calibrations"))
         if rc != 0:
             return 2
     before = set((out / "cpu_tiny").glob("*")) if (out / "cpu_tiny").is_dir() else set()
