@@ -77,7 +77,7 @@ def main() -> int:
     ap.add_argument("--check", metavar="RUN_DIR", help="only check a finished run folder")
     ap.add_argument("--drafts", default="eagle3-untrained", help="the arms the calibration is measured from")
     ap.add_argument("--model", choices=("origin", "affine"), default="origin",
-                    help="affine needs two ALs, e.g. --drafts eagle3-untrained,eagle3.1 to predict eagle3 (leave one out)")
+                    help="affine needs two ALs: --drafts eagle3-untrained,eagle3.1 predicts eagle3 held out")
     a = ap.parse_args()
     if a.check:
         return check(Path(a.check))
