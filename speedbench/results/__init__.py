@@ -20,7 +20,8 @@ crash loses at most the line being written; every other file is replaced atomica
 """
 
 from speedbench.results.files import atomic_write, atomic_write_with, new_run_id
-from speedbench.results.rundir import POINT_STATUSES, RESUMABLE_DONE, SCHEMA_VERSION, RunDir
+from speedbench.results.rounds import POINT_STATUSES, RESUMABLE_DONE
+from speedbench.results.rundir import SCHEMA_VERSION, RunDir
 from speedbench.results.run import Run, load_run
 
 __all__ = ["POINT_STATUSES", "RESUMABLE_DONE", "SCHEMA_VERSION", "Run", "RunDir", "atomic_write",

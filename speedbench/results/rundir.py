@@ -32,23 +32,16 @@ from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.formats import write_parquet, write_summary_csv
 from speedbench.results.files import OUTPUT_ERRNOS, atomic_write, finite, new_run_id, output_error, safe_part
-from speedbench.results.lines import (DAMAGED_NAME, FileScan, append_whole, damaged_entry, line_sha, round_digest,
-                                     scan_file)
-from speedbench.client.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
+from speedbench.results.lines import DAMAGED_NAME, FileScan, append_whole, damaged_entry, line_sha, scan_file
+from speedbench.results.rounds import PointLog
 from speedbench.secrets import redact_override, redact_scenario
 
 # Bump when a summary key changes meaning or disappears; adding keys does not bump it.
 SCHEMA_VERSION = 1
 
-# "interrupted": Ctrl-C / SIGTERM stopped the point part-way.
-POINT_STATUSES = ("ok", "partial", "failed", "interrupted")
-# Points with these statuses are kept and skipped by `speedbench run --resume`; failed and
-# interrupted points are run again (a failed arm may start this time).
-RESUMABLE_DONE = ("ok", "partial")
-
 
 @dataclass
-class RunDir:
+class RunDir(PointLog):
     """One run folder. Cheap to construct; nothing is read until asked for."""
 
     path: Path
@@ -182,17 +175,6 @@ class RunDir:
             p = self.prometheus_path(key, when, repeat)
             out.append(p.read_text(encoding="utf-8") if p.exists() else None)
         return out[0], out[1]
-
-    def prometheus_delta(self, key: PointKey) -> SpecCounters | None:
-        """The point's spec-decode counter deltas, summed over its rounds (each round is a
-        fresh server, so each has its own before/after pair); None without any pair."""
-        total = None
-        for rnd in sorted({r for (k, r) in self.point_rounds() if k == key} or {0}):
-            before, after = self.load_prometheus(key, rnd)
-            if before and after:
-                total = add(total, delta(spec_counters(parse_prometheus(before, keep_created=True)),
-                                         spec_counters(parse_prometheus(after, keep_created=True))))
-        return total
 
     # ---- small files ----------------------------------------------------------------
 
@@ -348,91 +330,6 @@ class RunDir:
     def write_parquet(self, records: list[RequestRecord]) -> Path:
         return write_parquet(self.parquet_path, records, self.fsync)
 
-    # ---- points (resume state) ----------------------------------------------------------
-
-    def mark_point(self, key: PointKey, status: str, *, repeat: int = 0, failure: str | None = None,
-                   wall_s: float | None = None, **extra: Any) -> None:
-        """Record one round (``repeat``) of a point: its status, wall time and facts."""
-        if status not in POINT_STATUSES:
-            raise ValueError(f"status must be one of {POINT_STATUSES}, got {status!r}")
-        arm, concurrency, variant = key
-        entry = {
-            "arm": arm, "concurrency": int(concurrency), "variant": variant or "", "repeat": int(repeat),
-            "status": status, "failure": failure, "wall_s": wall_s,
-            "finished_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **extra,
-        }
-        if self.tag:
-            entry["job"] = self.tag
-        with self._lock:
-            shas = self._tally.pop((PointKey(*key), int(repeat)), [])
-            if status in RESUMABLE_DONE:  # what verify and resume check this round against
-                entry["record_count"], entry["records_sha256"] = len(shas), round_digest(shas)
-            own = self.points_path.name
-            points = [p for p in self.read_json(own, []) or [] if _round_key(p) != (PointKey(*key), int(repeat))]
-            points.append(entry)
-            self.write_json(own, points)
-
-    def mark_arm_round(self, arm: str, repeat: int, *, start_s: float | None, wall_s: float, gpus: int) -> None:
-        """One server lifetime of an arm (one round): how long it took to start, how long
-        it lived, and the GPUs it held; the summary's ``arms`` block sums them."""
-        entry = {"arm": arm, "repeat": int(repeat), "start_s": start_s, "wall_s": wall_s, "gpus": int(gpus)}
-        with self._lock:
-            own = self._own("arms", ".json")
-            rounds = [a for a in self.read_json(own, []) or [] if (a.get("arm"), a.get("repeat")) != (arm, repeat)]
-            self.write_json(own, [*rounds, entry])
-
-    def arm_costs(self) -> dict[str, dict[str, Any]]:
-        """Per arm: server start seconds per round, wall seconds, GPUs and GPU-hours."""
-        out: dict[str, dict[str, Any]] = {}
-        for f in self._all_files("arms", ".json"):
-            for a in self.read_json(f.name, []) or []:
-                c = out.setdefault(a["arm"], {"server_start_s": [], "wall_s": 0.0, "gpus": 0, "gpu_hours": 0.0})
-                if a.get("start_s") is not None:
-                    c["server_start_s"].append(a["start_s"])
-                c["wall_s"] += a.get("wall_s") or 0.0
-                c["gpus"] = max(c["gpus"], a.get("gpus") or 0)
-                c["gpu_hours"] += (a.get("wall_s") or 0.0) / 3600 * (a.get("gpus") or 0)
-        return out
-
-    def point_rounds(self) -> dict[tuple[PointKey, int], dict[str, Any]]:
-        """Every marked round of every point, by (PointKey, repeat). Across job files the
-        latest mark wins (a resumed arm re-marks its rounds)."""
-        out: dict[tuple[PointKey, int], dict[str, Any]] = {}
-        for f in self._all_files("points", ".json"):
-            for p in self.read_json(f.name, []) or []:
-                key = _round_key(p)
-                old = out.get(key)
-                if old is None or str(p.get("finished_utc") or "") >= str(old.get("finished_utc") or ""):
-                    out[key] = p
-        return out
-
-    def finished_rounds(self) -> set[tuple[PointKey, int]]:
-        """Rounds that resume skips: status ok or partial."""
-        return {k for k, v in self.point_rounds().items() if v.get("status") in RESUMABLE_DONE}
-
-    def all_points(self) -> dict[PointKey, dict[str, Any]]:
-        """Every marked point (any status), its rounds folded: wall time summed, the
-        worst status and its failure, ``repeats`` the rounds marked."""
-        out: dict[PointKey, dict[str, Any]] = {}
-        for (key, rnd), p in sorted(self.point_rounds().items(), key=lambda kv: kv[0][1]):
-            if key not in out:
-                out[key] = {**p, "repeats": [rnd]}
-                continue
-            merged = out[key]
-            merged["repeats"].append(rnd)
-            if p.get("wall_s") is not None:
-                merged["wall_s"] = (merged.get("wall_s") or 0.0) + p["wall_s"]
-            lag = p.get("loop_lag_ms_max")
-            if lag is not None:
-                merged["loop_lag_ms_max"] = max(lag, merged.get("loop_lag_ms_max") or 0.0)
-            if _STATUS_RANK.get(p.get("status") or "", 3) > _STATUS_RANK.get(merged.get("status") or "", 3):
-                merged["status"], merged["failure"] = p.get("status"), p.get("failure")
-        return out
-
-    def finished_points(self) -> dict[PointKey, dict[str, Any]]:
-        """Points whose every marked round is ok or partial."""
-        return {k: v for k, v in self.all_points().items() if v.get("status") in RESUMABLE_DONE}
-
     # ---- summary --------------------------------------------------------------------------
 
     def write_summary(self, summary: dict[str, Any]) -> None:
@@ -456,11 +353,3 @@ class RunDir:
                 f"{self.summary_path} has schema_version {version}, newer than this speedbench "
                 f"understands ({SCHEMA_VERSION}) -- fix: upgrade speedbench to read it")
         return data
-
-
-# worse statuses rank higher; a point's folded status is the worst of its rounds
-_STATUS_RANK = {"ok": 0, "partial": 1, "interrupted": 2, "failed": 3}
-
-
-def _round_key(p: dict[str, Any]) -> tuple[PointKey, int]:
-    return PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or ""), int(p.get("repeat") or 0)

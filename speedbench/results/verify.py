@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from speedbench.errors import UsageError
 from speedbench.records import PointKey
 from speedbench.results.lines import DAMAGED_NAME, round_digest, round_of, line_sha, scan_file
-from speedbench.results.rundir import RESUMABLE_DONE, RunDir
+from speedbench.results.rounds import RESUMABLE_DONE
+from speedbench.results.rundir import RunDir
 
 
 @dataclass

@@ -24,7 +24,7 @@ from speedbench.metrics.sequential import prompt_order
 from speedbench.metrics.table import request_table
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.baselines import Candidate, find_candidates, pick
-from speedbench.results.rundir import RESUMABLE_DONE
+from speedbench.results.rounds import RESUMABLE_DONE
 from speedbench.run.context import RunContext
 from speedbench.run.point import client_side
 
