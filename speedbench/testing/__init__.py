@@ -10,7 +10,7 @@ from typing import Any
 from speedbench.testing.script import FakeConfig, Fault, plan, true_per_user_tps
 
 _LAZY = {
-    "Emission": "speedbench.testing.fake_server",
+    "Emission": "speedbench.testing.fake_state",
     "FakeServer": "speedbench.testing.hosting",
     "FakeProcess": "speedbench.testing.hosting",
 }

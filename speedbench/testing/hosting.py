@@ -23,7 +23,8 @@ from dataclasses import asdict
 
 from aiohttp import web
 
-from speedbench.testing.fake_server import Emission, _State, build_app
+from speedbench.testing.fake_server import build_app
+from speedbench.testing.fake_state import Emission, ServerState
 from speedbench.testing.script import FakeConfig
 
 
@@ -32,7 +33,7 @@ class FakeServer:
     its own event loop, so the client under test runs on an undisturbed loop."""
 
     def __init__(self, config: FakeConfig | None = None, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.state = _State(config or FakeConfig())
+        self.state = ServerState(config or FakeConfig())
         self.host, self.port = host, port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
