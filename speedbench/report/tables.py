@@ -223,7 +223,8 @@ def noise_lines(run: Run) -> list[str]:
         out.append(f"Noise floor (A/A check: a second {run.baseline or 'baseline'} server, which should read 1.00x): "
                    + "; ".join(cells) + "."
                    + (f" {len(bad)} interval(s) exclude 1.00x: the two servers differed by more than the interval "
-                      "allows, so the other intervals are too narrow too." if bad else ""))
+                      "allows. A 95% interval misses one time in twenty; more often than that, and every interval "
+                      "here is too narrow." if bad else ""))
     out += _baseline_and_stopping_lines(run)
     return out
 
