@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from speedbench.analysis.cells import num
+
 Model = Literal["origin", "affine"]
 Z95 = 1.959964
 # A point whose interval is missing or zero still counts, with this relative sigma (1%):
@@ -77,10 +79,10 @@ class Curve:
         return cls(concurrency=int(d["concurrency"]), model=str(d["model"]), intercept=float(d["intercept"]),
                    slope=float(d["slope"]), cov=((float(cov[0][0]), float(cov[0][1])),
                                                  (float(cov[1][0]), float(cov[1][1]))),
-                   points=tuple(CurvePoint(_num(p.get("al")), _num(p.get("speedup")), _num(p.get("ci_low")),
-                                           _num(p.get("ci_high")), str(p.get("source") or ""))
+                   points=tuple(CurvePoint(num(p.get("al")), num(p.get("speedup")), num(p.get("ci_low")),
+                                           num(p.get("ci_high")), str(p.get("source") or ""))
                                 for p in d.get("points", [])),
-                   chi2_dof=_num(d.get("chi2_dof")), variant=str(d.get("variant") or ""))
+                   chi2_dof=num(d.get("chi2_dof")), variant=str(d.get("variant") or ""))
 
 
 def fit_curve(points: Sequence[CurvePoint], concurrency: int, model: Model = "origin", variant: str = "") -> Curve:
@@ -108,22 +110,18 @@ def fit_curve(points: Sequence[CurvePoint], concurrency: int, model: Model = "or
     return Curve(concurrency, model, float(beta[0]), float(beta[1]), c2, tuple(pts), chi2_dof, variant)
 
 
-def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and v is not None else math.nan
-
-
 def point_from_row(row: dict[str, Any], source: str = "engine") -> CurvePoint | None:
     """A summary row -> a curve point: ``al_tokens`` and the engine-side speedup
     (``source="engine"``; the client's when the engine's is missing) or the client's."""
-    al = _num(row.get("al_tokens"))
+    al = num(row.get("al_tokens"))
     prefix = "speedup_engine" if source == "engine" else "speedup"
-    s = _num(row.get(f"{prefix}_mean"))
+    s = num(row.get(f"{prefix}_mean"))
     if source == "engine" and not math.isfinite(s):
         prefix = "speedup"
-        s = _num(row.get("speedup_mean"))
+        s = num(row.get("speedup_mean"))
     if not (math.isfinite(al) and math.isfinite(s)):
         return None
-    return CurvePoint(al, s, _num(row.get(f"{prefix}_ci_low")), _num(row.get(f"{prefix}_ci_high")),
+    return CurvePoint(al, s, num(row.get(f"{prefix}_ci_low")), num(row.get(f"{prefix}_ci_high")),
                       str(row.get("arm", "")))
 
 

@@ -13,16 +13,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from speedbench.analysis.cells import num
 from speedbench.calibration.store import predict
 from speedbench.scenario import Scenario
 from speedbench.scenario.traffic import PromoteSpec
 
 _COPIED = ("arm", "concurrency", "variant", "n_ok", "al_tokens", "al_requests", "al_prometheus",
            "draft_acceptance_rate", "per_position_joint", "per_position_conditional")
-
-
-def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
 
 
 def screening_rows(rows: Sequence[dict[str, Any]], sc: Scenario,
@@ -48,7 +45,7 @@ def promote(entries: Sequence[dict[str, Any]], rule: PromoteSpec | None, name: s
     whose AL the others must exceed (it is never promoted by beating itself)."""
     if rule is None:
         return []
-    scored = [(e[name], _num(e.get(rule.by))) for e in entries]
+    scored = [(e[name], num(e.get(rule.by))) for e in entries]
     scored = [(n, al) for n, al in scored if math.isfinite(al)]
     if rule.beats is not None:
         ref = [al for n, al in scored if n == rule.beats]

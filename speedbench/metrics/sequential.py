@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from speedbench.analysis.cells import num
 from speedbench.metrics.bootstrap import N_RESAMPLES, paired_ratio_ci
+from speedbench.metrics.speedup import PAIR_KEYS
 from speedbench.metrics.table import request_table
 
 # Why a point stopped (points.json ``stop_reason``, summary.json ``stopping``).
 REACHED, MAX_PROMPTS, EXHAUSTED = "target_halfwidth", "max_prompts", "prompts_exhausted"
 STOP_REASONS = (REACHED, MAX_PROMPTS, EXHAUSTED)
-PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 
 
 def look_schedule(n_available: int, min_prompts: int, max_prompts: int | None) -> list[int]:
@@ -190,8 +191,12 @@ def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> 
 
 
 def ok_rows(records: list, key: Any, rnd: int) -> pd.DataFrame:
-    """The ok requests of one round of one point, as :func:`request_table` rows."""
-    return _round(request_table(records), key, rnd)
+    """The ok requests of one round of one point, as :func:`request_table` rows. The
+    point's records are picked before the table is built: a look reads the whole run's
+    records, and only this round's are needed."""
+    mine = [r for r in records if (r.arm, r.concurrency, r.variant, r.repeat) == (key.arm, key.concurrency,
+                                                                                  key.variant, rnd)]
+    return _round(request_table(mine), key, rnd)
 
 
 def _round(table: pd.DataFrame, key: Any, rnd: int) -> pd.DataFrame:
@@ -227,15 +232,11 @@ def widen_rows(rows: list[dict[str, Any]], stopping: list[dict[str, Any]]) -> No
 
 def _widen(row: dict[str, Any], entries: list[dict[str, Any]], prefix: str, entry_prefix: str) -> bool:
     """Widen ``<prefix>_ci_low/high`` of one row to the look-level intervals; False without any."""
-    lows = [s[f"{entry_prefix}_low"] for s in entries if _finite(s.get(f"{entry_prefix}_low"))]
-    highs = [s[f"{entry_prefix}_high"] for s in entries if _finite(s.get(f"{entry_prefix}_high"))]
+    lows = [s[f"{entry_prefix}_low"] for s in entries if math.isfinite(num(s.get(f"{entry_prefix}_low")))]
+    highs = [s[f"{entry_prefix}_high"] for s in entries if math.isfinite(num(s.get(f"{entry_prefix}_high")))]
     if not lows or not highs:
         return False
     lo, hi = row.get(f"{prefix}_ci_low"), row.get(f"{prefix}_ci_high")
-    row[f"{prefix}_ci_low"] = min([*lows, *([lo] if _finite(lo) else [])])
-    row[f"{prefix}_ci_high"] = max([*highs, *([hi] if _finite(hi) else [])])
+    row[f"{prefix}_ci_low"] = min([*lows, *([lo] if math.isfinite(num(lo)) else [])])
+    row[f"{prefix}_ci_high"] = max([*highs, *([hi] if math.isfinite(num(hi)) else [])])
     return True
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)

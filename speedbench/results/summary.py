@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import metrics
+from speedbench.analysis.cells import num
 from speedbench.metrics.sequential import stopping_rows, widen_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
@@ -66,10 +67,6 @@ def _point_infos(points: dict) -> dict:
     return infos
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
-
-
 def noise_floor(rows: list[dict[str, Any]], aa_arm: str | None) -> list[dict[str, Any]]:
     """The A/A arm's speedup over the baseline at each point: what two servers of the
     same configuration differ by on this machine. Each interval should contain 1.0."""
@@ -81,7 +78,8 @@ def noise_floor(rows: list[dict[str, Any]], aa_arm: str | None) -> list[dict[str
         out.append({"concurrency": r["concurrency"], "variant": r["variant"], "speedup": r["speedup_mean"],
                     "ci_low": lo, "ci_high": hi, "speedup_engine": r["speedup_engine_mean"],
                     "engine_ci_low": r["speedup_engine_ci_low"], "engine_ci_high": r["speedup_engine_ci_high"],
-                    "contains_one": bool(lo <= 1.0 <= hi) if _finite(lo) and _finite(hi) else None})
+                    "contains_one": (bool(lo <= 1.0 <= hi) if math.isfinite(num(lo)) and math.isfinite(num(hi))
+                                     else None)})
     return out
 
 
