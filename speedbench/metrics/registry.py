@@ -153,7 +153,8 @@ ROW_KEYS: tuple[str, ...] = tuple(m.key for m in ROW_METRICS)
 # Top-level summary.json keys that measure something (the others are identity and set-up).
 SUMMARY_METRICS: tuple[Metric, ...] = (
     _m("noise_floor", "list", "", "noise floor",
-       "the A/A arm's speedup over the baseline per point, with both sources' intervals", "the A/A arm's rows",
+       "the A/A arm's speedup over the baseline per point, with both sources' intervals, simultaneous over the "
+       "points (Bonferroni)", "the A/A arm's records",
        "summary"),
     _m("stopping", "list", "", "sequential stopping",
        "per stopped round of a point: why and after how many prompts it stopped, the speedup and AL with their "

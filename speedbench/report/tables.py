@@ -220,11 +220,14 @@ def noise_lines(run: Run) -> list[str]:
                  + (f" (engine {fmt_speedup(f.get('speedup_engine'), f.get('engine_ci_low'), f.get('engine_ci_high'))})"
                     if ok(f.get("speedup_engine")) else "") for f in floor]
         bad = [f for f in floor if f.get("contains_one") is False]
-        out.append(f"Noise floor (A/A check: a second {run.baseline or 'baseline'} server, which should read 1.00x): "
-                   + "; ".join(cells) + "."
-                   + (f" {len(bad)} interval(s) exclude 1.00x: the two servers differed by more than the interval "
-                      "allows. A 95% interval misses one time in twenty; more often than that, and every interval "
-                      "here is too narrow." if bad else ""))
+        level = num(floor[0].get("level"))
+        at = (f"intervals simultaneous over its {len(floor)} point(s), each at {100 * level:.1f}%"
+              if math.isfinite(level) else "95% intervals")
+        out.append(f"Noise floor (A/A check: a second {run.baseline or 'baseline'} server, which should read 1.00x; "
+                   f"{at}): " + "; ".join(cells) + "."
+                   + (f" {len(bad)} point(s) exclude 1.00x: the two servers differed by more than this run's "
+                      "intervals allow. A correct run fails this check about one time in twenty; if it fails "
+                      "again, the intervals of this machine are too narrow." if bad else ""))
     out += _baseline_and_stopping_lines(run)
     return out
 

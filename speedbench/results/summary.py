@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from speedbench import metrics
-from speedbench.analysis.cells import num
+from speedbench.metrics.noise import noise_floor
 from speedbench.metrics.sequential import stopping_rows, widen_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
@@ -65,22 +64,6 @@ def _point_infos(points: dict) -> dict:
             burstiness=p.get("burstiness"),
         )
     return infos
-
-
-def noise_floor(rows: list[dict[str, Any]], aa_arm: str | None) -> list[dict[str, Any]]:
-    """The A/A arm's speedup over the baseline at each point: what two servers of the
-    same configuration differ by on this machine. Each interval should contain 1.0."""
-    out = []
-    for r in rows:
-        if aa_arm is None or r["arm"] != aa_arm:
-            continue
-        lo, hi = r["speedup_ci_low"], r["speedup_ci_high"]
-        out.append({"concurrency": r["concurrency"], "variant": r["variant"], "speedup": r["speedup_mean"],
-                    "ci_low": lo, "ci_high": hi, "speedup_engine": r["speedup_engine_mean"],
-                    "engine_ci_low": r["speedup_engine_ci_low"], "engine_ci_high": r["speedup_engine_ci_high"],
-                    "contains_one": (bool(lo <= 1.0 <= hi) if math.isfinite(num(lo)) and math.isfinite(num(hi))
-                                     else None)})
-    return out
 
 
 def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Any], write: bool) -> dict[str, Any]:
@@ -135,7 +118,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "percentiles": list(sc.percentiles),
         "load": sc.load.model_dump(mode="json"),
         "slo": sc.slo.model_dump(mode="json"),
-        "noise_floor": noise_floor(rows, sc.aa_arm),
+        "noise_floor": noise_floor(records, sc.baseline_arm, sc.aa_arm),
         "screening": screening,
         "promoted": promoted,
         "arms": run_dir.arm_costs(),

@@ -23,6 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from speedbench.metrics.noise import noise_floor
+from speedbench.results.rundir import RunDir
+
 pytestmark = [
     pytest.mark.vllm,
     pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed"),
@@ -233,21 +236,6 @@ def test_compare_two_runs_shows_eagle3_and_eagle31(run, variant_run):
     assert "eagle3.1" in proc.stdout and "eagle3" in proc.stdout
 
 
-def aa_at_level(run_dir: Path, level: float) -> list[dict]:
-    """The A/A speedups of a run folder recomputed at another confidence level, with the
-    between-round spread pooled over concurrencies as the summary does."""
-    from speedbench.metrics.speedup import TPS_COLUMNS, pooled_round_spread, round_ratios, speedup
-    from speedbench.metrics.table import request_table
-    from speedbench.results.rundir import RunDir
-
-    df = request_table([r for r in RunDir.open(run_dir).load_records() if not r.warmup])
-    df = df[df["ok"]]
-    pairs = [(df[(df["arm"] == "baseline-aa") & (df["concurrency"] == c)],
-              df[(df["arm"] == "baseline") & (df["concurrency"] == c)]) for c in (1, 4)]
-    spreads = {p: pooled_round_spread(round_ratios(s, b, p) for s, b in pairs) for p in TPS_COLUMNS}
-    return [speedup(s, b, spreads, level=level) for s, b in pairs]
-
-
 def test_rounds_restart_servers_in_abba_order_with_an_aa_noise_floor(noise_run):
     out, s = noise_run["stdout"], noise_run["summary"]
     assert "round 1 of 2: fresh servers, baseline -> baseline-aa" in out
@@ -272,11 +260,15 @@ def test_rounds_restart_servers_in_abba_order_with_an_aa_noise_floor(noise_run):
     assert [f["concurrency"] for f in floor] == [1, 4]
     for f in floor:
         assert f["engine_ci_low"] <= f["speedup_engine"] <= f["engine_ci_high"], f
-        if f["ci_low"] is not None:
-            assert f["contains_one"] == (f["ci_low"] <= 1.0 <= f["ci_high"])
-    # The same configuration twice: the engine-side A/A interval must hold 1.0. At 95% a
-    # correct interval misses one time in twenty, which would fail CI by chance; at 99.9%
-    # (the same records, the same pooled spread) a miss means the interval is too narrow.
-    for c, f in zip((1, 4), aa_at_level(noise_run["dir"], level=0.999)):
-        assert f["speedup_engine_ci_low"] <= 1.0 <= f["speedup_engine_ci_high"], (c, f)
+        assert f["level"] == pytest.approx(1 - 0.05 / 2)  # simultaneous over the 2 points
+        inside = [lo <= 1.0 <= hi for lo, hi in ((f["ci_low"], f["ci_high"]), (f["engine_ci_low"], f["engine_ci_high"]))
+                  if lo is not None and hi is not None]
+        assert f["contains_one"] == all(inside)
+    # The same configuration twice: the engine-side A/A interval must hold 1.0. The summary's
+    # check fails a correct run one time in twenty, which would fail CI by chance; at a
+    # family level of 99.9% (the same records, the same pooled spread) a miss means the
+    # intervals are too narrow.
+    recs = RunDir.open(noise_run["dir"]).load_records()
+    for f in noise_floor(recs, "baseline", "baseline-aa", family=0.999):
+        assert f["engine_ci_low"] <= 1.0 <= f["engine_ci_high"], f
     assert "Noise floor (A/A check" in out

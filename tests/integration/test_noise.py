@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
 from tests.integration.test_reliability import out_of, sb, the_run
+from tests.helpers.simulate import aa_point
 
 from speedbench.metrics.bootstrap import cluster_paired_ratio_ci, paired_ratio_ci
+from speedbench.metrics.noise import floor_entries
 from speedbench.metrics.speedup import pooled_round_spread
 
 
@@ -175,3 +176,21 @@ def test_compare_uses_the_two_level_intervals_when_runs_have_rounds():
     assert iv.value == pytest.approx(0.12) and not iv.excludes_zero  # inside the server-to-server noise
     c = _run("c", 2.20, 2.10, 2.30, [2.15, 2.25]).rows[0]
     assert _ci_diff(a, c).excludes_zero
+
+
+def test_a_run_of_identical_servers_fails_the_check_about_one_time_in_twenty():
+    """150 simulated runs of 3 concurrencies x 3 rounds: the share of runs with any A/A
+    interval (3 points, 2 clocks) excluding 1.0 stays near 5% at the simultaneous level,
+    where 95% intervals read one at a time flag more correct runs."""
+    rng = np.random.default_rng(7)
+    n_runs = 150
+    fail_family = fail_single = 0
+    for _ in range(n_runs):
+        pairs = {(c, ""): aa_point(rng, 0.08) for c in (1, 4, 16)}
+        fail_family += any(f["contains_one"] is False for f in floor_entries(pairs))
+        single = floor_entries(pairs, family=1 - 0.05 * 3)  # each interval at 95%
+        assert single[0]["level"] == pytest.approx(0.95)
+        fail_single += any(f["contains_one"] is False for f in single)
+    print(f"runs failing the A/A check: simultaneous {fail_family}/{n_runs}, one at a time {fail_single}/{n_runs}")
+    assert fail_family / n_runs <= 0.09
+    assert fail_single > fail_family

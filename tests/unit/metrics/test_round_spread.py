@@ -69,8 +69,32 @@ def test_a_pooled_spread_replaces_a_points_accidentally_tight_one():
     assert pooled["speedup_engine_ci_high"] == pytest.approx(pooled["speedup_ci_high"])
 
 
-def test_one_round_ignores_the_spread():
+def test_one_round_takes_a_pooled_spread_as_one_server_start():
+    """A point left with one round (its other rounds lost every pair, e.g. to bursts) is
+    still one server start: a pooled spread widens it to the t interval of one round; with
+    no spread (a run without rounds) it is the plain paired interval."""
     spec, base = _point([1.3])
     s, b = spec["per_user_tps"].to_numpy(), base["per_user_tps"].to_numpy()
     plain = cluster_paired_ratio_ci(s, b, np.zeros(len(s)))
-    assert cluster_paired_ratio_ci(s, b, np.zeros(len(s)), spread=RoundSpread(0.5, 4)) == plain
+    lo, hi = cluster_paired_ratio_ci(s, b, np.zeros(len(s)), spread=RoundSpread(0.1, 4))
+    centre = s.sum() / b.sum()
+    assert hi == pytest.approx(centre * math.exp(t_quantile(4) * 0.1), rel=1e-9)
+    assert lo == pytest.approx(centre * math.exp(-t_quantile(4) * 0.1), rel=1e-9)
+    assert lo < plain[0] and plain[1] < hi
+
+
+def test_a_point_noisier_than_its_pool_keeps_its_own_spread():
+    """Pooling assumes an arm pair's points share a spread; a point whose own rounds spread
+    wider than the pool uses its own sd (at the pool's df), never a narrower one."""
+    spec, base = _point([0.8, 1.0, 1.25])
+    s, b, rnd = (spec["per_user_tps"].to_numpy(), base["per_user_tps"].to_numpy(), spec["repeat"].to_numpy())
+    per_round = np.array([s[rnd == r].sum() / b[rnd == r].sum() for r in range(3)])
+    own_sd = float(np.std(np.log(per_round), ddof=1))
+    centre = s.sum() / b.sum()
+    lo, hi = cluster_paired_ratio_ci(s, b, rnd, spread=RoundSpread(own_sd / 4, 6))
+    assert hi >= centre * math.exp(t_quantile(6) * own_sd / math.sqrt(3)) * (1 - 1e-9)
+    # a pool wider than the point's own spread is used as it is
+    lo, hi = cluster_paired_ratio_ci(s, b, rnd, spread=RoundSpread(own_sd * 2, 6))
+    assert hi >= centre * math.exp(t_quantile(6) * own_sd * 2 / math.sqrt(3)) * (1 - 1e-9)
+
+
