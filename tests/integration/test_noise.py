@@ -68,9 +68,18 @@ def test_noise_floor_comes_from_the_aa_arm(rounds_run):
     floor = summary["noise_floor"]
     assert [f["concurrency"] for f in floor] == [1, 2]
     for f in floor:
-        assert set(f) >= {"concurrency", "speedup", "ci_low", "ci_high"}
+        assert set(f) >= {"concurrency", "speedup", "ci_low", "ci_high", "level"}
+        assert f["level"] == pytest.approx(1 - 0.05 / 2)  # simultaneous over the 2 points
         assert f["ci_low"] <= f["speedup"] <= f["ci_high"]
-        assert f["contains_one"] == (f["ci_low"] <= 1.0 <= f["ci_high"])
+        assert f["engine_ci_low"] <= f["speedup_engine"] <= f["engine_ci_high"]
+        assert f["contains_one"] == (f["ci_low"] <= 1.0 <= f["ci_high"]
+                                     and f["engine_ci_low"] <= 1.0 <= f["engine_ci_high"])
+    # the A/A arm's own rows keep their per-point 95% intervals, inside the floor's
+    aa = {r["concurrency"]: r for r in summary["rows"] if r["arm"] == "base-aa"}
+    for f in floor:
+        row = aa[f["concurrency"]]
+        assert f["speedup"] == pytest.approx(row["speedup_mean"])
+        assert f["ci_low"] <= row["speedup_ci_low"] and row["speedup_ci_high"] <= f["ci_high"]
 
 
 def test_resolved_scenario_reloads_with_its_aa_arm(rounds_run):
