@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.metrics.noise import noise_floor
+from speedbench.metrics.noise_floor import noise_floor
 from speedbench.results.rundir import RunDir
 
 pytestmark = [

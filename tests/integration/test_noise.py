@@ -17,7 +17,7 @@ from tests.integration.test_reliability import out_of, sb, the_run
 from tests.helpers.simulate import aa_point
 
 from speedbench.metrics.bootstrap import cluster_paired_ratio_ci, paired_ratio_ci
-from speedbench.metrics.noise import floor_entries
+from speedbench.metrics.noise_floor import floor_entries
 from speedbench.metrics.speedup import pooled_round_spread
 
 

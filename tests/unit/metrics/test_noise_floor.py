@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers.simulate import aa_point
 
-from speedbench.metrics.noise import family_level, floor_entries
+from speedbench.metrics.noise_floor import family_level, floor_entries
 from speedbench.metrics.speedup import TPS_COLUMNS, pooled_round_spread, round_ratios, speedup
 
 
