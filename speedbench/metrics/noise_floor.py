@@ -20,9 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from speedbench.metrics.speedup import TPS_COLUMNS, pooled_round_spread, round_ratios, speedup
+from speedbench.analysis.cells import num
+from speedbench.metrics.speedup import pooled_spreads, speedup
 from speedbench.metrics.table import request_table
-from speedbench.records import RequestRecord
+from speedbench.records import PointKey, RequestRecord
 
 FAMILY_LEVEL = 0.95
 
@@ -34,50 +35,45 @@ def family_level(n_intervals: int, family: float = FAMILY_LEVEL) -> float:
 
 
 def _inside(lo: Any, hi: Any) -> bool | None:
-    if not (isinstance(lo, float) and isinstance(hi, float) and math.isfinite(lo) and math.isfinite(hi)):
-        return None
-    return bool(lo <= 1.0 <= hi)
+    lo, hi = num(lo), num(hi)
+    return bool(lo <= 1.0 <= hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
 def noise_floor(records: Iterable[RequestRecord], baseline_arm: str | None, aa_arm: str | None,
                 *, family: float = FAMILY_LEVEL) -> list[dict[str, Any]]:
     """One entry per point of the A/A arm, in concurrency order: its speedup over the
     baseline from both clocks, with intervals simultaneous over the points (see the
-    module text), the
-    between-round spread pooled over the A/A pair's concurrencies as in the summary rows.
-    ``contains_one``: every defined interval of the entry holds 1.0 (None: none defined)."""
+    module text), the between-round spread pooled over the A/A pair's concurrencies as in
+    the summary rows. ``contains_one``: every defined interval of the entry holds 1.0
+    (None: none defined)."""
     if not baseline_arm or not aa_arm:
         return []
     table = request_table([r for r in records if not r.warmup and r.arm in (baseline_arm, aa_arm)])
     if table.empty:
         return []
     ok = table[table["ok"]]
-    pairs: dict[tuple[int, str], tuple[pd.DataFrame, pd.DataFrame]] = {}
+    pairs: dict[PointKey, tuple[pd.DataFrame, pd.DataFrame]] = {}
     for (c, v), aa in ok[ok["arm"] == aa_arm].groupby(["concurrency", "variant"], sort=True):
         base = ok[(ok["arm"] == baseline_arm) & (ok["concurrency"] == c) & (ok["variant"] == v)]
         if len(base):
-            pairs[(int(c), str(v))] = (aa, base)
+            pairs[PointKey(aa_arm, int(c), str(v))] = (aa, base)
     return floor_entries(pairs, family=family)
 
 
-def floor_entries(pairs: dict[tuple[int, str], tuple[pd.DataFrame, pd.DataFrame]],
+def floor_entries(pairs: dict[PointKey, tuple[pd.DataFrame, pd.DataFrame]],
                   *, family: float = FAMILY_LEVEL) -> list[dict[str, Any]]:
-    """The entries of :func:`noise_floor` from its pairs: ``{(concurrency, variant): (aa ok
+    """The entries of :func:`noise_floor` from its pairs: ``{PointKey of the A/A arm: (aa ok
     rows, baseline ok rows)}`` as :func:`request_table` rows (the pair keys and both TPS
     columns), in the order given."""
-    by_variant: dict[str, list[tuple[pd.DataFrame, pd.DataFrame]]] = {}
-    for (_c, v), pair in pairs.items():
-        by_variant.setdefault(v, []).append(pair)
-    spreads = {v: {p: pooled_round_spread(round_ratios(s, b, p) for s, b in ps) for p in TPS_COLUMNS}
-               for v, ps in by_variant.items()}
+    spreads = pooled_spreads(pairs)
     level = family_level(len(pairs), family)
     out = []
-    for (c, v), (aa, base) in pairs.items():
-        sp = speedup(aa, base, spreads[v], level=level)
+    for k, (aa, base) in pairs.items():
+        sp = speedup(aa, base, spreads[(k.arm, k.variant)], level=level)
         client = _inside(sp["speedup_ci_low"], sp["speedup_ci_high"])
         engine = _inside(sp["speedup_engine_ci_low"], sp["speedup_engine_ci_high"])
         known = [x for x in (client, engine) if x is not None]
-        out.append({"concurrency": c, "variant": v, "speedup": sp["speedup_mean"],
+        out.append({"concurrency": k.concurrency, "variant": k.variant, "speedup": sp["speedup_mean"],
                     "ci_low": sp["speedup_ci_low"], "ci_high": sp["speedup_ci_high"],
                     "speedup_engine": sp["speedup_engine_mean"], "engine_ci_low": sp["speedup_engine_ci_low"],
                     "engine_ci_high": sp["speedup_engine_ci_high"], "level": level,

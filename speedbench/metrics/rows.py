@@ -30,8 +30,7 @@ from speedbench.metrics.acceptance import (AL_AGREE_TOLERANCE, acceptance, al_fr
                                           per_position_rates)
 from speedbench.metrics.latency import good_requests, latency_stats
 from speedbench.metrics.numbers import NAN, mean, pct, plain
-from speedbench.metrics.bootstrap import RoundSpread
-from speedbench.metrics.speedup import TPS_COLUMNS, pooled_round_spread, proxy_speedup, round_ratios, speedup
+from speedbench.metrics.speedup import pooled_spreads, proxy_speedup, speedup
 from speedbench.metrics.timing import timing_block
 from speedbench.metrics.table import itl_values, request_table
 from speedbench.records import PointKey, RequestRecord, wall_s
@@ -175,18 +174,6 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
     }
 
 
-def _pooled_spreads(pairs: dict[PointKey, tuple[pd.DataFrame, pd.DataFrame]]
-                    ) -> dict[tuple[str, str], dict[str, RoundSpread | None]]:
-    """Per (arm, variant) and TPS source: the between-round spread pooled over the arm's
-    concurrencies, so each point's interval rests on all its rounds, not on its own 2 or 3."""
-    by_arm: dict[tuple[str, str], list[PointKey]] = {}
-    for k in pairs:
-        by_arm.setdefault((k[0], k[2]), []).append(k)
-    return {arm: {prefix: pooled_round_spread(round_ratios(*pairs[k], prefix) for k in keys)
-                  for prefix in TPS_COLUMNS}
-            for arm, keys in by_arm.items()}
-
-
 def summarize(
     records: Iterable[RequestRecord],
     prom_deltas: dict[PointKey, SpecCounters] | None,
@@ -226,7 +213,7 @@ def summarize(
         pairs = {k: (groups[k][groups[k]["ok"]], groups[bk][groups[bk]["ok"]])
                  for k in rows if k[0] != baseline_arm
                  and (bk := PointKey(baseline_arm, k[1], k[2])) in rows and len(groups[k]) and len(groups[bk])}
-        spreads = _pooled_spreads(pairs)
+        spreads = pooled_spreads(pairs)
         for k, (s_ok, b_ok) in pairs.items():
             row = rows[k]
             bk = PointKey(baseline_arm, k[1], k[2])

@@ -12,6 +12,7 @@ import pandas as pd
 
 from speedbench.metrics.numbers import NAN, mean, pct, ratio
 from speedbench.metrics.bootstrap import RoundSpread, cluster_paired_ratio_ci, unpaired_ratio_ci
+from speedbench.records import PointKey
 
 PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 
@@ -80,6 +81,20 @@ def pooled_round_spread(by_point: Iterable[list[float]]) -> RoundSpread | None:
             ss += float(((logs - logs.mean()) ** 2).sum())
             df += len(logs) - 1
     return RoundSpread(float(np.sqrt(ss / df)), df) if df else None
+
+
+def pooled_spreads(pairs: dict[PointKey, tuple[pd.DataFrame, pd.DataFrame]]
+                   ) -> dict[tuple[str, str], dict[str, RoundSpread | None]]:
+    """Per (arm, variant) and TPS source (``TPS_COLUMNS``): the between-round spread pooled
+    over the arm's concurrencies (:func:`pooled_round_spread`), so each point's interval
+    rests on all its rounds, not on its own 2 or 3. ``pairs``: (arm ok rows, baseline ok
+    rows) per point."""
+    by_arm: dict[tuple[str, str], list[PointKey]] = {}
+    for k in pairs:
+        by_arm.setdefault((k.arm, k.variant), []).append(k)
+    return {arm: {prefix: pooled_round_spread(round_ratios(*pairs[k], prefix) for k in keys)
+                  for prefix in TPS_COLUMNS}
+            for arm, keys in by_arm.items()}
 
 
 def _pairs(spec: pd.DataFrame, base: pd.DataFrame, col: str) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from tests.helpers.simulate import aa_point
 from speedbench.metrics.bootstrap import cluster_paired_ratio_ci, paired_ratio_ci
 from speedbench.metrics.noise_floor import floor_entries
 from speedbench.metrics.speedup import pooled_round_spread
+from speedbench.records import PointKey
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +196,7 @@ def test_a_run_of_identical_servers_fails_the_check_about_one_time_in_twenty():
     n_runs = 150
     fail_family = fail_single = 0
     for _ in range(n_runs):
-        pairs = {(c, ""): aa_point(rng, 0.08) for c in (1, 4, 16)}
+        pairs = {PointKey("aa", c): aa_point(rng, 0.08) for c in (1, 4, 16)}
         fail_family += any(f["contains_one"] is False for f in floor_entries(pairs))
         single = floor_entries(pairs, family=1 - 0.05 * 3)  # each interval at 95%
         assert single[0]["level"] == pytest.approx(0.95)

@@ -10,6 +10,7 @@ from tests.helpers.simulate import aa_point
 
 from speedbench.metrics.noise_floor import family_level, floor_entries
 from speedbench.metrics.speedup import TPS_COLUMNS, pooled_round_spread, round_ratios, speedup
+from speedbench.records import PointKey
 
 
 def test_family_level_is_bonferroni():
@@ -21,7 +22,7 @@ def test_family_level_is_bonferroni():
 
 def test_entries_carry_both_clocks_at_the_family_level():
     rng = np.random.default_rng(3)
-    pairs = {(c, ""): aa_point(rng, 0.05) for c in (1, 4, 16)}
+    pairs = {PointKey("aa", c): aa_point(rng, 0.05) for c in (1, 4, 16)}
     floor = floor_entries(pairs)
     spreads = {p: pooled_round_spread(round_ratios(s, b, p) for s, b in pairs.values()) for p in TPS_COLUMNS}
     assert [f["concurrency"] for f in floor] == [1, 4, 16]
