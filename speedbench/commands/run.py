@@ -66,9 +66,9 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
         console.print("    " + shell_line(display_argv(sc, ap, measurement=False), {}), highlight=False,
                       soft_wrap=True)
         extra = ap.launch.measurement
-        if extra:
+        if extra or ap.launch.measurement_env:
             console.print("  measurement flags (added by speedbench; server.measurement_flags: false drops them): "
-                          + shell_line(extra, {}), highlight=False, soft_wrap=True)
+                          + shell_line(extra, ap.launch.measurement_env), highlight=False, soft_wrap=True)
         if env:
             console.print("  environment: " + " ".join(f"{k}={v}" for k, v in env.items()), highlight=False)
         if ap.launch.gpus is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from speedbench.doctor import containers, gpu_checks, host, models, servers, vllm_checks
+from speedbench.doctor import containers, cpu_checks, gpu_checks, host, models, servers, vllm_checks
 from speedbench.doctor.base import Check, Context, Facts, Host, arm_argv, launched_arms
 from speedbench.scenario import Scenario
 
@@ -39,6 +39,7 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
         ("vllm", vllm_checks.check_vllm),
         ("server args", vllm_checks.check_server_args),
         ("model", models.check_model),
+        ("cpu kernel", cpu_checks.check_cpu),
         ("gpus", gpu_checks.check_gpus),
         ("gpu memory", gpu_checks.check_gpu_memory),
         ("quantization", gpu_checks.check_quantization),

@@ -19,6 +19,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from speedbench.engine.command import launch_spec
 from speedbench.engine.gpus import GPU, GPUProbe, probe_gpus
+from speedbench.engine.host_cpu import cpu_facts
 from speedbench.engine.probe import port_is_free
 from speedbench.scenario import ArmSpec, Scenario
 
@@ -93,6 +94,8 @@ class Facts:
     check_source: Callable[[Any], Any] | None = None
     # Processes tagged with a speedbench owner (doctor/servers.py); None = scan /proc.
     processes: Callable[[], list[Any]] | None = None
+    # The host CPU (engine/host_cpu.cpu_facts: model, flags, amx).
+    cpu: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ class Host:
     lookup. disk_free(path) -> bytes. port_free(host, port). docker(args) -> (rc, output).
     vllm_source: the installed ``vllm`` folder whose backend/parser names are read (None:
     cannot verify). executable: the Python that would run vLLM. check_source: the workload
-    check (None: speedbench.workload's).
+    check (None: speedbench.workload's). cpu: the host CPU as engine/host_cpu.cpu_facts
+    gives it (model, flags, amx).
     """
 
     gpus: list[GPU] | GPUProbe | None = None
@@ -118,6 +122,7 @@ class Host:
     vllm_source: Any = _FIND
     executable: str | None = None
     check_source: Callable[[Any], Any] | None = None
+    cpu: dict[str, Any] | None = None
 
     def facts(self) -> Facts:
         """The facts, each read from the machine where this host leaves it out."""
@@ -139,6 +144,7 @@ class Host:
             vllm_source=installed_vllm_source() if self.vllm_source is _FIND else self.vllm_source,
             executable=self.executable or sys.executable,
             check_source=self.check_source,
+            cpu=cpu_facts() if self.cpu is None else dict(self.cpu),
         )
 
 

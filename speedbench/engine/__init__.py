@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from speedbench.engine.command import LaunchSpec
+from speedbench.engine.command import LaunchSpec, flag_value
 from speedbench.engine.docker import DockerServer
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer, ProgressFn
@@ -31,7 +31,7 @@ class Server(Protocol):
 
     def __enter__(self) -> Server: ...
     def __exit__(self, *exc: object) -> None: ...
-    def wait_ready(self, model_name: str | None = None) -> str: ...
+    def wait_ready(self, model_name: str | None = None, request: tuple[str, dict] | None = None) -> str: ...
     def dead(self) -> str | None: ...  # why the server is gone, or None while it lives
     def stop(self) -> None: ...
 
@@ -46,7 +46,7 @@ def api_key_for(scenario: Scenario, launch_spec: LaunchSpec | None = None) -> st
         return os.environ.get(name)
     if launch_spec is None or launch_spec.base_url or scenario.server.launcher == "external":
         return None
-    return _flag_value(launch_spec.argv, "--api-key") or launch_spec.env.get("VLLM_API_KEY") or None
+    return flag_value(launch_spec.argv, "--api-key") or launch_spec.env.get("VLLM_API_KEY") or None
 
 
 def expected_model(scenario: Scenario, launch_spec: LaunchSpec) -> str | None:
@@ -54,16 +54,7 @@ def expected_model(scenario: Scenario, launch_spec: LaunchSpec) -> str | None:
     model as passed); None for an endpoint we did not start, which serves what it serves."""
     if launch_spec.base_url or scenario.server.launcher == "external":
         return None
-    return _flag_value(launch_spec.argv, "--served-model-name") or scenario.server.model or None
-
-
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
-    return None
+    return flag_value(launch_spec.argv, "--served-model-name") or scenario.server.model or None
 
 
 def make_server(scenario: Scenario, launch_spec: LaunchSpec, log_path: Path,

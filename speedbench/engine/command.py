@@ -35,6 +35,16 @@ def args_to_argv(args: dict[str, Any]) -> list[str]:
     return argv
 
 
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value given to ``flag`` in ``argv`` (``--flag v`` or ``--flag=v``), or None."""
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
 # Flags that vLLM rejects at start unless speculative decoding is on (0.32 raises in
 # VllmConfig.__post_init__). A scenario sets them once in server.args; the baseline
 # arm must not get them.
@@ -47,6 +57,10 @@ SPEC_ONLY_ARGS = ("per-request-spec-decode-metrics",)
 # with a speculative_config (vLLM rejects it otherwise).
 MEASUREMENT_FLAGS: dict[str, Any] = {"enable-per-request-metrics": True}
 SPEC_MEASUREMENT_FLAGS: dict[str, Any] = {"per-request-spec-decode-metrics": "summary"}
+# The measurement environment: a process that dies of a signal (SIGILL, SIGSEGV, ...)
+# writes "Fatal Python error" and its Python stack to the log, so engine/diagnose.py can
+# name the op it died in. It changes nothing else.
+MEASUREMENT_ENV: dict[str, str] = {"PYTHONFAULTHANDLER": "1"}
 # --enable-per-request-metrics needs engine stats; vLLM refuses it with these.
 _NO_STATS = ("disable-log-stats",)
 
@@ -67,6 +81,14 @@ def measurement_args(server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
     if arm.speculative_config is not None:
         flags.update(SPEC_MEASUREMENT_FLAGS)
     return {k: v for k, v in flags.items() if not _given(own, k)}
+
+
+def measurement_env(server: ServerSpec, arm: ArmSpec) -> dict[str, str]:
+    """The measurement environment this arm's server gets (none the scenario sets)."""
+    if not server.measurement_flags or arm.base_url:
+        return {}
+    own = {**server.env, **arm.env}
+    return {k: v for k, v in MEASUREMENT_ENV.items() if k not in own}
 
 
 def merged_args(server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
@@ -99,12 +121,13 @@ class LaunchSpec:
     gpus: list[int] | None = None
     base_url: str | None = None  # external endpoint: nothing to launch
     measurement: list[str] = field(default_factory=list)  # the measurement flags at argv's end
+    measurement_env: dict[str, str] = field(default_factory=dict)  # speedbench's, apart from env
 
     def argv_with_port(self, port: int) -> list[str]:
         return [*self.argv, "--host", self.host, "--port", str(port)]
 
     def env_with_gpus(self) -> dict[str, str]:
-        env = dict(self.env)
+        env = {**self.measurement_env, **self.env}
         if self.gpus is not None and "CUDA_VISIBLE_DEVICES" not in env:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
         return env
@@ -131,6 +154,7 @@ def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> La
         arm=arm.name,
         argv=[] if arm.base_url else vllm_argv(sc.server, arm) + extra,
         measurement=extra,
+        measurement_env=measurement_env(sc.server, arm),
         env=env,
         host=sc.server.host,
         port=sc.server.port,

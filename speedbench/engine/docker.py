@@ -75,7 +75,7 @@ def docker_run_argv(spec: LaunchSpec, docker: DockerSpec, port: int, name: str,
     # spec.env, not env_with_gpus(): GPUs are renumbered from 0 inside the container, so
     # a host CUDA_VISIBLE_DEVICES would point at the wrong devices (or none).
     forwarded: list[str] = []
-    for key, value in spec.env.items():
+    for key, value in {**spec.measurement_env, **spec.env}.items():
         argv += ["-e", key if is_secret_name(key) else f"{key}={value}"]
         forwarded.append(key)
     for key in pass_env:

@@ -53,13 +53,13 @@ class ExternalServer:
     def start(self) -> "ExternalServer":
         return self
 
-    def wait_ready(self, model_name: str | None = None) -> str:
+    def wait_ready(self, model_name: str | None = None, request: tuple[str, dict] | None = None) -> str:
         t0 = time.monotonic()
         deadline = t0 + self.ready_timeout_s
         while True:
             now = time.monotonic()
             name, missing = probe_ready(self._base_url, model_name, self.api_key,
-                                        timeout=max(1.0, min(60.0, deadline - now)))
+                                        timeout=max(1.0, min(60.0, deadline - now)), request=request)
             if name is not None:
                 self._model_name = name
                 return name

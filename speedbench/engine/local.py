@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from speedbench.engine import watchdog
-from speedbench.engine.command import LaunchSpec
+from speedbench.engine.command import LaunchSpec, flag_value
+from speedbench.engine.diagnose import Death, diagnose, memory_figures, signal_name
+from speedbench.engine.host_cpu import cpu_facts, normalise_dtype
 # free_port is looked up here at call time, so tests can make it racy.
 from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready
 from speedbench.errors import ServerError
@@ -40,6 +42,17 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     except OSError:
         return ""
     return "\n".join(data.splitlines()[-lines:])
+
+
+def log_end(path: Path, size: int = 256 * 1024) -> str:
+    """The log's last ``size`` bytes: enough for a crash's stack of every thread."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - size))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _last_line(path: Path) -> str:
@@ -74,6 +87,7 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+
 class LocalServer:
     """Context manager around one launched server process group."""
 
@@ -92,6 +106,7 @@ class LocalServer:
         self._model_name: str | None = None
         self._stopped = False
         self._stopped_running = False  # stop() found it alive: its exit was ours, not a crash
+        self._death: str | None = None  # why it died, read from its log once
 
     # ---- properties --------------------------------------------------------------
 
@@ -199,8 +214,9 @@ class LocalServer:
 
     # ---- readiness and liveness --------------------------------------------------
 
-    def wait_ready(self, model_name: str | None = None) -> str:
-        """Block until the server completes a 1-token request; return the served model name."""
+    def wait_ready(self, model_name: str | None = None, request: tuple[str, dict] | None = None) -> str:
+        """Block until the server completes ``request`` (probe.ready_request's (path, body);
+        None: a short completion); return the served model name."""
         if self._proc is None:
             raise ServerError(f"arm '{self.spec.arm}': wait_ready() before start()")
         t0 = time.monotonic()
@@ -215,7 +231,7 @@ class LocalServer:
                 if self._retry_port(tail, attempts):
                     attempts += 1
                     continue
-                raise ServerError(self._failure(f"exited with code {self._proc.returncode} while starting", tail))
+                raise ServerError(self._failure(self._cause("while starting"), tail))
             if now >= deadline:
                 raise ServerError(self._failure(
                     f"not ready after {self.ready_timeout_s:.0f} s ({missing}) "
@@ -225,7 +241,7 @@ class LocalServer:
                 last_progress = now
                 self.on_progress(now - t0, _last_line(self._log_path))
             name, missing = probe_ready(self.base_url, model_name, self.api_key,
-                                        timeout=max(1.0, min(60.0, deadline - now)))
+                                        timeout=max(1.0, min(60.0, deadline - now)), request=request)
             if name is not None and self._proc.poll() is None:
                 self._model_name = name
                 return name
@@ -244,15 +260,35 @@ class LocalServer:
         return True
 
     def _failure(self, what: str, tail: str) -> str:
-        return (f"arm '{self.spec.arm}': server (pid {self.pid}) {what}\n"
+        return (f"arm '{self.spec.arm}': {what}\n"
                 f"--- last {LOG_TAIL_LINES} lines of {self._log_path} ---\n{tail}\n--- end of log ---")
 
+    def diagnosis(self) -> Death | None:
+        """What the log says killed the server (engine/diagnose.py), or None."""
+        dtype = normalise_dtype(flag_value(self.spec.argv, "--dtype"))
+        return diagnose(log_end(self._log_path), {**cpu_facts(), "dtype": dtype}, memory_figures())
+
+    def _cause(self, when: str) -> str:
+        """The cause first, then its fix, and the API server's exit code last: vLLM's API
+        server exits 0 when its engine dies, so the code alone says nothing."""
+        assert self._proc is not None
+        code = self._proc.returncode
+        ended = f"exited with code {code}" if code is None or code >= 0 else f"was killed by {signal_name(code)}"
+        death = self.diagnosis()
+        if death is None:
+            return f"server (pid {self._proc.pid}) {ended} {when}"
+        fix = f" -- fix: {death.fix}" if death.fix else ""
+        return f"{death.cause} {when}{fix} (the API server, pid {self._proc.pid}, then {ended})"
+
     def dead(self) -> str | None:
-        """None while the process runs; a message once it has exited. Cheap: no I/O."""
+        """None while the process runs; a message once it has exited (the log is read
+        once, when the exit is first seen)."""
         if self._proc is None or self._proc.poll() is None:
             return None
-        how = "was stopped by speedbench" if self._stopped_running else f"exited with code {self._proc.returncode}"
-        return f"arm '{self.spec.arm}': server (pid {self._proc.pid}) {how}; log: {self._log_path}"
+        if self._death is None:
+            how = "server was stopped by speedbench" if self._stopped_running else self._cause("while serving")
+            self._death = f"arm '{self.spec.arm}': {how}; log: {self._log_path}"
+        return self._death
 
     # ---- teardown ----------------------------------------------------------------
 

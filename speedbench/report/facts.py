@@ -60,6 +60,18 @@ def hardware(run: Run) -> str:
     return "unknown hardware"
 
 
+def cpu_attention(run: Run) -> str:
+    """The CPU attention kernel(s) vLLM ran, with their dtype: "vec (float16)"; "" off the CPU."""
+    seen: list[str] = []
+    for prov in run.provenance.values():
+        att = prov.get("cpu_attention") if isinstance(prov, dict) else None
+        if isinstance(att, dict) and att.get("kernel"):
+            text = f"{att['kernel']} ({att.get('dtype') or 'dtype unknown'})"
+            if text not in seen:
+                seen.append(text)
+    return ", ".join(seen)
+
+
 def vllm_version(run: Run) -> str:
     versions = []
     for prov in run.provenance.values():

@@ -17,7 +17,7 @@ from typing import Any, cast
 from speedbench.analysis.cells import al_of, num
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
-from speedbench.report.facts import draft_model, hardware, target_model, vllm_version
+from speedbench.report.facts import cpu_attention, draft_model, hardware, target_model, vllm_version
 from speedbench.results import Run
 
 LOOP_LAG_WARN_MS = 10.0  # above this the client's own timestamps may be late
@@ -184,6 +184,8 @@ def measured_lines(run: Run) -> list[str]:
     facts = [f"target {target_model(run) or 'unknown model'}", f"hardware {hardware(run)}"]
     if vllm_version(run):
         facts.append(f"vLLM {vllm_version(run)}")
+    if cpu_attention(run):
+        facts.append(f"CPU attention kernel {cpu_attention(run)}")
     if w:
         src = str(w.get("source", ""))
         if src == "speed_bench":

@@ -18,13 +18,14 @@ from speedbench.metrics.sequential import stopping_rows, widen_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
 from speedbench.results.files import atomic_write
-from speedbench.results.rundir import SCHEMA_VERSION, RunDir
+from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
 
 
-def _hardware(provenance: dict[str, Any]) -> str:
-    for prov in provenance.values():
-        hw = prov.get("hardware") if isinstance(prov, dict) else None
+def _hardware(provenance: dict[str, Any], host: Any = None) -> str:
+    """From the arms' provenance, else from host.json (written when the run starts, so a
+    run whose every server died still names its machine)."""
+    for hw in [prov.get("hardware") if isinstance(prov, dict) else None for prov in provenance.values()] + [host]:
         if isinstance(hw, dict):
             return str(hw.get("summary") or hw.get("description") or hw)
         if hw:
@@ -112,7 +113,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "scenario": sc.name,
         "run_id": run_dir.path.name,
         "created_utc": _created(run_dir),
-        "hardware": _hardware(provenance),
+        "hardware": _hardware(provenance, run_dir.read_json(HOST_FILE)),
         "baseline": sc.baseline_arm,
         "reference": sc.reference.model_dump(mode="json"),
         "percentiles": list(sc.percentiles),

@@ -24,7 +24,7 @@ from speedbench.run.plan import ArmPlan
 from speedbench.records import PointKey
 from speedbench.run.context import RunContext
 from speedbench.run.cost import arm_gpus
-from speedbench.run.point import run_point
+from speedbench.run.point import readiness_request, run_point
 from speedbench.run.reuse import reuse_baseline
 
 
@@ -113,7 +113,8 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
     current: PointKey | None = None  # the point in progress
     try:
         with server:
-            server.wait_ready(expected_model(sc, ap.launch))
+            model = expected_model(sc, ap.launch)
+            server.wait_ready(model, readiness_request(ctx, model))
             if ctx.stop.is_set():
                 return
             start_s = time.monotonic() - t0

@@ -127,7 +127,7 @@ def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None, *, measurem
     port = port if port is not None else (sc.server.port or 8000)
     if not measurement and ap.launch.measurement:
         launch = replace(ap.launch, argv=ap.launch.argv[:len(ap.launch.argv) - len(ap.launch.measurement)],
-                         measurement=[])
+                         measurement=[], measurement_env={})
         ap = ArmPlan(arm=ap.arm, launch=launch)
     if sc.server.launcher == "docker":
         from speedbench.engine.docker import container_labels, container_name, docker_run_argv
@@ -138,8 +138,9 @@ def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None, *, measurem
 
 
 def display_env(sc: Scenario, ap: ArmPlan) -> dict[str, str]:
+    """The scenario's own environment (the measurement environment is shown apart)."""
     extra = (sc.server.api_key_env,) if sc.server.api_key_env else ()
-    return redact_env(ap.launch.env_with_gpus(), extra)
+    return redact_env(replace(ap.launch, measurement_env={}).env_with_gpus(), extra)
 
 
 def shell_line(argv: list[str], env: dict[str, str]) -> str:

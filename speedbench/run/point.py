@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from speedbench.client.http import ClientConfig
 from speedbench.engine import Server
+from speedbench.engine.probe import ready_request
 from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
@@ -34,6 +35,22 @@ def client_side(ctx: RunContext, server: Server, key: PointKey, job: PointJob) -
         idle_timeout_s=sc.workload.idle_timeout_s,
     )
     return builder, cfg
+
+
+def readiness_request(ctx: RunContext, model: str | None) -> tuple[str, dict] | None:
+    """The request that proves a server ready: the workload's first warmup prompt (else its
+    first measured one) built as the run builds it (engine/probe.py says why)."""
+    sc = ctx.scenario
+    found = next(((name, wl.warmup or wl.measured) for name, wl in ctx.prepared.workloads.items()
+                  if wl.warmup or wl.measured), None)
+    if found is None:
+        return None
+    vname, prompts = found
+    variant = next((v for v in sc.workload.variants if v.name == vname), None)
+    builder = RequestBuilder(sc.workload, model or "", variant, ctx.prepared.tokenizer,
+                             trust_remote_code=trust_remote_code(sc))
+    builder.prepare([prompts[0]])
+    return ready_request(*builder.build(prompts[0], 0, []))
 
 
 def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -> str | None:

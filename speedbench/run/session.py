@@ -19,12 +19,14 @@ from rich.console import Console
 from speedbench.doctor import exit_code, run_checks
 from speedbench.doctor.table import print_checks
 from speedbench.engine.gpus import detect_gpus
+from speedbench.engine.provenance import hardware
 from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
+from speedbench.results.rundir import HOST_FILE
 from speedbench.results.files import free_space, human_bytes
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
@@ -49,6 +51,7 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
         return EXIT_FAILED
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
+    run_dir.write_json(HOST_FILE, hardware())
     console.print(f"run folder: {run_dir.path}")
     return _execute(sc, run_dir, console, prepared, resume=False)
 
