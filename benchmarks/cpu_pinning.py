@@ -81,7 +81,7 @@ async def _point(cfg: ClientConfig, model: str, c: int, prompts: list[str], max_
 def one_start(mode: str, max_tokens: int) -> dict:
     port = _port()
     model = str(FIXTURES / "target")
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--dtype", "bfloat16",
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model, "--dtype", "float16",
             "--enforce-eager", "--max-model-len", "1024", "--max-num-seqs", "16", "--enable-per-request-metrics",
             "--host", "127.0.0.1", "--port", str(port)]
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")

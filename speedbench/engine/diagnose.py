@@ -30,11 +30,15 @@ _WHAT = {
 }
 _FATAL_RE = re.compile(r"Fatal Python error: (" + "|".join(map(re.escape, _FATAL)) + ")")
 # vLLM's own words for a process that ended by a signal: a negative exit code.
-_EXIT_RES = (
-    re.compile(r"died with exit code (-\d+)"),
-    re.compile(r"\(exit code: (-\d+)\)"),
+_EXIT_RES = (  # (process name, exit code)
+    re.compile(r"Process (\S+) \(PID: \d+\) died with exit code (-\d+)"),
+    re.compile(r"proc (\S+) died unexpectedly \(exit code: (-\d+)\)"),
     re.compile(r"Failed core proc\(s\): \{[^}]*?'([^']+)': (-\d+)"),
 )
+_WORKER_GONE_RE = re.compile(r"WorkerProc initialization failed due to an exception in a background process"
+                             r"|Worker proc \S+ died unexpectedly \(exit code: None\)")
+_WORKER_ERROR = "WorkerProc failed to start"
+_PROC_DIED_RE = re.compile(r"proc (\S+) died unexpectedly")
 _FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
 _OP_RE = re.compile(r"torch\.ops\.[\w.]+")
 _EXC_RE = re.compile(r"^(?:\([^)]*\)\s*)?(?:\[[^\]]*\]\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): ?(.*)$")
@@ -81,14 +85,22 @@ def diagnose(log: str, host: dict[str, Any] | None = None, memory: str = "") -> 
 
 
 def _signal(log: str) -> tuple[str, str]:
-    m = _FATAL_RE.search(log)
-    if m:
-        return _FATAL[m.group(1)], _proc_of_fatal(log, m.start())
-    for rx in _EXIT_RES:
-        for m in rx.finditer(log):
-            code = int(m.group(m.lastindex or 1))
-            name = m.group(1) if m.lastindex == 2 else ""
-            return signal_name(code), _proc_name(name)
+    coded = next((m for m in (rx.search(log) for rx in _EXIT_RES) if m), None)
+    fatal = _FATAL_RE.search(log)
+    if fatal:  # which process wrote it: vLLM's line on its death names it, else the log prefixes
+        named = coded or _PROC_DIED_RE.search(log)
+        who = _proc_name(named.group(1)) if named else _proc_of_stack(_stack(log)) or _proc_of_fatal(log, fatal.start())
+        return _FATAL[fatal.group(1)], who
+    if coded:
+        return signal_name(int(coded.group(2))), _proc_name(coded.group(1))
+    gone = _WORKER_GONE_RE.search(log)
+    if gone and _WORKER_ERROR not in log:
+        # A worker that fails with an error logs it ("WorkerProc failed to start."), and
+        # one that dies of a catchable fatal signal writes "Fatal Python error"
+        # (PYTHONFAULTHANDLER). Gone without either, it got the one signal no process can
+        # report: SIGKILL. vLLM logs no exit code at start, and mid-run often "None"
+        # (its monitor looks before the process is reaped).
+        return "SIGKILL", "worker"
     return "", ""
 
 
@@ -99,6 +111,14 @@ def _proc_name(name: str) -> str:
     if "worker" in low:
         return "worker"
     return name
+
+
+def _proc_of_stack(frames: list[tuple[str, int, str]]) -> str:
+    """The process a crashing stack belongs to, from vLLM's entry functions in it."""
+    funcs = {f for _, _, f in frames}
+    if funcs & {"worker_main", "worker_busy_loop"} or any("/v1/worker/" in p for p, _, _ in frames):
+        return "worker"
+    return "engine" if "run_engine_core" in funcs else ""
 
 
 def _proc_of_fatal(log: str, at: int) -> str:

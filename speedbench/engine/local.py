@@ -26,6 +26,9 @@ from speedbench.errors import ServerError
 ProgressFn = Callable[[float, str], None]
 
 LOG_TAIL_LINES = 30
+LAUNCH_MARK = "=== speedbench: arm"  # the line each launch writes to the log first
+# Lines vLLM writes when its engine process is gone while the API server still runs.
+ENGINE_DEATH_MARKS = ("Fatal Python error:", "EngineDeadError", "died unexpectedly", "died with exit code")
 POLL_S = 1.0
 # How often an automatically chosen port may be retried when another process grabbed it
 # between our probe and vLLM's bind (the probe socket must be closed before vLLM binds).
@@ -107,6 +110,7 @@ class LocalServer:
         self._stopped = False
         self._stopped_running = False  # stop() found it alive: its exit was ours, not a crash
         self._death: str | None = None  # why it died, read from its log once
+        self._log_seen = 0  # bytes of the log already searched for an engine death
 
     # ---- properties --------------------------------------------------------------
 
@@ -191,8 +195,9 @@ class LocalServer:
         argv = self.command(self._port)
         with open(self._log_path, "ab") as log:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-            log.write(f"=== speedbench: arm {self.spec.arm}, port {self._port}, {stamp}\n".encode())
+            log.write(f"{LAUNCH_MARK} {self.spec.arm}, port {self._port}, {stamp}\n".encode())
             log.flush()
+            self._log_seen = log.tell()  # earlier launches' deaths are not this one's
             try:
                 self._proc = subprocess.Popen(
                     argv,
@@ -266,14 +271,19 @@ class LocalServer:
     def diagnosis(self) -> Death | None:
         """What the log says killed the server (engine/diagnose.py), or None."""
         dtype = normalise_dtype(flag_value(self.spec.argv, "--dtype"))
-        return diagnose(log_end(self._log_path), {**cpu_facts(), "dtype": dtype}, memory_figures())
+        text = log_end(self._log_path)
+        # The log is appended to by every launch of the arm (rounds, resumes, port
+        # retries): only this launch's part may name the cause.
+        text = text[max(0, text.rfind(LAUNCH_MARK)):]
+        return diagnose(text, {**cpu_facts(), "dtype": dtype}, memory_figures())
 
     def _cause(self, when: str) -> str:
         """The cause first, then its fix, and the API server's exit code last: vLLM's API
         server exits 0 when its engine dies, so the code alone says nothing."""
         assert self._proc is not None
         code = self._proc.returncode
-        ended = f"exited with code {code}" if code is None or code >= 0 else f"was killed by {signal_name(code)}"
+        ended = ("was shutting down" if code is None else f"exited with code {code}" if code >= 0
+                 else f"was killed by {signal_name(code)}")
         death = self.diagnosis()
         if death is None:
             return f"server (pid {self._proc.pid}) {ended} {when}"
@@ -281,14 +291,34 @@ class LocalServer:
         return f"{death.cause} {when}{fix} (the API server, pid {self._proc.pid}, then {ended})"
 
     def dead(self) -> str | None:
-        """None while the process runs; a message once it has exited (the log is read
-        once, when the exit is first seen)."""
-        if self._proc is None or self._proc.poll() is None:
+        """None while the server lives; why it died once its process has exited, or once
+        its log says its engine died. The API server outlives its engine by seconds,
+        answering 500s and then refusing connections: without the log, a point would
+        record the rest of its queue against a dead server. Cheap: a stat, and only the
+        log's new bytes are read."""
+        if self._proc is None:
+            return None
+        running = self._proc.poll() is None
+        if running and (self._stopped or not self._engine_died()):
             return None
         if self._death is None:
-            how = "server was stopped by speedbench" if self._stopped_running else self._cause("while serving")
+            how = "server was stopped by speedbench" if not running and self._stopped_running \
+                else self._cause("while serving")
             self._death = f"arm '{self.spec.arm}': {how}; log: {self._log_path}"
         return self._death
+
+    def _engine_died(self) -> bool:
+        try:
+            size = self._log_path.stat().st_size
+            if size <= self._log_seen:
+                return False
+            with open(self._log_path, "rb") as f:
+                f.seek(max(0, self._log_seen - 64))  # a mark may straddle two reads
+                new = f.read(size - f.tell()).decode("utf-8", errors="replace")
+        except OSError:
+            return False
+        self._log_seen = size
+        return any(mark in new for mark in ENGINE_DEATH_MARKS)
 
     # ---- teardown ----------------------------------------------------------------
 

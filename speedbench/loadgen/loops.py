@@ -121,9 +121,10 @@ async def _conversation(run: Pass, index: int, prompt: Prompt, t_queued: int) ->
                 rec.error, rec.error_detail = "server_died", phase.aborted
             _finish(rec, phase)
             raise
-        if rec.error in ("connection", "truncated") and server_alive is not None:
+        if rec.error in ("connection", "truncated", "http_status") and server_alive is not None:
             # Once the server is gone every queued request fails in a millisecond:
-            # stop here rather than record the rest of the queue as refused.
+            # stop here rather than record the rest of the queue as refused. A vLLM
+            # whose engine died answers 500s for a few seconds before it closes.
             died = await _died(server_alive)
             if died:
                 phase.aborted = phase.aborted or died
@@ -197,9 +198,9 @@ def _finish(rec: RequestRecord, phase: Phase) -> None:
 
 
 async def _died(server_alive: ServerAlive) -> str | None:
-    """server_alive()'s message, asked twice: the broken connection can arrive a
-    moment before the dead process can be reaped."""
-    for pause in (0.0, 0.05):
+    """server_alive()'s message, asked three times: the broken connection (or vLLM's 500)
+    can arrive a moment before the dead process is reaped or its log says why."""
+    for pause in (0.0, 0.05, 0.2):
         await asyncio.sleep(pause)
         msg = await ask(server_alive)
         if msg:

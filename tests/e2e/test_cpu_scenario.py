@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,25 @@ def test_rounds_restart_servers_in_abba_order_with_an_aa_noise_floor(noise_run):
     for f in noise_floor(recs, "baseline", "baseline-aa", family=0.999):
         assert f["engine_ci_low"] <= 1.0 <= f["engine_ci_high"], f
     assert "Noise floor (A/A check" in out
+
+
+def test_provenance_and_report_name_the_cpu_and_its_attention_kernel(run):
+    from speedbench.engine.host_cpu import cpu_facts
+
+    facts = cpu_facts()
+    prov = json.loads((run["dir"] / "provenance.json").read_text())
+    for arm, p in prov.items():
+        hw = p["hardware"]
+        assert hw["cpu"] == facts["model"] and hw["cpu_flags"] == facts["flags"] and hw["amx"] == facts["amx"], arm
+        att = p["cpu_attention"]
+        # float16 takes vLLM's vec kernel on every x86 host, AMX or not (the scenario's comment)
+        assert att["dtype"] == "float16" and att["head_size"] == 32 and att["block_size"] == 128, arm
+        if platform.machine() == "x86_64":
+            assert att["kernel"] == "vec", arm
+    summary = run["summary"]
+    assert facts["model"] in summary["hardware"] and "unknown hardware" not in summary["hardware"]
+    for flag in facts["flags"]:
+        assert flag in summary["hardware"]
+    assert (run["dir"] / "host.json").exists()
+    report = (run["dir"] / "report.md").read_text()
+    assert f"CPU attention kernel {prov['baseline']['cpu_attention']['kernel']} (float16)" in report
