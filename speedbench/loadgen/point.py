@@ -21,6 +21,7 @@ from speedbench.loadgen.lag import LagProbe
 from speedbench.loadgen.loops import Pass, Phase, closed_loop, open_loop
 from speedbench.records import RequestRecord, wall_s
 
+
 def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
     """``asyncio.run`` on uvloop when it is installed (it comes with vLLM). A faster loop
     is less client time per received chunk, so less added latency at high concurrency:

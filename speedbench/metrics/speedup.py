@@ -118,29 +118,27 @@ def _lag_columns(spec: pd.DataFrame, base: pd.DataFrame, col: str) -> list[str]:
     return [c for c in LAG_COLUMNS if c in spec and c in base]
 
 
-def _lag_side(df: pd.DataFrame, tps: str, suffix: str) -> dict[str, np.ndarray] | None:
-    """One arm's columns for :func:`lag_range`; None where the table has none (hand-made frames)."""
-    names = {"low": "tps_lag_low", "high": "tps_lag_high", "lag_ms": "lag_ms", "decode_s": "decode_s"}
-    if tps not in df or not all(f"{c}{suffix}" in df for c in names.values()):
+def _lag_side(df: pd.DataFrame, suffix: str) -> dict[str, np.ndarray] | None:
+    """One arm's client-side columns for :func:`lag_range`; None without them (hand-made frames)."""
+    names = {"tps": "per_user_tps", "low": "tps_lag_low", "high": "tps_lag_high", "lag_ms": "lag_ms",
+             "decode_s": "decode_s"}
+    if not all(f"{c}{suffix}" in df for c in names.values()):
         return None
-    return {"tps": df[tps].to_numpy(dtype=float),
-            **{k: df[f"{c}{suffix}"].to_numpy(dtype=float) for k, c in names.items()}}
+    return {k: df[f"{c}{suffix}"].to_numpy(dtype=float) for k, c in names.items()}
 
 
-def _lag_of(a: pd.DataFrame, b: pd.DataFrame, col: str, suffixes: tuple[str, str] = ("", "")) -> LagRange:
-    """The lag range of the ratio ``a / b`` (metrics/lag.py); none without the columns.
-    ``suffixes``: the arms' column suffixes (a pairs frame holds both arms)."""
-    if col != TPS_COLUMNS["speedup"]:  # the client's lag moves the client's clock only
-        return LagRange()
-    sa, sb = _lag_side(a, f"{col}{suffixes[0]}", suffixes[0]), _lag_side(b, f"{col}{suffixes[1]}", suffixes[1])
+def _client_lag(a: pd.DataFrame, b: pd.DataFrame, suffixes: tuple[str, str] = ("", "")) -> LagRange:
+    """The client's lag range (metrics/lag.py) of the client-side ratio ``a / b``; ``suffixes``:
+    the arms' column suffixes (a pairs frame holds both arms)."""
+    sa, sb = _lag_side(a, suffixes[0]), _lag_side(b, suffixes[1])
     return lag_range(sa, sb) if sa is not None and sb is not None else LagRange()
 
 
 def pairs_lag(pairs: pd.DataFrame) -> LagRange:
-    """The client's lag range (metrics/lag.py) of the client-side speedup over ``pairs``:
-    request-table rows of both arms merged on ``PAIR_KEYS`` (suffixes ``_s`` / ``_b``), each
-    with a defined ``per_user_tps``."""
-    return _lag_of(pairs, pairs, TPS_COLUMNS["speedup"], ("_s", "_b"))
+    """The client's lag range of the client-side speedup over ``pairs``: request-table rows
+    of both arms merged on ``PAIR_KEYS`` (suffixes ``_s`` / ``_b``), each with a defined
+    ``per_user_tps``."""
+    return _client_lag(pairs, pairs, ("_s", "_b"))
 
 
 def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: RoundSpread | None,
@@ -167,14 +165,13 @@ def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: Ro
         out[f"{prefix}_by_repeat"] = by
         if len(by) >= 2:
             out[f"{prefix}_between_sd"] = float(np.std(by, ddof=1))
-        lag = pairs_lag(pairs) if prefix == "speedup" else LagRange()
     else:
         lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy(), level=level)
-        lag = _lag_of(a, b, col)
-    if prefix == "speedup":
+    if prefix == "speedup":  # the client's lag moves the client's clock only
+        lag = pairs_lag(pairs) if len(pairs) >= 2 else _client_lag(a, b)
         out["speedup_lag_bound"] = lag.bound
         out["speedup_lag_warning"] = lag_warning(out["speedup_mean"], lo, hi, lag)
-    lo, hi = lag.widen(lo, hi)
+        lo, hi = lag.widen(lo, hi)
     out[f"{prefix}_ci_low"], out[f"{prefix}_ci_high"] = lo, hi
     return out
 
