@@ -116,6 +116,10 @@ class RequestRecord:
     # The server's per-request spec metrics were present but unusable (e.g. a null
     # inside acceptance_histogram): the request stays ok, without spec stats.
     spec_error: str | None = None
+    # The worst lateness of the client's own event loop while the request was in flight
+    # (the loop-lag probe, speedbench/loadgen/lag.py): any stamp of it may be this late.
+    # None where nothing measured it (warmup; records written before it existed).
+    loop_lag_ns: int | None = None
     error: str | None = None  # None on success; else a short kind, see ERROR_KINDS
     error_detail: str | None = None
     raw_fragment: str | None = None  # offending bytes for malformed/truncated streams

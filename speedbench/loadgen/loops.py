@@ -23,6 +23,7 @@ import aiohttp
 
 from speedbench.client.http import stream_request
 from speedbench.loadgen.job import OnRecord, ServerAlive, Target
+from speedbench.loadgen.lag import LagProbe
 from speedbench.records import PointKey, Prompt, RequestRecord
 
 _WATCH_PERIOD_S = 0.5
@@ -38,6 +39,7 @@ class Phase:
     on_record: OnRecord | None
     records: list[RequestRecord] = field(default_factory=list)
     aborted: str | None = None
+    lag: LagProbe | None = None  # measurement only: each record gets the lag of its window
 
 
 @dataclass
@@ -192,6 +194,8 @@ def _raise_first_error(results: list[Any]) -> None:
 
 
 def _finish(rec: RequestRecord, phase: Phase) -> None:
+    if phase.lag is not None and rec.t_sent_ns:
+        rec.loop_lag_ns = phase.lag.worst(rec.t_sent_ns, rec.t_end_ns or perf_counter_ns())
     phase.records.append(rec)
     if phase.on_record is not None:
         phase.on_record(rec)

@@ -1,8 +1,9 @@
 """One pass over a workload at one concurrency level (or arrival schedule), warmup first.
 
 Besides the request loops (speedbench/loadgen/loops.py), a loop-lag probe runs during
-measurement: it sleeps 10 ms and records the overshoot; a lagging loop delays every
-timestamp, so reports show it.
+measurement (speedbench/loadgen/lag.py): it sleeps 10 ms and records the overshoot; a
+lagging loop delays every timestamp, so each record carries the lag of its own window
+and reports show the point's worst.
 """
 
 from __future__ import annotations
@@ -12,15 +13,13 @@ import gc
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from time import perf_counter_ns
 from typing import Any
 
 from speedbench.client.http import make_session
 from speedbench.loadgen.job import PointJob, Target
+from speedbench.loadgen.lag import LagProbe
 from speedbench.loadgen.loops import Pass, Phase, closed_loop, open_loop
 from speedbench.records import RequestRecord, wall_s
-
-_PROBE_PERIOD_S = 0.010
 
 
 def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -68,14 +67,14 @@ async def run_pass(
     """
     warmup = list(job.warmup) if repeat == job.first_repeat else []
     session = make_session(target.client, job.key.concurrency)
-    lag: list[int] = []
+    lag = LagProbe()
     helpers: list[asyncio.Task] = []
     try:
         if warmup:
             wphase = Phase(key=job.key, repeat=repeat, warmup=True, on_record=None)
             await closed_loop(Pass(session, target, wphase), warmup)
             if wphase.aborted:
-                return PointResult(records=[], wall_s=0.0, loop_lag_ms=_lag_stats(lag), aborted=wphase.aborted,
+                return PointResult(records=[], wall_s=0.0, loop_lag_ms=lag.stats_ms(), aborted=wphase.aborted,
                                    warmup_records=wphase.records)
             warm_records = wphase.records
         else:
@@ -83,7 +82,7 @@ async def run_pass(
         if before_measure is not None:
             stop = await before_measure()
             if isinstance(stop, str) and stop:
-                return PointResult(records=[], wall_s=0.0, loop_lag_ms=_lag_stats(lag), aborted=stop,
+                return PointResult(records=[], wall_s=0.0, loop_lag_ms=lag.stats_ms(), aborted=stop,
                                    warmup_records=warm_records)
         # Move every object alive now (imported libraries, earlier records) out of the
         # cyclic collector's reach: with torch/transformers loaded a full collection
@@ -91,37 +90,16 @@ async def run_pass(
         # benchmark. O(1), no collection triggered, safe with arms in several threads;
         # reference counting still frees these objects as usual.
         gc.freeze()
-        helpers.append(asyncio.create_task(_lag_probe(lag)))
-        phase = Phase(key=job.key, repeat=repeat, warmup=False, on_record=target.on_record)
+        helpers.append(asyncio.create_task(lag.run()))
+        phase = Phase(key=job.key, repeat=repeat, warmup=False, on_record=target.on_record, lag=lag)
         if job.arrivals is None:
             await closed_loop(Pass(session, target, phase), job.prompts)
         else:
             await open_loop(Pass(session, target, phase), job.prompts, job.arrivals)
-        return PointResult(records=phase.records, wall_s=wall_s(phase.records), loop_lag_ms=_lag_stats(lag),
+        return PointResult(records=phase.records, wall_s=wall_s(phase.records), loop_lag_ms=lag.stats_ms(),
                            aborted=phase.aborted, warmup_records=warm_records)
     finally:
         for t in helpers:
             t.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
         await session.close()
-
-
-async def _lag_probe(samples: list[int]) -> None:
-    period_ns = int(_PROBE_PERIOD_S * 1e9)
-    while True:
-        t0 = perf_counter_ns()
-        await asyncio.sleep(_PROBE_PERIOD_S)
-        samples.append(max(0, perf_counter_ns() - t0 - period_ns))
-
-
-def _lag_stats(samples: list[int]) -> dict[str, float]:
-    if not samples:
-        return {"p50": 0.0, "p99": 0.0, "max": 0.0}
-    s = sorted(samples)
-
-    def pct(q: float) -> float:
-        # nearest-rank: the probe gives hundreds of samples, interpolation adds nothing
-        return s[min(len(s) - 1, int(q * len(s)))] / 1e6
-
-    return {"p50": pct(0.50), "p99": pct(0.99), "max": s[-1] / 1e6}
-

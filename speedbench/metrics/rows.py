@@ -157,7 +157,7 @@ def _point_row(key: PointKey, g: pd.DataFrame, itl: tuple[np.ndarray, np.ndarray
         "itl_chunk_ms_median": pct(itl[0], 50), "itl_token_ms_median": pct(itl[1], 50),
         "e2e_s_mean": mean(col("e2e_s")),
         "speedup_mean": NAN, "speedup_median": NAN, "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0,
-        "speedup_mean_all": NAN, "speedup_by_repeat": [], "speedup_between_sd": NAN,
+        "speedup_mean_all": NAN, "speedup_by_repeat": [], "speedup_between_sd": NAN, "speedup_lag_bound": NAN,
         "speedup_engine_mean": NAN, "speedup_engine_ci_low": NAN, "speedup_engine_ci_high": NAN,
         "proxy_speedup": NAN,
         # filled from a matching calibration file by results/summary.py (calibration/store.py)
@@ -217,7 +217,11 @@ def summarize(
         for k, (s_ok, b_ok) in pairs.items():
             row = rows[k]
             bk = PointKey(baseline_arm, k[1], k[2])
-            row.update(speedup(s_ok, b_ok, spreads[(k[0], k[2])]))
+            sp = speedup(s_ok, b_ok, spreads[(k[0], k[2])])
+            lag_note = sp.pop("speedup_lag_warning", None)
+            row.update(sp)
+            if lag_note:
+                row["warnings"] = row["warnings"] + [lag_note]
             if math.isfinite(row["speedup_mean_all"]):
                 row["warnings"] = row["warnings"] + [
                     f"the arms completed different prompts: speedup {row['speedup_mean']:.3f}x over the "

@@ -23,7 +23,8 @@ import pandas as pd
 
 from speedbench.analysis.cells import num
 from speedbench.metrics.bootstrap import N_RESAMPLES, paired_ratio_ci
-from speedbench.metrics.speedup import PAIR_KEYS
+from speedbench.metrics.lag import LagRange
+from speedbench.metrics.speedup import PAIR_KEYS, pairs_lag
 from speedbench.metrics.table import request_table
 
 # Why a point stopped (points.json ``stop_reason``, summary.json ``stopping``).
@@ -71,6 +72,7 @@ class Look:
     estimate: float
     ci_low: float
     ci_high: float
+    lag_bound: float = math.nan  # the client's lag bound the interval is widened by (metrics/lag.py)
 
     @property
     def halfwidth(self) -> float:
@@ -80,16 +82,19 @@ class Look:
         return (self.ci_high - self.ci_low) / 2 / self.estimate
 
 
-def speedup_look(spec_tps: np.ndarray, base_tps: np.ndarray, level: float) -> Look:
+def speedup_look(spec_tps: np.ndarray, base_tps: np.ndarray, level: float, lag: LagRange | None = None) -> Look:
     """Mean ratio over pairs (the same prompt in both arms) with its paired bootstrap
-    interval at ``level``."""
+    interval at ``level``, widened by the client's ``lag`` range over the same pairs
+    (client-side TPS; None for the engine's clock): a look must not stop on an interval
+    narrower than the client's own error."""
     s, b = np.asarray(spec_tps, dtype=float), np.asarray(base_tps, dtype=float)
     keep = np.isfinite(s) & np.isfinite(b)
     s, b = s[keep], b[keep]
     if len(s) < 2 or b.mean() <= 0:
         return Look(math.nan, math.nan, math.nan)
     lo, hi = paired_ratio_ci(s, b, level=level, n_resamples=resamples(level))
-    return Look(float(s.mean() / b.mean()), lo, hi)
+    lag = lag or LagRange()
+    return Look(float(s.mean() / b.mean()), *lag.widen(lo, hi), lag_bound=lag.bound)
 
 
 def al_look(accepted: np.ndarray, steps: np.ndarray, level: float) -> Look:
@@ -167,7 +172,8 @@ def stopping_rows(records: list, points: dict, baseline: str | None, alpha: floa
                     "reason": p["stop_reason"], "prompts": p.get("stop_prompts"), "look": p.get("stop_look"),
                     "n_looks": n_looks, "level": level, "speedup": sp.estimate, "ci_low": sp.ci_low,
                     "ci_high": sp.ci_high, "speedup_engine": eng.estimate, "engine_ci_low": eng.ci_low,
-                    "engine_ci_high": eng.ci_high, "al": al.estimate, "al_ci_low": al.ci_low, "al_ci_high": al.ci_high})
+                    "engine_ci_high": eng.ci_high, "al": al.estimate, "al_ci_low": al.ci_low, "al_ci_high": al.ci_high,
+                    "lag_bound": sp.lag_bound})
     return out
 
 
@@ -180,7 +186,9 @@ def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> 
         return out
     if base is not None and not base.empty:
         pairs = mine.merge(base, on=PAIR_KEYS, suffixes=("_s", "_b"))
-        out["speedup"] = speedup_look(pairs["per_user_tps_s"].to_numpy(), pairs["per_user_tps_b"].to_numpy(), level)
+        timed = pairs[np.isfinite(pairs["per_user_tps_s"]) & np.isfinite(pairs["per_user_tps_b"])]
+        out["speedup"] = speedup_look(pairs["per_user_tps_s"].to_numpy(), pairs["per_user_tps_b"].to_numpy(), level,
+                                      pairs_lag(timed))
         # the engine's clock gives the second speedup figure; its interval is widened alike
         out["speedup_engine"] = speedup_look(pairs["engine_tps_s"].to_numpy(), pairs["engine_tps_b"].to_numpy(),
                                              level)

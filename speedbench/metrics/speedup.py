@@ -12,12 +12,16 @@ import pandas as pd
 
 from speedbench.metrics.numbers import NAN, mean, pct, ratio
 from speedbench.metrics.bootstrap import RoundSpread, cluster_paired_ratio_ci, unpaired_ratio_ci
+from speedbench.metrics.lag import LagRange, lag_range, lag_warning
 from speedbench.records import PointKey
 
 PAIR_KEYS = ["prompt_index", "turn", "repeat"]
 
 
 TPS_COLUMNS = {"speedup": "per_user_tps", "speedup_engine": "engine_tps"}  # key prefix -> TPS source
+# request_table columns the client-side lag bound needs (metrics/lag.py); the engine's
+# clock is not the client's, so the engine-side interval is never widened by it
+LAG_COLUMNS = ("tps_lag_low", "tps_lag_high", "lag_ms", "decode_s")
 
 
 def speedup(spec: pd.DataFrame, base: pd.DataFrame,
@@ -38,7 +42,12 @@ def speedup(spec: pd.DataFrame, base: pd.DataFrame,
     whose TPS is undefined (a burst: every token in one read) do not count as missing.
     With fewer than 2 pairs the estimate and an unpaired CI use all requests
     (speedup_pairs = 0). The same is computed from the engine's timing
-    (``engine_tps``) into the ``speedup_engine_*`` keys."""
+    (``engine_tps``) into the ``speedup_engine_*`` keys.
+
+    The client-side interval is widened by the client's own timing error (metrics/lag.py):
+    ``speedup_lag_bound`` says by how much, and ``speedup_lag_warning`` (not a row key:
+    the caller adds it to the row's warnings) is a warning when that is a visible part of
+    the interval, else None."""
     spreads = spreads or {}
     out = _ratio_block(spec, base, "speedup", spreads.get("speedup"), level)
     eng = _ratio_block(spec, base, "speedup_engine", spreads.get("speedup_engine"), level)
@@ -99,17 +108,49 @@ def pooled_spreads(pairs: dict[PointKey, tuple[pd.DataFrame, pd.DataFrame]]
 
 def _pairs(spec: pd.DataFrame, base: pd.DataFrame, col: str) -> pd.DataFrame:
     a, b = spec[np.isfinite(spec[col])], base[np.isfinite(base[col])]
-    return a[PAIR_KEYS + [col]].merge(b[PAIR_KEYS + [col]], on=PAIR_KEYS, suffixes=("_s", "_b"))
+    cols = PAIR_KEYS + [col] + _lag_columns(spec, base, col)
+    return a[cols].merge(b[cols], on=PAIR_KEYS, suffixes=("_s", "_b"))
+
+
+def _lag_columns(spec: pd.DataFrame, base: pd.DataFrame, col: str) -> list[str]:
+    if col != TPS_COLUMNS["speedup"]:  # the client's lag moves the client's clock only
+        return []
+    return [c for c in LAG_COLUMNS if c in spec and c in base]
+
+
+def _lag_side(df: pd.DataFrame, suffix: str) -> dict[str, np.ndarray] | None:
+    """One arm's client-side columns for :func:`lag_range`; None without them (hand-made frames)."""
+    names = {"tps": "per_user_tps", "low": "tps_lag_low", "high": "tps_lag_high", "lag_ms": "lag_ms",
+             "decode_s": "decode_s"}
+    if not all(f"{c}{suffix}" in df for c in names.values()):
+        return None
+    return {k: df[f"{c}{suffix}"].to_numpy(dtype=float) for k, c in names.items()}
+
+
+def _client_lag(a: pd.DataFrame, b: pd.DataFrame, suffixes: tuple[str, str] = ("", "")) -> LagRange:
+    """The client's lag range (metrics/lag.py) of the client-side ratio ``a / b``; ``suffixes``:
+    the arms' column suffixes (a pairs frame holds both arms)."""
+    sa, sb = _lag_side(a, suffixes[0]), _lag_side(b, suffixes[1])
+    return lag_range(sa, sb) if sa is not None and sb is not None else LagRange()
+
+
+def pairs_lag(pairs: pd.DataFrame) -> LagRange:
+    """The client's lag range of the client-side speedup over ``pairs``: request-table rows
+    of both arms merged on ``PAIR_KEYS`` (suffixes ``_s`` / ``_b``), each with a defined
+    ``per_user_tps``."""
+    return _client_lag(pairs, pairs, ("_s", "_b"))
 
 
 def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: RoundSpread | None,
                  level: float) -> dict[str, Any]:
     col = TPS_COLUMNS[prefix]
     a, b = spec[np.isfinite(spec[col])], base[np.isfinite(base[col])]
-    out = {f"{prefix}_mean": ratio(mean(a[col]), mean(b[col])),
-           f"{prefix}_median": ratio(pct(a[col], 50), pct(b[col], 50)),
-           f"{prefix}_ci_low": NAN, f"{prefix}_ci_high": NAN, f"{prefix}_pairs": 0,
-           f"{prefix}_by_repeat": [], f"{prefix}_between_sd": NAN}
+    out: dict[str, Any] = {f"{prefix}_mean": ratio(mean(a[col]), mean(b[col])),
+                           f"{prefix}_median": ratio(pct(a[col], 50), pct(b[col], 50)),
+                           f"{prefix}_ci_low": NAN, f"{prefix}_ci_high": NAN, f"{prefix}_pairs": 0,
+                           f"{prefix}_by_repeat": [], f"{prefix}_between_sd": NAN}
+    if prefix == "speedup":
+        out.update({"speedup_lag_bound": NAN, "speedup_lag_warning": None})
     if len(a) == 0 or len(b) == 0:
         return out
     pairs = _pairs(spec, base, col)
@@ -126,6 +167,11 @@ def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: Ro
             out[f"{prefix}_between_sd"] = float(np.std(by, ddof=1))
     else:
         lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy(), level=level)
+    if prefix == "speedup":  # the client's lag moves the client's clock only
+        lag = pairs_lag(pairs) if len(pairs) >= 2 else _client_lag(a, b)
+        out["speedup_lag_bound"] = lag.bound
+        out["speedup_lag_warning"] = lag_warning(out["speedup_mean"], lo, hi, lag)
+        lo, hi = lag.widen(lo, hi)
     out[f"{prefix}_ci_low"], out[f"{prefix}_ci_high"] = lo, hi
     return out
 

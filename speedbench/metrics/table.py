@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -21,7 +22,7 @@ COMPRESSED_WINDOW = 0.5
 _COLUMNS = [
     "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
     "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s",
-            "decode_s", "tpot_ms", "per_user_tps",
+            "decode_s", "tpot_ms", "per_user_tps", "lag_ms", "tps_lag_low", "tps_lag_high",
     "per_user_e2e_tps", "queue_wait_ms", "t_sent_ns", "t_end_ns", "spec_steps", "spec_accepted",
     "spec_draft_tokens", "spec_hist", "has_spec", "spec_malformed", "spec_overcount",
 ]
@@ -37,7 +38,12 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
     of the engine's generation time; its client-side TPS (``per_user_tps``) is undefined
     (the server delivered the output in one go, or nearly).
     ``engine_tps``: ``(n - 1) / generation_ms`` from the engine's own per-request timing
-    (NaN without it)."""
+    (NaN without it).
+    ``lag_ms``: the client's event-loop lag while the request was in flight (NaN where
+    not recorded). ``tps_lag_low`` / ``tps_lag_high``: the per-user TPS were the decode
+    window longer / shorter by that lag, the range its true value lies in when the first
+    and last stamps are each late by at most ``lag_ms`` (inf when the lag is as long as the
+    window; both equal ``per_user_tps`` without a recorded lag). See metrics/lag.py."""
     rows = []
     for r in records:
         n = r.n_output
@@ -52,6 +58,8 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
         gen_ms = eng.generation_ms if eng is not None else None
         compressed = bool(gen_ms) and decode_ns / 1e6 < COMPRESSED_WINDOW * (gen_ms or 0.0)
         burst = r.error is None and n >= 2 and (n_reads == 1 or compressed)
+        tps = (n - 1) / (decode_ns / 1e9) if timed and not burst else NAN
+        lag_ns = r.loop_lag_ns or 0
         rows.append({
             "arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, "repeat": r.repeat,
             "prompt_index": r.prompt_index, "prompt_id": r.prompt_id, "turn": r.turn,
@@ -64,7 +72,11 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
             "e2e_s": e2e,
             "decode_s": decode_ns / 1e9 if first is not None else NAN,
             "tpot_ms": decode_ns / (n - 1) / 1e6 if timed else NAN,
-            "per_user_tps": (n - 1) / (decode_ns / 1e9) if timed and not burst else NAN,
+            "per_user_tps": tps,
+            "lag_ms": r.loop_lag_ns / 1e6 if r.loop_lag_ns is not None else NAN,
+            "tps_lag_low": (n - 1) / ((decode_ns + lag_ns) / 1e9) if math.isfinite(tps) else NAN,
+            "tps_lag_high": ((n - 1) / ((decode_ns - lag_ns) / 1e9) if decode_ns > lag_ns else math.inf)
+            if math.isfinite(tps) else NAN,
             "per_user_e2e_tps": n / e2e if e2e and e2e > 0 else NAN,
             "queue_wait_ms": (r.t_sent_ns - r.t_queued_ns) / 1e6 if r.t_queued_ns else NAN,
             "t_sent_ns": r.t_sent_ns, "t_end_ns": r.t_end_ns,

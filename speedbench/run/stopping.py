@@ -63,6 +63,9 @@ class PointStop:
         needed = []
         if self.spec.speedup_ci_halfwidth is not None:
             needed.append(narrow_enough(found["speedup"], self.spec.speedup_ci_halfwidth))
+            if found["speedup"].lag_bound >= self.spec.speedup_ci_halfwidth:
+                self._note("the client's own timing error (its event-loop lag, bounded on the speedup) was at "
+                           "least the target half-width at a look: no interval that includes it could stop there")
         if self.spec.al_ci_halfwidth is not None and self.speculative:
             needed.append(narrow_enough(found["al"], self.spec.al_ci_halfwidth))
         return bool(needed) and all(needed)

@@ -90,12 +90,13 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     client_base = np.mean([tps[("base", t)] for t in used]) / np.mean([true_base[t] for t in used])
     client_spec = np.mean([tps[("spec", t)] for t in used]) / np.mean([true_spec[t] for t in used])
     quiet = (len(used) == len(sent_spec) and abs(sample_truth / TRUE_SPEEDUP - 1) < 0.03
-             and abs(client_base - 1) < 0.01 and abs(client_spec - 1) < 0.01)
+             and abs(client_base - 1) < 0.01 and abs(client_spec - 1) < 0.01 and sp["lag_bound"] <= 0.005)
     print(f"fakes on schedule within {abs(sample_truth / TRUE_SPEEDUP - 1):.1%}; client vs emitted: "
-          f"base {client_base - 1:+.2%}, spec {client_spec - 1:+.2%}")
+          f"base {client_base - 1:+.2%}, spec {client_spec - 1:+.2%}; client lag bound {sp['lag_bound']:.2%}")
     if quiet:
-        # The fakes kept their schedule and the client read it within 1% (a quiet
-        # machine): the noise is the seeded 3% per request, and 16..64 pairs reach the 2%
+        # The fakes kept their schedule, the client read it within 1% and its event loop
+        # kept up (its lag bounds its error to a quarter of the target at most): a quiet
+        # machine. The noise is the seeded 3% per request, and 16..64 pairs reach the 2%
         # target. On a machine busy enough to make either late, the rule rightly keeps
         # going; the statistics' own coverage test does not depend on the machine.
         assert sp["reason"] == "target_halfwidth" and sp["prompts"] < N_PROMPTS
