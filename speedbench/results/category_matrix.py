@@ -20,6 +20,7 @@ ok measured requests, the summary row's ``draft_acceptance_rate`` restricted to 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,14 +77,22 @@ def _pick_concurrency(run: Run, wanted: int | None) -> int | None:
     return levels[0] if levels else None
 
 
+def _server_args_apart(runs: list[Run]) -> dict[int, str]:
+    """Per run, the server args in which the runs differ (``dtype=bfloat16``): what most
+    often tells two runs of one scenario apart. Empty when no arg differs."""
+    args = [(r.scenario.get("server") or {}).get("args") or {} for r in runs]
+    keys = sorted({k for a in args for k in a if len({json.dumps(b.get(k), sort_keys=True) for b in args}) > 1})
+    return {id(r): ",".join(f"{k}={a.get(k)}" for k in keys) for r, a in zip(runs, args)} if keys else {}
+
+
 def _labels(points: list[tuple[Run, str]]) -> list[str]:
-    """The arm name when it names one column group; else arm@scenario; else arm@run id."""
-    def unique(names: list[str]) -> bool:
-        return len(set(names)) == len(names)
+    """The arm name when it names one column group; else arm@scenario; else arm@ the
+    server args the runs differ in; else arm@run id."""
+    apart = _server_args_apart(list({id(r): r for r, _ in points}.values()))
     for make in (lambda run, arm: arm, lambda run, arm: f"{arm}@{run.scenario_name}",
-                 lambda run, arm: f"{arm}@{run.run_id}"):
+                 lambda run, arm: f"{arm}@{apart.get(id(run), '')}", lambda run, arm: f"{arm}@{run.run_id}"):
         names = [make(run, arm) for run, arm in points]
-        if unique(names):
+        if len(set(names)) == len(names):
             return names
     return [f"{arm}@{run.run_id}#{i}" for i, (run, arm) in enumerate(points)]
 
