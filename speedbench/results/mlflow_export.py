@@ -22,7 +22,9 @@ only this module imports it, and only when called.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import math
+import os
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -194,3 +196,43 @@ def export_mlflow(run: Run, tracking_uri: str, experiment: str | None = None) ->
         lines.append(f"{arm}: mlflow run {run_id} ({'updated' if existing is not None else 'created'}) "
                      f"in experiment {exp_id}")
     return lines
+
+
+# ---- at the end of a run (scenario key `mlflow:`) ----------------------------------------
+
+
+def scenario_tracking_uri(spec) -> str | None:
+    return spec.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or None
+
+
+def check_tracking(sc) -> None:
+    """Before anything starts: a scenario that asks for MLflow needs mlflow and a URI.
+    Found now (exit 2), not after hours of measuring."""
+    if sc.mlflow is None:
+        return
+    if not scenario_tracking_uri(sc.mlflow):
+        raise UsageError("scenario key mlflow: needs tracking_uri (or $MLFLOW_TRACKING_URI)")
+    if importlib.util.find_spec("mlflow") is None:
+        raise UsageError("scenario key mlflow: needs the mlflow package: pip install 'speedbench[mlflow]'")
+
+
+def track_finished_run(run_path: Path, sc, say) -> None:
+    """Log a finished run when its scenario says so. A failure is a warning naming the
+    command that retries it: the results are on disk either way, and the run's exit code
+    is about the measurement, not the tracking server."""
+    if sc.mlflow is None:
+        return
+    from speedbench.results import load_run
+
+    uri = scenario_tracking_uri(sc.mlflow)
+    # the variable's value may carry credentials: name it rather than print it
+    shown = sc.mlflow.tracking_uri or "$MLFLOW_TRACKING_URI"
+    retry = f"speedbench export {run_path} --format mlflow --tracking-uri {shown}" + (
+        f" --experiment {sc.mlflow.experiment}" if sc.mlflow.experiment else "")
+    try:
+        if not uri:
+            raise UsageError("no tracking_uri and no $MLFLOW_TRACKING_URI")
+        for line in export_mlflow(load_run(run_path), uri, sc.mlflow.experiment):
+            say(f"mlflow: {line}")
+    except Exception as e:  # any failure of the server or the client: the run itself stands
+        say(f"mlflow: not logged ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); retry: {retry}")
