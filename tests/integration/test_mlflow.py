@@ -83,17 +83,19 @@ def tracking_uri(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def fake_run(tmp_path_factory) -> Path:
-    """A run of the fake server launched by speedbench, as vLLM would be."""
+def fake_run(tracking_uri, tmp_path_factory) -> tuple[Path, str]:
+    """A run of the fake server launched by speedbench, as vLLM would be, whose scenario
+    asks for MLflow: it logs itself when it ends."""
     tmp = tmp_path_factory.mktemp("fake")
     prompts = write_prompts(tmp / "p.jsonl", [f"prompt {i}" for i in range(4)])
     spec = {"method": "eagle3", "model": "org/draft", "num_speculative_tokens": 3}
     sc = scenario("mlflow_fake", prompts, server=fake_local(**{"t-step": "0.002", "output-tokens": "12"}),
-                  arms=[{"name": "base"}, {"name": "eagle3", "speculative_config": spec}], concurrency=[1, 2])
+                  arms=[{"name": "base"}, {"name": "eagle3", "speculative_config": spec}], concurrency=[1, 2],
+                  mlflow={"tracking_uri": tracking_uri, "experiment": "fake"})
     res = sb(["run", str(write_yaml(tmp / "s.yaml", sc)), "-o", str(tmp / "out"), "--skip-doctor"],
-             tag="mlflow", cwd=tmp, timeout=300)
+             tag="mlflow", cwd=tmp, timeout=300, env=OFFLINE)
     assert res.returncode == 0, out_of(res)
-    return the_run(tmp / "out")
+    return the_run(tmp / "out"), out_of(res)
 
 
 def _client(uri: str):
@@ -153,14 +155,19 @@ def test_cpu_run_reads_back_whole_and_a_second_export_updates(tracking_uri, tmp_
     assert row is not None and prof["conditional_accept_rates"] == row["per_position_conditional"]
 
 
-def test_fake_server_run_reads_back(tracking_uri, fake_run):
-    assert (fake_run / "report.html").exists()  # a run renders its report: logged as an artifact
-    assert main(["export", str(fake_run), "--format", "mlflow", "--tracking-uri", tracking_uri]) == 0
-    _check_logged(tracking_uri, fake_run, "speedbench/mlflow_fake")
-    tags = _runs(tracking_uri, "speedbench/mlflow_fake")["eagle3"].data.tags
+def test_a_scenario_with_mlflow_logs_its_run_at_the_end(tracking_uri, fake_run):
+    path, out = fake_run
+    assert "mlflow: eagle3: mlflow run" in out and "(created)" in out
+    assert (path / "report.html").exists()  # rendered before the logging: an artifact
+    _check_logged(tracking_uri, path, "fake")
+    first = {arm: r.info.run_id for arm, r in _runs(tracking_uri, "fake").items()}
+    assert main(["export", str(path), "--format", "mlflow", "--tracking-uri", tracking_uri,
+                 "--experiment", "fake"]) == 0
+    assert {arm: r.info.run_id for arm, r in _runs(tracking_uri, "fake").items()} == first
+    tags = _runs(tracking_uri, "fake")["eagle3"].data.tags
     assert tags["speedbench.kind"] == "measured" and tags["algorithm"] == "EAGLE3" and tags["draft_model"] == "draft"
 
 
 def test_no_tracking_uri_is_a_usage_error(fake_run, monkeypatch):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert main(["export", str(fake_run), "--format", "mlflow"]) == 2
+    assert main(["export", str(fake_run[0]), "--format", "mlflow"]) == 2
