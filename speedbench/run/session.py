@@ -68,7 +68,8 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     sc = validate_data(data, str(scen_file), scen_file.read_text())
     if arms:
         sc = select_arms(sc, arms)
-    check_tracking(sc)
+    if summarize:  # a cluster arm job does not log; its gather does, and checks there
+        check_tracking(sc)
     prepared = prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console, run_dir.path, prepared):
         return EXIT_FAILED
