@@ -146,8 +146,12 @@ def _batches(items: list, size: int) -> Iterable[list]:
 
 
 def _log_values(client, run_id: str, existing, params: dict[str, str], metrics: dict[str, float],
-                tags: dict[str, str], ts: int) -> None:
+                tags: dict[str, str]) -> None:
     from mlflow.entities import Metric, Param, RunTag
+
+    # Now, not the run's start: MLflow shows the value with the latest timestamp, so a
+    # changed value logged on a re-export must be the later one.
+    ts = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
 
     old_params = existing.data.params if existing is not None else {}
     old_metrics = existing.data.metrics if existing is not None else {}
@@ -190,7 +194,7 @@ def export_mlflow(run: Run, tracking_uri: str, experiment: str | None = None) ->
         existing = find_run(client, exp_id, tags[RUN_KEY_TAG])
         run_id = existing.info.run_id if existing is not None else \
             client.create_run(exp_id, start_time=start, tags=tags, run_name=f"{arm} @ {run.run_id}").info.run_id
-        _log_values(client, run_id, existing, arm_params(run, arm), arm_metrics(run, arm), tags, start)
+        _log_values(client, run_id, existing, arm_params(run, arm), arm_metrics(run, arm), tags)
         _log_artifacts(client, run_id, run, arm)
         client.set_terminated(run_id, "FINISHED")
         lines.append(f"{arm}: mlflow run {run_id} ({'updated' if existing is not None else 'created'}) "
