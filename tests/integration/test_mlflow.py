@@ -153,6 +153,14 @@ def test_cpu_run_reads_back_whole_and_a_second_export_updates(tracking_uri, tmp_
         first["eagle3"], "speculation_profile/eagle3__c1/speculation_profile.json", str(tmp_path))).read_text())
     row = load_run(run_dir).row("eagle3", 1)
     assert row is not None and prof["conditional_accept_rates"] == row["per_position_conditional"]
+    # a recomputed summary with a changed figure: the update is the value MLflow shows
+    summary = json.loads((run_dir / "summary.json").read_text())
+    changed = next(r for r in summary["rows"] if r["arm"] == "eagle3" and r["concurrency"] == 1)
+    changed["al_tokens"] = 1.5
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    assert main(args) == 0
+    assert _client(tracking_uri).get_run(first["eagle3"]).data.metrics["al_tokens/c1"] == 1.5
+    assert len(_client(tracking_uri).get_metric_history(first["eagle3"], "al_tokens/c1")) == 2
 
 
 def test_a_scenario_with_mlflow_logs_its_run_at_the_end(tracking_uri, fake_run):
