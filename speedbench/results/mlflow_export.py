@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.errors import UsageError
-from speedbench.results.profile import profile_dir_name, profile_rows, write_profile
+from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
 from speedbench.results.run import Run
 
 RUN_KEY_TAG = "speedbench.run_arm"
@@ -120,7 +120,7 @@ def arm_tags(run: Run, arm: str) -> dict[str, str]:
             "eagle_version": str(prov.get("eagle_version") or (rows[0].get("eagle_version") if rows else "") or ""),
             # specdec_bench's tags: same names, so a search across both tools lines up
             "model": _leaf(str(prov.get("model") or "")), "algorithm": method.upper() or "NONE", "engine": "VLLM",
-            "dataset": str(workload.get("source") or ""), "draft_model": _leaf(str(spec.get("model") or ""))}
+            "dataset": dataset_name(workload), "draft_model": _leaf(str(spec.get("model") or ""))}
     return {k: v for k, v in tags.items() if v}
 
 

@@ -102,12 +102,18 @@ def _draft_model(run: Run, arm: str) -> str:
     return str(spec.get("model") or (prov.get("draft") or {}).get("model") or "")
 
 
+def dataset_name(workload: dict[str, Any]) -> str:
+    """``speed_bench:<config>`` or the source (``sample``, ``jsonl``, ``random``): a
+    SPEED-Bench config means something only for SPEED-Bench data."""
+    source = str(workload.get("source") or "")
+    return f"speed_bench:{workload.get('config')}" if source == "speed_bench" else source
+
+
 def _conditions(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     """What a reader needs to interpret the numbers without the run folder."""
     workload = run.scenario.get("workload") or {}
     prov = run.provenance.get(row["arm"]) or {}
-    return {"dataset": workload.get("config") or workload.get("source"), "data_source": workload.get("source"),
-            "categories": workload.get("categories"), "concurrency": row.get("concurrency"),
+    return {"dataset": dataset_name(workload), "categories": workload.get("categories"), "concurrency": row.get("concurrency"),
             "variant": row.get("variant") or None, "engine": "vllm", "engine_version": prov.get("vllm_version"),
             "hardware": run.summary.get("hardware"), "temperature": workload.get("temperature"),
             "max_tokens": workload.get("max_tokens"), "num_requests": row.get("n_ok")}
