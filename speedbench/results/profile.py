@@ -113,7 +113,8 @@ def _conditions(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     """What a reader needs to interpret the numbers without the run folder."""
     workload = run.scenario.get("workload") or {}
     prov = run.provenance.get(row["arm"]) or {}
-    return {"dataset": dataset_name(workload), "categories": workload.get("categories"), "concurrency": row.get("concurrency"),
+    return {"dataset": dataset_name(workload), "categories": workload.get("categories"),
+            "concurrency": row.get("concurrency"),
             "variant": row.get("variant") or None, "engine": "vllm", "engine_version": prov.get("vllm_version"),
             "hardware": run.summary.get("hardware"), "temperature": workload.get("temperature"),
             "max_tokens": workload.get("max_tokens"), "num_requests": row.get("n_ok")}
