@@ -57,5 +57,8 @@ def run(args) -> int:
         if args.junit:
             atomic_write(Path(args.junit), junit_xml(results, run, time.monotonic() - t0))
         code = max(code, exit_code(results))
+    from speedbench.results.mlflow_export import track_finished_run
+
+    track_finished_run(rd.path, sc, lambda line: console.print(line, markup=False, soft_wrap=True))
     console.print(f"gathered: {rd.path}", markup=False, soft_wrap=True)
     return code

@@ -1,4 +1,4 @@
-"""``speedbench export RUN --format vllm|csv|parquet|json`` (:func:`export_run`): a
+"""``speedbench export RUN --format vllm|csv|parquet|json|speculation-profile`` (:func:`export_run`): a
 loaded run folder for other tools, all written atomically. summary.csv and
 records.parquet, written with every summary, are the write side's (formats.py).
 
@@ -10,6 +10,9 @@ definition (TPOT includes the wait for the end of the stream, ITL is per chunk,
 its source and where it differs from the speedbench metric of a similar name.
 ``--format csv|parquet|json`` writes the summary rows and per-category rows in our own
 schema (docs/metrics.md), plus the per-request records for parquet.
+``--format speculation-profile`` is results/profile.py; ``category-matrix`` (several
+runs) and ``mlflow`` (a tracking server) are commands/export.py's, over
+results/category_matrix.py and results/mlflow_export.py.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from speedbench.results.run import Run
 
 # ---- speedbench export ------------------------------------------------------------------
 
-FORMATS = ("vllm", "csv", "parquet", "json")
+FORMATS = ("vllm", "csv", "parquet", "json", "speculation-profile")
 
 # vLLM's names for the latency distributions; values in ms over completed requests.
 VLLM_LATENCIES = ("ttft", "tpot", "itl", "e2el")
@@ -220,6 +223,13 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
             written.append(p)
         if not written:
             raise UsageError(f"{run.path}: no measured records to export")
+        return written
+    if fmt == "speculation-profile":
+        from speedbench.results.profile import write_profiles
+
+        written = write_profiles(run, out)
+        if not written:
+            raise UsageError(f"{run.path}: no speculative arm to describe")
         return written
     if fmt == "json":
         p = out / "summary.json"

@@ -28,6 +28,7 @@ from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
 from speedbench.results.rundir import HOST_FILE
 from speedbench.results.files import free_space, human_bytes
+from speedbench.results.mlflow_export import check_tracking, track_finished_run
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
@@ -46,6 +47,7 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
     # Data problems (missing dataset, placeholder rows) are invalid input (exit 2), found
     # before the doctor (which would report them as a failed check, exit 1) and before
     # a run folder or any server exists.
+    check_tracking(sc)
     prepared = prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console, output_root, prepared):
         return EXIT_FAILED
@@ -69,6 +71,8 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     sc = validate_data(data, str(scen_file), scen_file.read_text())
     if arms:
         sc = select_arms(sc, arms)
+    if summarize:  # a cluster arm job does not log; its gather does, and checks there
+        check_tracking(sc)
     prepared = prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console, run_dir.path, prepared):
         return EXIT_FAILED
@@ -180,6 +184,8 @@ def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
     except Exception as e:  # the records are safe on disk; say how to re-render
         raise UsageError(f"could not summarise {run_dir.path}: {e}; re-run `speedbench report {run_dir.path}`") from e
     console.print(f"results: {run_dir.path}")
+    if not interrupted:
+        track_finished_run(run_dir.path, ctx.scenario, lambda line: console.print(line, markup=False, soft_wrap=True))
     if interrupted:
         console.print(
             f"[yellow]interrupted[/yellow]: partial results and summary written. Resume with:\n"

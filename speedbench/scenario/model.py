@@ -16,6 +16,7 @@ from speedbench.scenario.arms import ArmSpec
 from speedbench.scenario.base import ArgValue, EnvValue, Strict, env_strings, safe_name
 from speedbench.scenario.executor import ExecutorSpec
 from speedbench.scenario.stopping import BaselineFromSpec, StopSpec
+from speedbench.scenario.tracking import MlflowSpec
 from speedbench.scenario.traffic import LoadSpec, PromoteSpec, SloSpec, load_points
 
 
@@ -174,6 +175,8 @@ class Scenario(Strict):
     calibrations: str | None = None
     # Screening (load.mode: screen): which arms get a full speed run afterwards.
     promote: PromoteSpec | None = None
+    # Log the finished run to MLflow, one MLflow run per arm (docs/results.md, "MLflow").
+    mlflow: MlflowSpec | None = None
 
     @field_validator("concurrency")
     @classmethod

@@ -1,0 +1,210 @@
+"""``speedbench export RUNS... --format category-matrix``: category x checkpoint, over
+one or more runs, the way SPEED-Bench results are compared across models.
+
+Two shapes are written:
+
+- AIPerf's ``speed-bench-report`` layout, one CSV per figure: a ``Model`` column (our
+  checkpoint label), one column per category in AIPerf's order, and ``Overall`` (the
+  mean over categories), each to two decimals. AIPerf reads its AL from the server's
+  counters (1 + accepted / drafts, pooled over steps), so ``speed_bench_report.csv``
+  holds ``al_tokens``; the other files hold ``al_requests``, the acceptance rate and
+  the speedup in the same layout.
+- ``category_matrix.csv``, ours: one row per category, one column group per checkpoint
+  (both ALs, acceptance rate, speedup with its 95% CI, requests), full precision.
+
+AL, speedup and its CI are the summary's per-category rows, copied. The acceptance rate
+per category has no summary column; it is accepted / drafted tokens over the category's
+ok measured requests, the summary row's ``draft_acceptance_rate`` restricted to them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speedbench.errors import UsageError
+from speedbench.results.run import Run
+
+# AIPerf's qualitative SPEED-Bench categories in its column order; others follow sorted.
+AIPERF_CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning", "roleplay", "stem",
+                     "summarization", "writing")
+# (file, figure) in AIPerf's layout; the first is AIPerf's own default file name.
+AIPERF_FILES = (("speed_bench_report.csv", "al_tokens"), ("speed_bench_report_al_requests.csv", "al_requests"),
+                ("speed_bench_report_accept_rate.csv", "acceptance_rate"),
+                ("speed_bench_report_speedup.csv", "speedup_mean"))
+FIGURES = ("al_tokens", "al_requests", "acceptance_rate", "speedup_mean", "speedup_ci_low", "speedup_ci_high", "n_ok")
+MATRIX_FILE = "category_matrix.csv"
+
+
+@dataclass
+class Checkpoint:
+    """One column group: a speculative arm of one run, at one concurrency and variant."""
+    label: str
+    run: Run
+    arm: str
+    concurrency: int
+    variant: str
+    draft: str
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)  # category -> figure -> value
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _category_rates(run: Run, arm: str, concurrency: int, variant: str) -> dict[str, float | None]:
+    """accepted / draft tokens per category over the point's ok measured requests."""
+    sums: dict[str, list[float]] = {}
+    for r in run.records:
+        if r.arm != arm or int(r.concurrency) != concurrency or (r.variant or "") != variant:
+            continue
+        if r.warmup or r.error is not None or r.spec is None or r.spec.num_draft_tokens <= 0:
+            continue
+        s = sums.setdefault(r.category or "", [0.0, 0.0])
+        s[0] += r.spec.num_accepted_tokens
+        s[1] += r.spec.num_draft_tokens
+    return {cat: acc / drafted if drafted else None for cat, (acc, drafted) in sums.items()}
+
+
+def _pick_concurrency(run: Run, wanted: int | None) -> int | None:
+    levels = sorted({int(r["concurrency"]) for r in run.categories if r.get("concurrency") is not None})
+    if wanted is not None:
+        return wanted if wanted in levels else None
+    return levels[0] if levels else None
+
+
+def _server_args_apart(runs: list[Run]) -> dict[int, str]:
+    """Per run, the server args in which the runs differ (``dtype=bfloat16``): what most
+    often tells two runs of one scenario apart. Empty when no arg differs."""
+    args = [(r.scenario.get("server") or {}).get("args") or {} for r in runs]
+    keys = sorted({k for a in args for k in a if len({json.dumps(b.get(k), sort_keys=True) for b in args}) > 1})
+    return {id(r): ",".join(f"{k}={a.get(k)}" for k in keys) for r, a in zip(runs, args)} if keys else {}
+
+
+def _labels(points: list[tuple[Run, str]]) -> list[str]:
+    """The arm name when it names one column group; else arm@scenario; else arm@ the
+    server args the runs differ in; else arm@run id."""
+    apart = _server_args_apart(list({id(r): r for r, _ in points}.values()))
+    for make in (lambda run, arm: arm, lambda run, arm: f"{arm}@{run.scenario_name}",
+                 lambda run, arm: f"{arm}@{apart.get(id(run), '')}", lambda run, arm: f"{arm}@{run.run_id}"):
+        names = [make(run, arm) for run, arm in points]
+        if len(set(names)) == len(names):
+            return names
+    return [f"{arm}@{run.run_id}#{i}" for i, (run, arm) in enumerate(points)]
+
+
+def checkpoints(runs: list[Run], concurrency: int | None = None, variant: str = "") -> list[Checkpoint]:
+    """Every speculative arm of every run with per-category rows at the chosen point
+    (default: each run's lowest concurrency, where SPEED-Bench quotes its speedups)."""
+    found: list[tuple[Run, str, int]] = []
+    for run in runs:
+        conc = _pick_concurrency(run, concurrency)
+        if conc is None:
+            continue
+        spec_arms = {r["arm"] for r in run.rows if r.get("speculative")}
+        for arm in run.arms():
+            if arm in spec_arms and any(c.get("arm") == arm and c.get("concurrency") == conc
+                                        and (c.get("variant") or "") == variant for c in run.categories):
+                found.append((run, arm, conc))
+    if not found:
+        raise UsageError("no speculative arm with per-category rows"
+                         + (f" at concurrency {concurrency}" if concurrency is not None else "") + " in these runs")
+    out = []
+    for label, (run, arm, conc) in zip(_labels([(r, a) for r, a, _ in found]), found):
+        draft = str(((run.provenance.get(arm) or {}).get("speculative_config") or {}).get("model") or "")
+        cp = Checkpoint(label, run, arm, conc, variant, draft)
+        rates = _category_rates(run, arm, conc, variant)
+        for c in run.categories:
+            if (c.get("arm"), c.get("concurrency"), c.get("variant") or "") == (arm, conc, variant):
+                cat = str(c.get("category") or "")
+                cp.cells[cat] = {**{k: c.get(k) for k in FIGURES if k != "acceptance_rate"},
+                                 "acceptance_rate": rates.get(cat)}
+        out.append(cp)
+    return out
+
+
+def category_order(cps: list[Checkpoint]) -> list[str]:
+    seen = {cat for cp in cps for cat in cp.cells}
+    return [c for c in AIPERF_CATEGORIES if c in seen] + sorted(seen - set(AIPERF_CATEGORIES))
+
+
+def _two(v: float | None) -> str:
+    return f"{v:.2f}" if v is not None else ""
+
+
+def write_aiperf(cps: list[Checkpoint], cats: list[str], figure: str, path: Path) -> Path:
+    """AIPerf's layout: Model, one column per category, Overall (mean over the categories
+    with a value), two decimals, empty where there is no value. Rows sorted by model."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Model", *cats, "Overall"])
+        for cp in sorted(cps, key=lambda c: c.label):
+            values = [_num(cp.cells.get(cat, {}).get(figure)) for cat in cats]
+            present = [v for v in values if v is not None]
+            w.writerow([cp.label, *(_two(v) for v in values), _two(sum(present) / len(present) if present else None)])
+    return path
+
+
+def matrix_header(cps: list[Checkpoint]) -> list[str]:
+    return ["category"] + [f"{cp.label}:{fig}" for cp in cps for fig in FIGURES]
+
+
+def write_matrix(cps: list[Checkpoint], cats: list[str], path: Path) -> Path:
+    """Ours: a row per category, a column group per checkpoint, values as in the summaries."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(matrix_header(cps))
+        for cat in cats:
+            row: list[Any] = [cat]
+            for cp in cps:
+                cell = cp.cells.get(cat, {})
+                row += ["" if _num(cell.get(fig)) is None else cell.get(fig) for fig in FIGURES]
+            w.writerow(row)
+    return path
+
+
+def write_checkpoints(cps: list[Checkpoint], path: Path) -> Path:
+    """What each label stands for: run, arm, point and draft."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["label", "run_id", "scenario", "run_path", "arm", "concurrency", "variant", "draft"])
+        for cp in cps:
+            w.writerow([cp.label, cp.run.run_id, cp.run.scenario_name, str(cp.run.path or ""), cp.arm,
+                        cp.concurrency, cp.variant, cp.draft])
+    return path
+
+
+def export_matrix(runs: list[Run], out: Path, concurrency: int | None = None, variant: str = "") -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    cps = checkpoints(runs, concurrency, variant)
+    cats = category_order(cps)
+    written = [write_matrix(cps, cats, out / MATRIX_FILE), write_checkpoints(cps, out / "checkpoints.csv")]
+    written += [write_aiperf(cps, cats, figure, out / name) for name, figure in AIPERF_FILES]
+    return written
+
+
+def rich_table(cps: list[Checkpoint], cats: list[str]):
+    """The console view: a row per category, a column per checkpoint, each cell both ALs,
+    the acceptance rate and the speedup with its CI."""
+    from rich.table import Table
+
+    t = Table(title="category matrix: AL per step / per request, acceptance rate, speedup [95% CI]",
+              title_justify="left", header_style="bold")
+    t.add_column("category")
+    for cp in cps:
+        t.add_column(f"{cp.label}\nc={cp.concurrency}", justify="right")
+    for cat in cats:
+        t.add_row(cat, *(_cell_text(cp.cells.get(cat, {})) for cp in cps))
+    return t
+
+
+def _cell_text(cell: dict[str, Any]) -> str:
+    def f(key: str, fmt: str) -> str:
+        v = _num(cell.get(key))
+        return format(v, fmt) if v is not None else "-"
+    speed = f"x{f('speedup_mean', '.2f')} [{f('speedup_ci_low', '.2f')}, {f('speedup_ci_high', '.2f')}]"
+    return f"AL {f('al_tokens', '.2f')} / {f('al_requests', '.2f')}\nrate {f('acceptance_rate', '.2f')}\n{speed}"

@@ -1,0 +1,242 @@
+"""``speedbench export RUN --format mlflow --tracking-uri URI [--experiment NAME]``: one
+MLflow run per arm, so a checkpoint's speedup sits beside its training run.
+
+Logged per arm (docs/results.md, "MLflow"):
+
+- params: scenario, run id, arm, checkpoint (the draft), the draft's config hash, the
+  target, vLLM version, hardware, method, k, concurrency levels, baseline, data hash;
+- metrics: every finite number of every summary row of the arm, named
+  ``<key>/c<concurrency>[/<variant>]`` (a screening arm adds ``predicted_speedup...``);
+- tags: ``eagle_version``, ``speedbench.kind`` (screening or measured), and the tags
+  specdec_bench sets (``model``, ``algorithm``, ``engine``, ``dataset``, ``draft_model``),
+  so one MLflow search finds runs of both tools;
+- artifacts: summary.json, report.html (when rendered) and the arm's speculation profiles.
+
+Re-exporting updates: the arm's MLflow run is found by the tag ``speedbench.run_arm``
+(``<run id>/<arm>``) and reused. Params already logged are left alone (MLflow refuses to
+change one), a metric whose latest value is unchanged is not logged again, and
+artifacts are overwritten in place. mlflow is the optional extra ``speedbench[mlflow]``;
+only this module imports it, and only when called.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from speedbench.errors import UsageError
+from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
+from speedbench.results.run import Run
+
+RUN_KEY_TAG = "speedbench.run_arm"
+# Row keys that name the point or the arm rather than measure it.
+NOT_METRICS = frozenset({"concurrency", "num_speculative_tokens", "request_rate", "burstiness"})
+PARAM_MAX = 500  # MLflow's limit on a param value before 2.x raised it; the safe bound
+BATCH = 100  # log_batch's per-call limit on params and tags (metrics: 1000)
+
+
+def _client(tracking_uri: str):
+    try:
+        from mlflow import MlflowClient
+    except ImportError as e:
+        raise UsageError("--format mlflow needs the mlflow package: pip install 'speedbench[mlflow]'") from e
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _ms(iso: str) -> int:
+    try:
+        return int(dt.datetime.fromisoformat(iso).timestamp() * 1000)
+    except (TypeError, ValueError):
+        return int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+
+
+def _leaf(path: str) -> str:
+    return str(path).rstrip("/").split("/")[-1] if path else ""
+
+
+def arm_params(run: Run, arm: str) -> dict[str, str]:
+    prov = run.provenance.get(arm) or {}
+    rows = [r for r in run.rows if r.get("arm") == arm]
+    first = rows[0] if rows else {}
+    spec = prov.get("speculative_config") or {}
+    draft = prov.get("draft") or {}
+    params = {
+        "scenario": run.scenario_name, "run_id": run.run_id, "arm": arm,
+        "checkpoint": spec.get("model") or draft.get("model") or "",
+        "draft_config_sha256": draft.get("config_sha256") or "",
+        "target_model": prov.get("model") or (run.scenario.get("server") or {}).get("model") or "",
+        "target_config_sha256": prov.get("target_config_sha256") or "",
+        "vllm_version": prov.get("vllm_version") or "",
+        "hardware": run.summary.get("hardware") or (prov.get("hardware") or {}).get("summary") or "",
+        "method": first.get("method") or "", "k": first.get("num_speculative_tokens") or 0,
+        "concurrency_levels": ",".join(str(c) for c in sorted({int(r["concurrency"]) for r in rows})),
+        "variants": ",".join(sorted({str(r.get("variant") or "") for r in rows} - {""})),
+        "baseline": run.baseline or "", "data_sha256": (prov.get("data") or {}).get("sha256") or "",
+    }
+    return {k: str(v)[:PARAM_MAX] for k, v in params.items() if v not in ("", None)}
+
+
+def _point_suffix(row: dict[str, Any]) -> str:
+    return f"/c{row.get('concurrency')}" + (f"/{row['variant']}" if row.get("variant") else "")
+
+
+def arm_metrics(run: Run, arm: str) -> dict[str, float]:
+    """Every finite number of the arm's summary rows, the point in the name."""
+    out: dict[str, float] = {}
+    for row in run.rows:
+        if row.get("arm") != arm:
+            continue
+        for key, v in row.items():
+            if key in NOT_METRICS or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                continue
+            out[f"{key}{_point_suffix(row)}"] = float(v)
+    for entry in run.summary.get("screening") or []:
+        if entry.get("arm") != arm:
+            continue
+        for p in entry.get("predicted") or []:
+            s = p.get("speedup")
+            if isinstance(s, (int, float)) and math.isfinite(s):
+                out[f"predicted_speedup/c{p.get('concurrency')}" + (f"/{entry['variant']}" if entry.get("variant")
+                                                                   else "")] = float(s)
+    return out
+
+
+def arm_tags(run: Run, arm: str) -> dict[str, str]:
+    prov = run.provenance.get(arm) or {}
+    rows = [r for r in run.rows if r.get("arm") == arm]
+    method = str(rows[0].get("method") or "") if rows else ""
+    screened = any(e.get("arm") == arm for e in run.summary.get("screening") or [])
+    workload = run.scenario.get("workload") or {}
+    spec = prov.get("speculative_config") or {}
+    tags = {RUN_KEY_TAG: f"{run.run_id}/{arm}", "speedbench.run_id": run.run_id, "speedbench.scenario":
+            run.scenario_name, "speedbench.arm": arm, "speedbench.kind": "screening" if screened else "measured",
+            "eagle_version": str(prov.get("eagle_version") or (rows[0].get("eagle_version") if rows else "") or ""),
+            # specdec_bench's tags: same names, so a search across both tools lines up
+            "model": _leaf(str(prov.get("model") or "")), "algorithm": method.upper() or "NONE", "engine": "VLLM",
+            "dataset": dataset_name(workload), "draft_model": _leaf(str(spec.get("model") or ""))}
+    return {k: v for k, v in tags.items() if v}
+
+
+def experiment_id(client, name: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        if exp.lifecycle_stage == "deleted":
+            client.restore_experiment(exp.experiment_id)
+        return exp.experiment_id
+    return client.create_experiment(name)
+
+
+def find_run(client, exp_id: str, key: str):
+    """The MLflow run already holding this (run id, arm), or None."""
+    quoted = key.replace("\\", "\\\\").replace("'", "\\'")
+    found = client.search_runs([exp_id], filter_string=f"tags.`{RUN_KEY_TAG}` = '{quoted}'", max_results=2)
+    return found[0] if found else None
+
+
+def _batches(items: list, size: int) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _log_values(client, run_id: str, existing, params: dict[str, str], metrics: dict[str, float],
+                tags: dict[str, str]) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    # Now, not the run's start: MLflow shows the value with the latest timestamp, so a
+    # changed value logged on a re-export must be the later one.
+    ts = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+
+    old_params = existing.data.params if existing is not None else {}
+    old_metrics = existing.data.metrics if existing is not None else {}
+    for k, v in params.items():
+        if k in old_params and old_params[k] != v:
+            print(f"mlflow: param {k!r} of {run_id} stays {old_params[k]!r} (MLflow keeps params; now {v!r})",
+                  file=sys.stderr)
+    new_params = [Param(k, v) for k, v in params.items() if k not in old_params]
+    new_metrics = [Metric(k, v, ts, 0) for k, v in metrics.items() if old_metrics.get(k) != v]
+    for chunk in _batches(new_params, BATCH):
+        client.log_batch(run_id, params=chunk)
+    for chunk in _batches(new_metrics, 1000):
+        client.log_batch(run_id, metrics=chunk)
+    for chunk in _batches([RunTag(k, v) for k, v in tags.items()], BATCH):
+        client.log_batch(run_id, tags=chunk)
+
+
+def _log_artifacts(client, run_id: str, run: Run, arm: str) -> None:
+    if run.dir is not None:
+        for p in (run.dir.summary_path, run.dir.report_html_path):
+            if p.exists():
+                client.log_artifact(run_id, str(p))
+    rows = [r for r in profile_rows(run) if r.get("arm") == arm]
+    if rows:
+        with tempfile.TemporaryDirectory(prefix="speedbench-profile-") as tmp:
+            for row in rows:
+                p = write_profile(run, row, Path(tmp))
+                client.log_artifact(run_id, str(p), f"speculation_profile/{profile_dir_name(row)}")
+
+
+def export_mlflow(run: Run, tracking_uri: str, experiment: str | None = None) -> list[str]:
+    """Log each arm of ``run``; returns one line per arm: its MLflow run id and what happened."""
+    client = _client(tracking_uri)
+    exp_id = experiment_id(client, experiment or f"speedbench/{run.scenario_name}")
+    start, lines = _ms(run.created_utc), []
+    for arm in run.arms():
+        if not isinstance(arm, str):
+            continue  # a malformed row; nothing to name the MLflow run by
+        tags = arm_tags(run, arm)
+        existing = find_run(client, exp_id, tags[RUN_KEY_TAG])
+        run_id = existing.info.run_id if existing is not None else \
+            client.create_run(exp_id, start_time=start, tags=tags, run_name=f"{arm} @ {run.run_id}").info.run_id
+        _log_values(client, run_id, existing, arm_params(run, arm), arm_metrics(run, arm), tags)
+        _log_artifacts(client, run_id, run, arm)
+        client.set_terminated(run_id, "FINISHED")
+        lines.append(f"{arm}: mlflow run {run_id} ({'updated' if existing is not None else 'created'}) "
+                     f"in experiment {exp_id}")
+    return lines
+
+
+# ---- at the end of a run (scenario key `mlflow:`) ----------------------------------------
+
+
+def scenario_tracking_uri(spec) -> str | None:
+    return spec.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or None
+
+
+def check_tracking(sc) -> None:
+    """Before anything starts: a scenario that asks for MLflow needs mlflow and a URI.
+    Found now (exit 2), not after hours of measuring."""
+    if sc.mlflow is None:
+        return
+    if not scenario_tracking_uri(sc.mlflow):
+        raise UsageError("scenario key mlflow: needs tracking_uri (or $MLFLOW_TRACKING_URI)")
+    if importlib.util.find_spec("mlflow") is None:
+        raise UsageError("scenario key mlflow: needs the mlflow package: pip install 'speedbench[mlflow]'")
+
+
+def track_finished_run(run_path: Path, sc, say) -> None:
+    """Log a finished run when its scenario says so. A failure is a warning naming the
+    command that retries it: the results are on disk either way, and the run's exit code
+    is about the measurement, not the tracking server."""
+    if sc.mlflow is None:
+        return
+    from speedbench.results import load_run
+
+    uri = scenario_tracking_uri(sc.mlflow)
+    # the variable's value may carry credentials: name it rather than print it
+    shown = sc.mlflow.tracking_uri or "$MLFLOW_TRACKING_URI"
+    retry = f"speedbench export {run_path} --format mlflow --tracking-uri {shown}" + (
+        f" --experiment {sc.mlflow.experiment}" if sc.mlflow.experiment else "")
+    try:
+        if not uri:
+            raise UsageError("no tracking_uri and no $MLFLOW_TRACKING_URI")
+        for line in export_mlflow(load_run(run_path), uri, sc.mlflow.experiment):
+            say(f"mlflow: {line}")
+    except Exception as e:  # any failure of the server or the client: the run itself stands
+        say(f"mlflow: not logged ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); retry: {retry}")
