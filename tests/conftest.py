@@ -38,6 +38,27 @@ def vllm_slot():
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _order_seed_line(config) -> str | None:
+    """The random order's seed (pytest-randomly), as the arguments that replay it."""
+    if not config.pluginmanager.hasplugin("randomly"):
+        return None
+    return f"random order: replay with -p randomly --randomly-seed={config.getoption('randomly_seed')}"
+
+
+def pytest_sessionstart(session):
+    # pytest-randomly prints its seed in the header, which -q (scripts/test.sh) hides;
+    # printed first and last, a failing order can be replayed from any CI log.
+    line, reporter = _order_seed_line(session.config), session.config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None:
+        reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    line = _order_seed_line(config)
+    if line:
+        terminalreporter.write_line(line)
+
+
 E2E = Path(__file__).resolve().parent / "e2e"
 
 
