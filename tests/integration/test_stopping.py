@@ -138,11 +138,11 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
     # The canary re-sent the first prompts of the seeded order: the first run dispatched
     # them first (its records' queue stamps give the client's own order; the order they
     # reached the fake is the scheduler's business), and the canary sent that set again.
-    order = prompt_order(N_PROMPTS, stop["seed"])
     dispatched = sorted((r for r in RunDir.open(first).load_records() if r.arm == "base"), key=lambda r: r.t_queued_ns)
-    assert [r.prompt_index for r in dispatched] == order[:64]
-    assert sorted(sent_base[:64]) == sorted(f"question number {i}" for i in order[:64])
-    assert sorted(sent_base[64:]) == sorted(f"question number {i}" for i in order[:8])
+    assert [r.prompt_index for r in dispatched] == prompt_order(N_PROMPTS, stop["seed"])[:64]
+    texts = [f"question number {r.prompt_id[1:]}" for r in dispatched]  # prompt ids are q<i>
+    assert sorted(sent_base[:64]) == sorted(texts)
+    assert sorted(sent_base[64:]) == sorted(texts[:8])
     stops = {s["arm"]: s for s in summary["stopping"]}
     assert stops["base"]["prompts"] == 64 and stops["spec"]["prompts"] <= 64
     row = next(r for r in summary["rows"] if r["arm"] == "spec")
