@@ -9,11 +9,16 @@ two the same, so ``-m "not vllm"`` and ``tests/unit tests/integration`` select a
 from __future__ import annotations
 
 import fcntl
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Child processes (the CLI under test, fake servers, Slurm jobs) import this checkout's
+# speedbench, as pytest itself does through pyproject's pythonpath, and not the checkout an
+# editable install points at (a second worktree sharing one .venv tested the first's code).
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 # Two cores cannot host two vLLM servers: every test that starts one holds this lock,
 # so concurrent pytest runs (developers, helpers) queue instead of starving each other.
 VLLM_LOCK = Path("/tmp/speedbench-vllm.lock")
