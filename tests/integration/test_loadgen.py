@@ -22,6 +22,12 @@ def srv():
 
 @pytest.fixture(autouse=True)
 def _fresh(srv):
+    # A test that abandons streams (an abort, Ctrl-C) leaves the shared fake writing them
+    # until it sees the closed connection, and reset() counts streams still in flight: each
+    # test starts from an idle fake, whichever test ran before it.
+    deadline = time.monotonic() + 30
+    while srv.state.active and time.monotonic() < deadline:
+        time.sleep(0.01)
     srv.config = FakeConfig(t_step_s=0.004, output_tokens=8)
     srv.reset()
 
