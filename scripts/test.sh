@@ -5,9 +5,35 @@
 #   e2e          tests/e2e/             a real vLLM on the CPU (the `vllm` marker; tests/conftest.py
 #                                       keeps the marker and the folder the same)
 # Before the tiers: ruff and mypy on speedbench/ (configured in pyproject.toml).
-# A failing tier stops the script. Usage: bash scripts/test.sh [extra pytest args]
+# A failing tier stops the script. Usage: bash scripts/test.sh [--busy] [extra pytest args]
+#
+# Random order (pytest-randomly): every tier runs in a random order drawn from one seed,
+# printed first ("[test] random order: seed N") and by each tier. To replay a failing order:
+#   bash scripts/test.sh -p randomly --randomly-seed=N                       every tier
+#   .venv/bin/python -m pytest tests/<tier> -p randomly --randomly-seed=N     one tier
+# (the same seed over the same test paths gives the same order); -p no:randomly runs the
+# files' own order.
+#
+# --busy (or SPEEDBENCH_TEST_BUSY=1): the tiers run while a CPU hog holds one core, as on
+# a shared CI host. The script starts it, prints its PID, and stops it by that PID on exit,
+# failure or Ctrl-C; the hog also ends by itself once this script is gone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+busy=${SPEEDBENCH_TEST_BUSY:-0}
+seeded=0
+args=()
+for a in "$@"; do
+  case $a in
+    --busy) busy=1 ;;  # ours, not pytest's
+    --randomly-seed*|*no:randomly) seeded=1; args+=("$a") ;;
+    *) args+=("$a") ;;
+  esac
+done
+if [ "$seeded" = 0 ]; then
+  seed=$(( (RANDOM << 15) | RANDOM ))
+  echo "[test] random order: seed $seed (replay: bash scripts/test.sh -p randomly --randomly-seed=$seed)"
+  args=(-p randomly --randomly-seed="$seed" ${args[@]+"${args[@]}"})
+fi
 bash scripts/setup.sh
 # Headless Chromium renders the dashboard in one test (Debian's package; needs root).
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ]; then
@@ -35,6 +61,25 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
 echo "[test] lint: ruff and mypy"
 .venv/bin/ruff check speedbench
 .venv/bin/mypy speedbench
-tier unit tests/unit -q "$@"
-tier integration tests/integration -q "$@"
-tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "$@"
+hog=""
+stop_hog() {
+  if [ -n "$hog" ]; then
+    kill "$hog" 2>/dev/null || true
+    wait "$hog" 2>/dev/null || true
+    echo "[test] CPU hog (pid $hog) stopped"
+    hog=""
+  fi
+}
+if [ "$busy" = 1 ]; then
+  trap stop_hog EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  # a shell loop holds one core; it checks that this script still lives, so a SIGKILL'd
+  # script leaves no hog behind either
+  sh -c 'while kill -0 "$1" 2>/dev/null; do :; done' hog $$ &
+  hog=$!
+  echo "[test] busy host: CPU hog (pid $hog) holds one core while the tiers run"
+fi
+tier unit tests/unit -q ${args[@]+"${args[@]}"}
+tier integration tests/integration -q ${args[@]+"${args[@]}"}
+tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q ${args[@]+"${args[@]}"}

@@ -9,11 +9,16 @@ two the same, so ``-m "not vllm"`` and ``tests/unit tests/integration`` select a
 from __future__ import annotations
 
 import fcntl
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Child processes (the CLI under test, fake servers, Slurm jobs) import this checkout's
+# speedbench, as pytest itself does through pyproject's pythonpath, and not the checkout an
+# editable install points at (a second worktree sharing one .venv tested the first's code).
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 # Two cores cannot host two vLLM servers: every test that starts one holds this lock,
 # so concurrent pytest runs (developers, helpers) queue instead of starving each other.
 VLLM_LOCK = Path("/tmp/speedbench-vllm.lock")
@@ -36,6 +41,27 @@ def vllm_slot():
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _order_seed_line(config) -> str | None:
+    """The random order's seed (pytest-randomly), as the arguments that replay it."""
+    if not config.pluginmanager.hasplugin("randomly"):
+        return None
+    return f"random order: replay with -p randomly --randomly-seed={config.getoption('randomly_seed')}"
+
+
+def pytest_sessionstart(session):
+    # pytest-randomly prints its seed in the header, which -q (scripts/test.sh) hides;
+    # printed first and last, a failing order can be replayed from any CI log.
+    line, reporter = _order_seed_line(session.config), session.config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None:
+        reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    line = _order_seed_line(config)
+    if line:
+        terminalreporter.write_line(line)
 
 
 E2E = Path(__file__).resolve().parent / "e2e"

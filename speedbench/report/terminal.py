@@ -10,27 +10,59 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from speedbench.report import breakdowns, tables
 from speedbench.results import Run, RunDir, load_run
 
 
-def speedup_table(t: tables.SpeedupTable, baseline: str | None) -> Table:
+def speedup_table(t: tables.SpeedupTable, baseline: str | None, width: int | None = None) -> Table:
+    """The published shape, one row per concurrency; stacked (one block of label/value
+    lines per concurrency) when that does not fit ``width`` columns. Without a terminal
+    (CI, ``> log``) rich draws 80 columns, and squeezing the wide table there cuts its
+    headers and cells to ``base… per-…``."""
     title = escape(t.title) + (f"\n[dim]draft {escape(t.draft)}[/dim]" if t.draft else "")
-    table = Table(title=title, title_justify="left", header_style="bold")
-    table.add_column("concurrency", justify="right", no_wrap=True)
-    table.add_column(f"{escape(baseline or 'baseline')}\nper-user TPS", justify="right")
-    table.add_column(f"{escape(t.arm)}\nper-user TPS", justify="right")
-    table.add_column("speedup [95% CI]", justify="right", no_wrap=True)
+    heads, rows = _speedup_cells(t, baseline)
+    wide = Table(title=title, title_justify="left", header_style="bold")
+    for head in heads:
+        # an interval is one figure: never broken across lines
+        wide.add_column(head, justify="right", no_wrap=head == "concurrency" or "CI]" in head)
+    for cells in rows:
+        wide.add_row(*cells)
+    if width is None or _natural_width(wide) <= width:
+        return wide
+    stacked = Table(title=title, title_justify="left", header_style="bold")
+    stacked.add_column(heads[0], justify="right", no_wrap=True)
+    stacked.add_column("", overflow="fold")  # a very long arm name folds rather than ending in "…"
+    stacked.add_column("", justify="right", no_wrap=True)
+    for cells in rows:
+        for i, (head, cell) in enumerate(zip(heads[1:], cells[1:])):
+            stacked.add_row(cells[0] if i == 0 else "", head.replace("\n", " "), cell)
+        stacked.add_section()
+    return stacked
+
+
+def _natural_width(table: Table) -> int:
+    """The table's width with nothing wrapped or cut (rich clamps a measurement to the
+    console's width, so it is measured on a wide one)."""
+    wide = Console(width=10_000)
+    return Measurement.get(wide, wide.options, table).maximum
+
+
+def _speedup_cells(t: tables.SpeedupTable, baseline: str | None) -> tuple[list[str], list[list[str]]]:
+    """Headers (rich markup; "\n" where the wide table may break them) and each row's cells."""
+    heads = ["concurrency", f"{escape(baseline or 'baseline')}\nper-user TPS", f"{escape(t.arm)}\nper-user TPS",
+             "speedup [95% CI]"]
     if t.has_engine:
-        table.add_column("speedup (engine)\n[95% CI]", justify="right", no_wrap=True)
-    table.add_column("AL", justify="right")
+        heads.append("speedup (engine)\n[95% CI]")
+    heads.append("AL")
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
-        table.add_column("reference\nspeedup", justify="right")
+        heads.append("reference\nspeedup")
     if t.has_predicted:
-        table.add_column("predicted speedup\n[95% CI]", justify="right", no_wrap=True)
+        heads.append("predicted speedup\n[95% CI]")
+    rows = []
     for r in t.rows:
         if r.status == "failed":
             cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), "[red]failed[/red]", "–",
@@ -50,8 +82,8 @@ def speedup_table(t: tables.SpeedupTable, baseline: str | None) -> Table:
             cells.append(tables.fmt(r.reference, 2, "×"))
         if t.has_predicted:
             cells.append(escape(r.predicted_cell))
-        table.add_row(*cells)
-    return table
+        rows.append(cells)
+    return heads, rows
 
 
 def print_report(run: Run, console: Console | None = None) -> None:
@@ -65,7 +97,7 @@ def print_report(run: Run, console: Console | None = None) -> None:
         console.print(f"[bold]{escape(line)}[/bold]")
     speedup_tabs = tables.speedup_tables(run)
     for t in speedup_tabs:
-        console.print(speedup_table(t, run.baseline))
+        console.print(speedup_table(t, run.baseline, console.width))
     if not speedup_tabs:
         console.print(_plain_table(run))
     screen_heads, screen_rows = breakdowns.screening_table(run)

@@ -52,3 +52,14 @@ def prompts(n: int, *, turns: int = 1, category: str = "coding", prefix: str = "
 def fake_server(**config: Any) -> Iterator[FakeServer]:
     with FakeServer(FakeConfig(**config)) as srv:
         yield srv
+
+
+def max_overlap(records) -> int:
+    """The most requests in flight at once by the client's own stamps (sent .. ended):
+    what the client promises, whatever order or timing the server saw them in."""
+    events = sorted([(r.t_sent_ns, 1) for r in records] + [(r.t_end_ns, -1) for r in records], key=lambda e: (e[0], e[1]))
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best

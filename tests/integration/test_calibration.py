@@ -29,6 +29,17 @@ def true_slope(c: int) -> float:
     return (T + TC * c) / (T + TC * c * (K + 1) + DC * K)
 
 
+def _runs(out: Path) -> set[Path]:
+    return set((out / "cal").iterdir()) if (out / "cal").is_dir() else set()
+
+
+def _new_run(out: Path, before: set[Path]) -> Path:
+    """The one run folder of scenario "cal" made since ``before``: the module's tests share
+    ``out``, and in a random order either may have written its run first."""
+    (run,) = _runs(out) - before
+    return run
+
+
 def _scenario(tmp: Path, arms: list[dict], concurrency: list[int] = LEVELS, **top) -> Path:
     prompts = write_prompts(tmp / "p.jsonl", [f"prompt {i}" for i in range(16)])
     server = fake_local(**{"t-step": str(T), "token-cost": str(TC), "draft-cost": str(DC), "output-tokens": "32",
@@ -87,10 +98,11 @@ def test_a_run_with_a_matching_calibration_reports_the_prediction(calibrated):
     run_tmp = tmp / "later"
     run_tmp.mkdir()
     path = _scenario(run_tmp, [{"name": "base"}, arm], concurrency=[1, 16])
+    before = _runs(tmp / "out")
     res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="calib-run", cwd=run_tmp,
              timeout=120)
     assert res.returncode == 0, out_of(res)
-    run = next((tmp / "out" / "cal").iterdir())
+    run = _new_run(tmp / "out", before)
     summary = json.loads((run / "summary.json").read_text())
     assert (run / "calibrations.json").is_file()  # the curves used, kept with the run
     rows = {r["concurrency"]: r for r in summary["rows"] if r["arm"] == "eagle3"}
@@ -112,9 +124,10 @@ def test_screening_starts_no_baseline_and_predicts_from_the_calibration(calibrat
     scr = tmp / "screen"
     scr.mkdir()
     path = _scenario(scr, arms, load={"mode": "screen", "screen_concurrency": 16}, promote={"best": 2})
+    before = _runs(tmp / "out")
     res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="calib-screen", cwd=scr, timeout=120)
     assert res.returncode == 0, out_of(res)
-    run = max((tmp / "out" / "cal").iterdir())  # the newest run of scenario "cal"
+    run = _new_run(tmp / "out", before)
     summary = json.loads((run / "summary.json").read_text())
     assert sorted(json.loads((run / "provenance.json").read_text())) == sorted(ckpts)  # 3 servers, no baseline
     assert {(r["arm"], r["concurrency"]) for r in summary["rows"]} == {(n, 16) for n in ckpts}

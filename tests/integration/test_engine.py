@@ -204,7 +204,7 @@ def test_wait_ready_wants_the_requested_model_name(fake, tmp_path):
         t0 = time.monotonic()
         with pytest.raises(ServerError, match="does not serve model 'something-else'; it serves: org/name"):
             s.wait_ready("something-else")
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < 20  # not the ready timeout's wait (20 s)
 
 
 def test_early_exit_raises_with_log_tail(fake, tmp_path):

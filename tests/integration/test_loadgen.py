@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from tests.helpers.fakes import FakeBuilder, fake_server, prompts
+from tests.helpers.fakes import FakeBuilder, fake_server, max_overlap, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.loadgen import PointJob, Target, run_pass
@@ -22,6 +22,12 @@ def srv():
 
 @pytest.fixture(autouse=True)
 def _fresh(srv):
+    # A test that abandons streams (an abort, Ctrl-C) leaves the shared fake writing them
+    # until it sees the closed connection, and reset() counts streams still in flight: each
+    # test starts from an idle fake, whichever test ran before it.
+    deadline = time.monotonic() + 30
+    while srv.state.active and time.monotonic() < deadline:
+        time.sleep(0.01)
     srv.config = FakeConfig(t_step_s=0.004, output_tokens=8)
     srv.reset()
 
@@ -34,27 +40,20 @@ def _run(srv, ps, builder=None, *, concurrency, arm="a", warmup=(), on_record=No
     return asyncio.run(run_pass(target, job, 0, before_measure=before_measure))
 
 
-def _max_overlap(records) -> int:
-    events = sorted([(r.t_sent_ns, 1) for r in records] + [(r.t_end_ns, -1) for r in records], key=lambda e: (e[0], e[1]))
-    cur = best = 0
-    for _, d in events:
-        cur += d
-        best = max(best, cur)
-    return best
-
-
 @pytest.mark.parametrize("conc", [1, 4, 16])
 def test_exactly_n_in_flight(srv, conc):
     res = _run(srv, prompts(3 * conc), concurrency=conc)
     assert len(res.records) == 3 * conc and all(r.ok for r in res.records)
-    assert srv.max_concurrent == conc  # the server saw exactly N streams at once, never more
-    assert _max_overlap(res.records) == conc
+    # exactly N in flight as the client sent them; the server never saw more. Whether it saw
+    # all N at once depends on how fast the host lets them arrive, not on the client.
+    assert max_overlap(res.records) == conc
+    assert srv.max_concurrent <= conc
     assert res.wall_s > 0 and set(res.loop_lag_ms) == {"p50", "p99", "max"} and res.aborted is None
 
 
 def test_fewer_prompts_than_concurrency(srv):
     res = _run(srv, prompts(3), concurrency=8)
-    assert len(res.records) == 3 and srv.max_concurrent == 3
+    assert len(res.records) == 3 and max_overlap(res.records) == 3 and srv.max_concurrent <= 3
 
 
 def test_warmup_is_separate_and_excluded(srv):
@@ -115,10 +114,11 @@ def test_server_death_aborts_the_point(srv):
 
     res = _run(srv, prompts(20), concurrency=4, server_alive=alive, on_record=seen.append)
     assert res.aborted == "server exited with code 137"
-    assert time.monotonic() - t0 < 3
     assert len(res.records) == 4 and seen == res.records  # only the 4 in flight; nothing else dispatched
     assert all(r.error == "server_died" and r.error_detail == res.aborted for r in res.records)
-    assert all(r.chunk_ns for r in res.records)  # partial streams are kept
+    # partial streams are kept, and cut short: the pass did not wait for the 10 s requests
+    # (the cut, not a wall-clock bound, shows it; a busy host may take any time to get there)
+    assert all(r.chunk_ns and sum(r.chunk_tokens) < 200 for r in res.records)
     assert len(srv.log) == 4
 
 
@@ -141,7 +141,8 @@ def test_ctrl_c_keeps_completed_records(srv):
         task = asyncio.create_task(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder(),
                                                    on_record=seen.append),
                                             PointJob(key=PointKey("a", 2), prompts=prompts(50)), 0))
-        await asyncio.sleep(0.5)
+        while len(seen) < 4:  # cancel once some have finished, however slow the host
+            await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

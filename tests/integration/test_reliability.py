@@ -185,18 +185,15 @@ def test_server_never_ready_other_arms_still_run(tmp_path, tag):
                       arms=[{"name": "crash", "args": {"mode": "crash"}},
                             {"name": "hang", "args": {"mode": "hang"}},
                             {"name": "ext", "base_url": ext.base_url}])
-        t0 = time.monotonic()
         res = sb(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "-o", str(tmp_path / "out"), "--skip-doctor"],
                  tag=tag, cwd=tmp_path)
-        elapsed = time.monotonic() - t0
     text = out_of(res)
     assert res.returncode == 1, text
     assert "Traceback" not in text
     assert "arm 'crash': server (pid" in text and "exited with code 2 while starting" in text
     assert "unrecognized arguments: --no-such-flag" in text  # the log tail, shown to the user
     assert "arm 'hang'" in text and "not ready after 2 s" in text and "loading model weights" in text
-    assert "fix: raise server.ready_timeout_s" in text
-    assert elapsed < 40, f"took {elapsed:.0f} s"
+    assert "fix: raise server.ready_timeout_s" in text  # (the messages, not the wall time, show the waits)
     run = the_run(tmp_path / "out")
     pts = points(run)
     assert pts[("crash", 1, "")]["status"] == "failed" and pts[("hang", 1, "")]["status"] == "failed"
@@ -218,13 +215,11 @@ def test_server_dies_mid_run(tmp_path, tag):
     prompts = write_prompts(tmp_path / "p.jsonl", [f"question {i}" for i in range(6)])
     sc = scenario("dies", prompts, server=fake_local(**{"t-step": 0.01, "output-tokens": 8, "die-after": 9}),
                   arms=[{"name": "a"}], concurrency=[1, 2])
-    t0 = time.monotonic()
     res = sb(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "-o", str(tmp_path / "out"), "--skip-doctor"],
              tag=tag, cwd=tmp_path)
-    elapsed = time.monotonic() - t0
     text = out_of(res)
     assert res.returncode == 1, text
-    assert "Traceback" not in text and elapsed < 40
+    assert "Traceback" not in text  # "at once": the queue is not burnt (below), whatever the wall time
     run = the_run(tmp_path / "out")
     pts = points(run)
     assert pts[("a", 1, "")]["status"] == "ok"  # finished before the crash: kept as it was
@@ -300,8 +295,10 @@ def test_http_500_counted_no_crash_and_gate_fails(fault_run):
 def test_stalled_stream_is_idle_timeout_and_run_continues(fault_run):
     r = _rec_for(fault_run, FAULT_PROMPTS[3])
     assert r["error"] == "idle_timeout"
-    waited = (r["t_end_ns"] - r["t_sent_ns"]) / 1e9
-    assert 0.9 < waited < 3.9, f"gave up after {waited:.2f} s; idle_timeout_s is 1, the stall 4"
+    # gave up after idle_timeout_s (1) of silence; the error itself shows it was before the
+    # 4 s stall ended (a resumed stream would have completed)
+    silent = (r["t_end_ns"] - r["chunk_ns"][-1]) / 1e9
+    assert silent > 0.9, f"gave up after {silent:.2f} s of silence; idle_timeout_s is 1"
     assert len(r["chunk_ns"]) == 2  # the tokens before the stall are kept
     later = [x for x in fault_run["recs"].values() if x["prompt_index"] > r["prompt_index"]]
     assert later and all(x["t_sent_ns"] > r["t_end_ns"] for x in later)  # c=1: they came after
@@ -367,13 +364,11 @@ def test_placeholder_rows_refused_before_any_server(tmp_path, tag):
     marker = tmp_path / "server-started"
     sc = {"name": "ph", "server": {"model": "m", "command": ["sh", "-c", f"touch {marker}; exec sleep 30"]},
           "arms": [{"name": "a"}], "workload": {"source": "speed_bench", "path": str(data), "warmup": 0}}
-    t0 = time.monotonic()
     res = sb(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "-o", str(tmp_path / "out")], tag=tag, cwd=tmp_path)
     text = out_of(res)
     assert res.returncode == 2, text
     assert "1 of 2 selected rows" in text and "placeholders" in text and "licensed-src (1)" in text
     assert "fix:" in text and "Traceback" not in text
-    assert time.monotonic() - t0 < 20
     assert not marker.exists(), "a server was started for placeholder data"
     assert not (tmp_path / "out").exists()
     assert_no_orphans(tag)

@@ -12,6 +12,7 @@ import yaml
 
 from speedbench.cli import main
 from speedbench.metrics import request_table
+from speedbench.metrics.sequential import prompt_order
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig, FakeProcess
 from speedbench.testing.script import true_per_user_tps
@@ -135,7 +136,14 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
     src = summary["baseline_source"]
     assert src["reused"] is True and src["run_id"] == first.name and src["canary"][0]["pairs"] == 8
     assert len(sent_base) == 64 + 8  # the first run's full schedule, then only the canary
-    assert sent_base[64:] == sent_base[:8]  # the canary re-sent the first prompts of the same seeded order
+    # The canary re-sent the first prompts of the seeded order: the first run dispatched
+    # them first (its records' queue stamps give the client's own order; the order they
+    # reached the fake is the scheduler's business), and the canary sent that set again.
+    dispatched = sorted((r for r in RunDir.open(first).load_records() if r.arm == "base"), key=lambda r: r.t_queued_ns)
+    assert [r.prompt_index for r in dispatched] == prompt_order(N_PROMPTS, stop["seed"])[:64]
+    texts = [f"question number {r.prompt_id[1:]}" for r in dispatched]  # prompt ids are q<i>
+    assert sorted(sent_base[:64]) == sorted(texts)
+    assert sorted(sent_base[64:]) == sorted(texts[:8])
     stops = {s["arm"]: s for s in summary["stopping"]}
     assert stops["base"]["prompts"] == 64 and stops["spec"]["prompts"] <= 64
     row = next(r for r in summary["rows"] if r["arm"] == "spec")

@@ -203,3 +203,35 @@ def test_live_progress_terminal():
         live.record_done(RequestRecord(arm="other", concurrency=1, prompt_index=0, prompt_id="0"))  # unknown: ignored
         live.point_done(PointKey("eagle[3]", 1, "v"))
     assert "server ready after 6.0 s" in buf.getvalue()
+
+
+def _with_engine_and_predicted(rd) -> None:
+    """Every column the headline table can have: engine-clock and predicted speedups too."""
+    summary = json.loads(rd.summary_path.read_text())
+    for r in summary["rows"]:
+        if r.get("speedup_mean") is not None:
+            r.update(speedup_engine_mean=r["speedup_mean"], speedup_engine_ci_low=r["speedup_ci_low"],
+                     speedup_engine_ci_high=r["speedup_ci_high"], speedup_predicted=1.9,
+                     speedup_predicted_ci_low=1.85, speedup_predicted_ci_high=1.95)
+    rd.write_summary(summary)
+
+
+@pytest.mark.parametrize("every_column", [False, True])
+def test_headline_headers_read_whole_at_80_columns(tmp_path, every_column):
+    """No terminal (a CI job, ``> log``): rich draws 80 columns. Every header of the
+    headline table reads whole, and no header or cell is cut to "…"."""
+    arms = [{"name": "baseline"}, {"name": "eagle3.1", "speedup": 1.8, "al": 2.8, "eagle_version": "3.1"}]
+    rd = make_run(tmp_path, arms=arms, n_prompts=6)
+    if every_column:
+        _with_engine_and_predicted(rd)
+    c = Console(file=io.StringIO(), width=80, force_terminal=False, record=True, highlight=False)
+    print_summary(rd.path, c)
+    out = c.export_text()
+    heads = ["concurrency", "baseline", "eagle3.1", "per-user TPS", "speedup [95% CI]", "AL", "reference", "speedup"]
+    if every_column:
+        heads += ["speedup (engine)", "predicted speedup"]
+    assert "…" not in out, out
+    assert all(h in out for h in heads), out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    row = load_run(rd.path).row("eagle3.1", 16)
+    assert f"{row['speedup_mean']:.2f}× [{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}]" in out
