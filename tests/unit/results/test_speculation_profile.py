@@ -41,13 +41,7 @@ def test_each_speculative_point_gets_a_profile_equal_to_its_summary_row(tmp_path
     for row in spec_rows:
         prof = profiles[f"{row['arm']}__c{row['concurrency']}"]
         assert list(prof)[:len(SPECDEC_KEYS)] == SPECDEC_KEYS and list(prof)[-1] == "speedbench"
-        assert prof["conditional_accept_rates"] == row["per_position_conditional"]
-        assert prof["marginal_accept_rates"] == row["per_position_joint"]
-        assert prof["mean_accept_length"] == row["al_tokens"]
-        assert prof["mean_accept_length_per_request"] == row["al_requests"]
-        assert prof["validation"]["mean_consistency"]["passed"]
-        assert prof["validation"]["marginal_monotonicity"]["passed"]
-        assert prof["accept_length_model"] == "chain_analytic"  # eagle3 drafts a chain
+        assert_profile_is_the_row(prof, row)
         hist = row["acceptance_histogram"]
         assert prof["acceptance_length_histogram"] == {str(j + 1): n for j, n in enumerate(hist) if n}
         ext = prof["speedbench"]["accept_length_extrapolated_by_k"]
@@ -114,3 +108,15 @@ def test_an_arm_without_measured_acceptance_is_marked_unmeasured():
 def test_several_runs_only_for_the_category_matrix(tmp_path):
     rd = make_run(tmp_path / "r")
     assert main(["export", str(rd.path), str(rd.path), "--format", "speculation-profile"]) == 2
+
+
+def assert_profile_is_the_row(prof: dict, row: dict) -> None:
+    """A chain drafter's profile carries the summary row's figures unchanged, and passes
+    both of specdec_bench's checks."""
+    assert prof["conditional_accept_rates"] == row["per_position_conditional"]
+    assert prof["marginal_accept_rates"] == row["per_position_joint"]
+    assert prof["mean_accept_length"] == row["al_tokens"]
+    assert prof["mean_accept_length_per_request"] == row["al_requests"]
+    assert prof["validation"]["mean_consistency"]["passed"]
+    assert prof["validation"]["marginal_monotonicity"]["passed"]
+    assert prof["accept_length_model"] == "chain_analytic"  # eagle3 drafts a chain
