@@ -116,10 +116,8 @@ def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_al
         return None  # inside the nights' own intervals
     if math.isfinite(floor_rel) and abs(d) <= floor_rel * abs(float(b.mean())):
         return None  # inside the A/A noise floor
-    if len(a) == 1:
-        kind = SUSPICIOUS
-    else:
-        kind = IMPROVEMENT if (d > 0) == higher_is_better else REGRESSION
+    direction = IMPROVEMENT if (d > 0) == higher_is_better else REGRESSION
+    kind = SUSPICIOUS if len(a) == 1 else direction
     return Change(new[0], float(b.mean()), float(a.mean()), b_hw, a_hw, sd, len(a), kind)
 
 
