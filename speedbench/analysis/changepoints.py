@@ -67,7 +67,7 @@ class Change:
         return abs(self.delta) / self.noise_sd if self.noise_sd > 0 else math.inf
 
 
-def robust_sd(values: Sequence[float]) -> float:
+def robust_sd(values: Sequence[float] | np.ndarray) -> float:
     """Night-to-night sd from successive differences (median absolute difference): a step
     moves one difference only, so it barely widens this."""
     y = np.asarray(values, dtype=float)
@@ -77,7 +77,7 @@ def robust_sd(values: Sequence[float]) -> float:
     return float(np.median(d) * 1.4826 / math.sqrt(2))
 
 
-def candidates(values: Sequence[float], sd: float) -> list[int]:
+def candidates(values: Sequence[float] | np.ndarray, sd: float) -> list[int]:
     """Indices where PELT starts a new level, plus the last night (a one-night change must
     be judged even when PELT cannot see it yet)."""
     n = len(values)
