@@ -1,0 +1,102 @@
+"""The verdict block that opens the dashboard, and the same verdicts as text and JSON for
+``speedbench changes``: per scenario the counts, then one line per item that is not
+"no change".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from speedbench.analysis.changepoints import REGRESSION
+from speedbench.report import html
+from speedbench.report.nightly import INSUFFICIENT, NO_CHANGE, STATUSES, Verdict, counts, describe
+
+_CLASS = {"regression": "v-reg", "improvement": "v-imp", "suspicious": "v-sus"}
+
+
+def _pill(status: str) -> html.Safe:
+    return html.Safe(f'<span class="pill {_CLASS.get(status, "")}">{html.esc(status)}</span>')
+
+
+def by_scenario(vs: Sequence[Verdict]) -> dict[str, list[Verdict]]:
+    out: dict[str, list[Verdict]] = {}
+    for v in vs:
+        out.setdefault(v.series.scenario, []).append(v)
+    return out
+
+
+def _interval(mean: float, hw: float) -> str:
+    digits = 3 if abs(mean) < 10 else 1
+    return f"{mean:.{digits}f}" + (f" ±{hw:.{digits}f}" if math.isfinite(hw) else "")
+
+
+def _row(v: Verdict, link: Callable[[Any], str | None]) -> list[Any]:
+    ch = v.change
+    assert ch is not None  # only changes get a row
+    size = f"{100 * ch.relative:+.1f}% · " + ("≫" if math.isinf(ch.sigmas) else f"{ch.sigmas:.1f}") + " sd"
+    if math.isfinite(v.floor_rel):
+        size += f" (floor ±{100 * v.floor_rel:.1f}%)"
+    runs = []
+    for name, night in (("before", v.before), ("after", v.after)):
+        href = link(night.run) if night else None
+        runs.append(f'<a href="{html.esc(href)}">{name}</a>' if href else name)
+    why = "; ".join(v.what_changed) or "nothing in the provenance"
+    return [_pill(v.status), v.checkpoint, f"{v.series.metric} {v.series.point}",
+            f"{_interval(ch.before, ch.before_hw)} → {_interval(ch.after, ch.after_hw)}", size,
+            f"{v.began:%Y-%m-%d}" if v.began else "–", html.Cell(why, cls="l why"), html.Safe(" · ".join(runs))]
+
+
+def block(vs: Sequence[Verdict], link: Callable[[Any], str | None]) -> str:
+    """``link(run)``: the href of a run's report in the site, or None."""
+    parts = []
+    for scen, items in by_scenario(vs).items():
+        n = counts(items)
+        line = " · ".join(f"<b>{n[s]}</b> {html.esc(s)}" for s in STATUSES)
+        changes = [v for v in items if v.status not in (NO_CHANGE, INSUFFICIENT)]
+        inner = f'<div class="counts">{line}</div>'
+        if changes:
+            inner += html.table(["verdict", "checkpoint", "figure", "before → after (95%)", "size vs noise", "began",
+                                 "what changed", "reports"], [_row(v, link) for v in changes], left=3)
+        parts.append(html.card(html.Safe(inner), f"Last night · {scen}"))
+    return '<section id="verdict"><h2>Did anything change?</h2>' + "".join(parts) + "</section>"
+
+
+def text_lines(vs: Sequence[Verdict]) -> list[str]:
+    lines = []
+    for scen, items in by_scenario(vs).items():
+        n = counts(items)
+        lines.append(f"{scen}: " + ", ".join(f"{n[s]} {s}" for s in STATUSES))
+        for v in items:
+            if v.status in (NO_CHANGE, INSUFFICIENT):
+                continue
+            lines.append(f"  {v.status.upper()}: {describe(v)}")
+            lines += [f"    what changed: {w}" for w in v.what_changed]
+    return lines
+
+
+def as_json(vs: Sequence[Verdict]) -> list[dict[str, Any]]:
+    out = []
+    for v in vs:
+        ch = v.change
+        item: dict[str, Any] = {"scenario": v.series.scenario, "arm": v.series.arm, "checkpoint": v.checkpoint,
+                                "metric": v.series.metric, "point": v.series.point, "status": v.status}
+        if ch is not None:
+            item.update(before=ch.before, after=ch.after, before_half_width=_finite(ch.before_hw),
+                        after_half_width=_finite(ch.after_hw), relative=ch.relative,
+                        noise_sd=ch.noise_sd, sigmas=_finite(ch.sigmas), nights=ch.nights,
+                        began=v.began.isoformat() if v.began else None,
+                        before_run=v.before.run.run_id if v.before else None,
+                        after_run=v.after.run.run_id if v.after else None,
+                        floor_rel=_finite(v.floor_rel), what_changed=v.what_changed)
+        out.append(item)
+    return out
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def any_regression(vs: Sequence[Verdict]) -> bool:
+    return any(v.status == REGRESSION for v in vs)
