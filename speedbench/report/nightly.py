@@ -155,6 +155,16 @@ def _arm_of(series: Series) -> str:
     return series.deps[0] if series.deps else series.arm
 
 
+def changes(series: Series) -> tuple[list[Change], list[int], float]:
+    """Every real change of the series over its last ``HISTORY_NIGHTS`` nights, the night
+    index of each of those nights, and the A/A floor (median over the nights) used."""
+    keep = slice(-HISTORY_NIGHTS, None)
+    idx = series.nights[keep]
+    floors = [f for f in series.floors[keep] if math.isfinite(f)]
+    floor = statistics.median(floors) if floors else math.nan
+    return find_changes(series.values[keep], series.half_widths[keep], floor_rel=floor), idx, floor
+
+
 def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = None) -> Verdict:
     """The series' verdict: its latest real change that began on or after ``since``
     (default: within the last ``RECENT_NIGHTS`` of the scenario's nights)."""
@@ -162,13 +172,9 @@ def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = N
     ck = checkpoint(last.run, _arm_of(series))
     if len(series.values) < MIN_BASELINE + 1:
         return Verdict(series, INSUFFICIENT, ck)
-    keep = slice(-HISTORY_NIGHTS, None)
-    idx, values, hws = series.nights[keep], series.values[keep], series.half_widths[keep]
-    floors = [f for f in series.floors[keep] if math.isfinite(f)]
-    floor = statistics.median(floors) if floors else math.nan
-    changes = find_changes(values, hws, floor_rel=floor)
+    found, idx, floor = changes(series)
     cutoff = since if since is not None else nights[max(len(nights) - RECENT_NIGHTS, 0)].created
-    recent = [c for c in changes if nights[idx[c.index]].created >= cutoff]
+    recent = [c for c in found if nights[idx[c.index]].created >= cutoff]
     if not recent:
         return Verdict(series, NO_CHANGE, ck, floor_rel=floor)
     ch = recent[-1]

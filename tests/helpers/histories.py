@@ -1,0 +1,136 @@
+"""Synthetic nightly histories made from real CPU run folders (tests/data/nightly/<dtype>/:
+the summary, provenance and resolved scenario of one real vLLM CPU run of cpu_tiny).
+
+Each night is the real run with its noise replaced: every figure the verdicts read
+(speedup and its interval, per-user TPS, AL pooled and per category, per-position
+acceptance) is multiplied by ``1 + sd · N(0, 1)``, drawn independently per night and per
+figure, and each night's own 95% interval is set to what that noise implies (a
+within-run share of 60-90% of it). The real run's own intervals (±15-30% on two shared
+CPU cores) would hide every step this generator plants; what the generator keeps from
+the real run is its structure: arms, points, categories, positions, provenance.
+
+Plants, each on one arm from a given night on:
+- a step in speedup (and so in the arm's per-user TPS) or in AL (pooled, per category);
+- a slow drift (a relative change reached linearly over the rest of the history);
+- a provenance change with it (e.g. a new vLLM version, another draft's provenance);
+- a swap: from that night on the arm's rows, categories and provenance are another arm's
+  of the same real run (the eagle3.1 slot loading the untrained draft).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REAL = Path(__file__).resolve().parent.parent / "data" / "nightly"
+START = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Plant:
+    arm: str
+    night: int  # first night with the change
+    metric: str = "speedup"  # "speedup" or "al"
+    size: float = -0.05  # relative change (negative: worse)
+    drift: bool = False  # reached linearly by the last night instead of at once
+    provenance: dict[str, Any] = field(default_factory=dict)  # provenance keys changed from that night
+    swap_with: str = ""  # take this arm's rows and provenance from that night on
+
+
+def real_run(dtype: str = "float16") -> tuple[dict[str, Any], dict[str, Any], str]:
+    folder = REAL / dtype
+    return (json.loads((folder / "summary.json").read_text()), json.loads((folder / "provenance.json").read_text()),
+            (folder / "scenario.resolved.yaml").read_text())
+
+
+def _factor(plant: Plant, night: int, nights: int) -> float:
+    if night < plant.night:
+        return 1.0
+    if not plant.drift:
+        return 1.0 + plant.size
+    return 1.0 + plant.size * (night - plant.night + 1) / max(nights - plant.night, 1)
+
+
+def _swap(summary: dict[str, Any], prov: dict[str, Any], arm: str, other: str) -> None:
+    """The arm's slot carries the other arm's measurements and provenance."""
+    for key in ("rows", "categories"):
+        mine = [r for r in summary[key] if r.get("arm") == other]
+        summary[key] = [r for r in summary[key] if r.get("arm") != arm]
+        summary[key] += [{**copy.deepcopy(r), "arm": arm} for r in mine]
+    prov[arm] = {**copy.deepcopy(prov[other]), "arm": arm}
+
+
+def _noisy_rows(summary: dict[str, Any], rng, sd: float, speed: dict[str, float], al: dict[str, float]) -> None:
+    def jitter() -> float:
+        return 1.0 + sd * rng.normal()
+
+    for r in summary["rows"]:
+        arm, spec = r["arm"], r.get("speedup_mean") is not None
+        s_fac = speed.get(arm, 1.0)
+        if spec:
+            value = r["speedup_mean"] * jitter() * s_fac
+            hw = 1.96 * sd * value * rng.uniform(0.6, 0.9)
+            r.update(speedup_mean=value, speedup_ci_low=value - hw, speedup_ci_high=value + hw)
+        if r.get("per_user_tps_mean") is not None:
+            r["per_user_tps_mean"] *= jitter() * s_fac
+        for key in ("al_tokens", "al_requests"):
+            if r.get(key) is not None:
+                r[key] = 1 + (r[key] - 1) * al.get(arm, 1.0)
+        if r.get("per_position_joint"):
+            r["per_position_joint"] = [min(p * jitter() * al.get(arm, 1.0), 1.0) for p in r["per_position_joint"]]
+    al_night = {arm: jitter() for arm in {r["arm"] for r in summary["rows"]}}  # AL: one draw per arm and night
+    for r in summary["rows"]:
+        for key in ("al_tokens", "al_requests"):
+            if r.get(key) is not None:
+                r[key] *= al_night[r["arm"]]
+    for c in summary["categories"]:
+        for key in ("al_tokens", "al_requests"):
+            if c.get(key) is not None:
+                c[key] = (1 + (c[key] - 1) * al.get(c["arm"], 1.0)) * jitter()
+
+
+def night(summary: dict[str, Any], prov: dict[str, Any], i: int, nights: int, plants: list[Plant], rng,
+          sd: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    s, p = copy.deepcopy(summary), copy.deepcopy(prov)
+    speed: dict[str, float] = {}
+    al: dict[str, float] = {}
+    for plant in plants:
+        if plant.swap_with and i >= plant.night:
+            _swap(s, p, plant.arm, plant.swap_with)
+        target = speed if plant.metric == "speedup" else al
+        target[plant.arm] = target.get(plant.arm, 1.0) * _factor(plant, i, nights)
+        if plant.provenance and i >= plant.night:
+            for arm in ([plant.arm] if plant.provenance.get("_arm_only") else list(p)):
+                p[arm].update({k: v for k, v in plant.provenance.items() if not k.startswith("_")})
+    _noisy_rows(s, rng, sd, speed, al)
+    return s, p
+
+
+def write_history(root: str | Path, nights: int = 30, plants: list[Plant] | tuple[Plant, ...] = (), sd: float = 0.015,
+                  seed: int = 0, dtype: str = "float16", scenario: str = "cpu_tiny",
+                  start: dt.datetime = START) -> list[Path]:
+    """``nights`` run folders under root/scenario/, one a day from ``start``."""
+    summary, prov, resolved = real_run(dtype)
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(nights):
+        s, p = night(summary, prov, i, nights, list(plants), rng, sd)
+        created = start + dt.timedelta(days=i)
+        run_id = f"{created:%Y%m%dT%H%M%SZ}-{seed % 0xFFFFFF:06x}"
+        s.update(scenario=scenario, run_id=run_id, created_utc=created.isoformat())
+        folder = Path(root) / scenario / run_id
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        (folder / "summary.json").write_text(json.dumps(s))
+        (folder / "provenance.json").write_text(json.dumps(p))
+        (folder / "scenario.resolved.yaml").write_text(resolved.replace("name: cpu_tiny", f"name: {scenario}", 1))
+        out.append(folder)
+    return out
