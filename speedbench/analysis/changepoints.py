@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 WINDOW = 14  # baseline / new-level nights compared at most
-MIN_BASELINE = 3  # nights before a change needed to judge it
+MIN_BASELINE = 5  # nights before a change needed to judge it (fewer: their sd is a guess)
 K_SIGMA = 2.0  # a change smaller than this many night-to-night sds is not worth a look
 Z_CALL = 3.0  # the means' difference in standard errors needed to call it
 PELT_BETA = 2.0  # penalty = PELT_BETA · sd² · log(n): generous, the judgement filters
@@ -130,10 +130,11 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
     hw = np.asarray(half_widths if half_widths is not None else [math.nan] * len(y), dtype=float)
     sd_all = robust_sd(y)
     cands = candidates(y, sd_all)
+    ends = [c for c in cands if c != len(y) - 1] + [len(y)]  # the last night alone never cuts a window
     changes: list[Change] = []
     start, outliers = 0, set()
-    for j, tau in enumerate(cands):
-        end = cands[j + 1] if j + 1 < len(cands) else len(y)
+    for tau in cands:
+        end = min(e for e in ends if e > tau)
         base = [i for i in range(start, tau) if i not in outliers][-WINDOW:]
         new = list(range(tau, min(end, tau + WINDOW)))
         if len(base) < MIN_BASELINE:

@@ -237,6 +237,21 @@ def _verdicts(by_scenario: dict[str, list[SiteRun]], since: dt.datetime | None =
     return nightly.verdicts(nights, since)
 
 
+def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
+                     ) -> tuple[list[nightly.Verdict], list[str]]:
+    """The verdicts over every run folder under results_dir (``speedbench changes``)."""
+    results = Path(results_dir).resolve()
+    if not results.is_dir():
+        from speedbench.errors import UsageError
+
+        raise UsageError(f"results folder not found: {results}")
+    runs, problems = scan(results)
+    by_scenario: dict[str, list[SiteRun]] = {}
+    for sr in runs:
+        by_scenario.setdefault(sr.run.scenario_name, []).append(sr)
+    return _verdicts(by_scenario, since), problems
+
+
 def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     results, site = Path(results_dir).resolve(), Path(site_dir).resolve()
     if not results.is_dir():

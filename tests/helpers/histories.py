@@ -82,7 +82,7 @@ def _noisy_rows(summary: dict[str, Any], rng, sd: float, speed: dict[str, float]
             r["per_user_tps_mean"] *= jitter() * s_fac
         for key in ("al_tokens", "al_requests"):
             if r.get(key) is not None:
-                r[key] = 1 + (r[key] - 1) * al.get(arm, 1.0)
+                r[key] *= al.get(arm, 1.0)
         if r.get("per_position_joint"):
             r["per_position_joint"] = [min(p * jitter() * al.get(arm, 1.0), 1.0) for p in r["per_position_joint"]]
     al_night = {arm: jitter() for arm in {r["arm"] for r in summary["rows"]}}  # AL: one draw per arm and night
@@ -93,7 +93,7 @@ def _noisy_rows(summary: dict[str, Any], rng, sd: float, speed: dict[str, float]
     for c in summary["categories"]:
         for key in ("al_tokens", "al_requests"):
             if c.get(key) is not None:
-                c[key] = (1 + (c[key] - 1) * al.get(c["arm"], 1.0)) * jitter()
+                c[key] *= al.get(c["arm"], 1.0) * jitter()
 
 
 def night(summary: dict[str, Any], prov: dict[str, Any], i: int, nights: int, plants: list[Plant], rng,
