@@ -84,7 +84,8 @@ def _noisy_rows(summary: dict[str, Any], rng, sd: float, speed: dict[str, float]
             if r.get(key) is not None:
                 r[key] *= al.get(arm, 1.0)
         if r.get("per_position_joint"):
-            r["per_position_joint"] = [min(p * jitter() * al.get(arm, 1.0), 1.0) for p in r["per_position_joint"]]
+            # not clipped at 1: a clipped figure's nights pile up on 1.0 and fake a tiny spread
+            r["per_position_joint"] = [p * jitter() * al.get(arm, 1.0) for p in r["per_position_joint"]]
     al_night = {arm: jitter() for arm in {r["arm"] for r in summary["rows"]}}  # AL: one draw per arm and night
     for r in summary["rows"]:
         for key in ("al_tokens", "al_requests"):
@@ -115,8 +116,9 @@ def night(summary: dict[str, Any], prov: dict[str, Any], i: int, nights: int, pl
 
 def write_history(root: str | Path, nights: int = 30, plants: list[Plant] | tuple[Plant, ...] = (), sd: float = 0.015,
                   seed: int = 0, dtype: str = "float16", scenario: str = "cpu_tiny",
-                  start: dt.datetime = START) -> list[Path]:
-    """``nights`` run folders under root/scenario/, one a day from ``start``."""
+                  start: dt.datetime = START, report: bool = True) -> list[Path]:
+    """``nights`` run folders under root/scenario/, one a day from ``start``; ``report``:
+    with a small report.html of their own (the dashboard copies it instead of rendering one)."""
     summary, prov, resolved = real_run(dtype)
     rng = np.random.default_rng(seed)
     out = []
@@ -132,5 +134,103 @@ def write_history(root: str | Path, nights: int = 30, plants: list[Plant] | tupl
         (folder / "summary.json").write_text(json.dumps(s))
         (folder / "provenance.json").write_text(json.dumps(p))
         (folder / "scenario.resolved.yaml").write_text(resolved.replace("name: cpu_tiny", f"name: {scenario}", 1))
+        if report:
+            (folder / "report.html").write_text(f"<!DOCTYPE html>\n<html><head><title>{run_id}</title></head>"
+                                                f"<body><p>synthetic night {i}</p></body></html>\n")
         out.append(folder)
     return out
+
+
+# ---- scoring the detector over generated histories ----------------------------------
+
+PLANTED_METRICS = {"speedup": ("speedup", "per-user TPS"), "al": ("AL", "acceptance (joint)")}
+
+
+def load_nights(folders: list[Path]):
+    from speedbench.report.nightly import Night
+    from speedbench.results import load_run
+
+    runs = [load_run(f) for f in folders]
+    return [Night(dt.datetime.fromisoformat(r.created_utc), r) for r in runs]
+
+
+@dataclass
+class Score:
+    planted: int = 0  # planted series with a step of at least 3 night-to-night sd
+    found: int = 0  # of those, a regression/improvement in the right direction within a night of the plant
+    planted_small: int = 0  # planted series with a smaller step
+    found_small: int = 0
+    series_nights: int = 0  # of the no-change histories
+    false_regressions: int = 0
+    false_calls: int = 0  # any call (either direction, suspicious too) on the no-change histories
+    drifts: int = 0
+    drifts_called: int = 0
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.planted if self.planted else float("nan")
+
+    @property
+    def false_regressions_per_100(self) -> float:
+        return 100 * self.false_regressions / self.series_nights if self.series_nights else float("nan")
+
+
+def _planted(series, plants: list[Plant]) -> Plant | None:
+    for p in plants:
+        if series.deps[0] == p.arm and series.metric in PLANTED_METRICS[p.metric]:
+            return p
+    return None
+
+
+def score_history(score: Score, root: Path, plants: list[Plant], seed: int, nights: int = 30,
+                  sd: float = 0.015) -> None:
+    from speedbench.analysis.changepoints import IMPROVEMENT, REGRESSION
+    from speedbench.report import nightly
+
+    folder = root / f"h{seed}"
+    ns = load_nights(write_history(folder, nights, plants, sd=sd, seed=seed))
+    for s in nightly.collect("cpu_tiny", ns):
+        found, idx, _ = nightly.changes(s)
+        plant = _planted(s, plants)
+        if plant is None:
+            if not plants:
+                score.series_nights += len(s.values)
+                score.false_regressions += sum(c.kind == REGRESSION for c in found)
+                score.false_calls += len(found)
+            continue
+        if plant.drift:
+            score.drifts += 1
+            score.drifts_called += any(c.kind == REGRESSION for c in found)
+            continue
+        base = np.array(s.values[:plant.night])
+        spread = float(np.std(base, ddof=1))
+        if spread == 0:
+            continue  # a constant figure (e.g. acceptance clipped at 1.0) carries no step
+        want = REGRESSION if plant.size < 0 else IMPROVEMENT
+        hit = any(c.kind == want and abs(idx[c.index] - plant.night) <= 1 for c in found)
+        big = abs(plant.size) * abs(float(base.mean())) >= 3 * spread
+        score.planted += big
+        score.found += big and hit
+        score.planted_small += not big
+        score.found_small += (not big) and hit
+    shutil.rmtree(folder)
+
+
+def score_detector(root: Path, n_planted: int = 8, n_flat: int = 6, n_drift: int = 2, seed: int = 0,
+                   nights: int = 30) -> Score:
+    """Steps of 3-15% (either sign, mostly regressions) in eagle3's speedup and eagle3.1's
+    AL at random nights; histories with no change; drifts of -10% over the last 20 nights."""
+    rng = np.random.default_rng(seed)
+    score = Score()
+    for h in range(n_planted):
+        plants = [Plant("eagle3", int(rng.integers(8, nights - 3)), "speedup",
+                        float(rng.uniform(0.03, 0.15) * rng.choice([-1, -1, 1]))),
+                  Plant("eagle3.1", int(rng.integers(8, nights - 3)), "al",
+                        float(rng.uniform(0.03, 0.15) * rng.choice([-1, -1, 1])))]
+        score_history(score, root, plants, seed=1000 * seed + h, nights=nights)
+    for h in range(n_flat):
+        score_history(score, root, [], seed=1000 * seed + 100 + h, nights=nights)
+    for h in range(n_drift):
+        score_history(score, root, [Plant("eagle3", nights - 20, "speedup", -0.10, drift=True)],
+                      seed=1000 * seed + 200 + h, nights=nights)
+    return score
