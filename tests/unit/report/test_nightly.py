@@ -52,9 +52,11 @@ def test_changes_exits_0_with_no_change(tmp_path, capsys):
     assert main(["changes", str(tmp_path / "flat"), "--since", "yesterday"]) == 2
 
 
-def test_untrained_draft_nights_are_a_regression_with_the_draft_hash_named(tmp_path):
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_untrained_draft_nights_are_a_regression_with_the_draft_hash_named(tmp_path, dtype):
     # from night 18 on, the eagle3.1 slot carries the real run's eagle3-untrained arm
-    ns = load_nights(write_history(tmp_path, 20, [Plant("eagle3.1", 18, swap_with="eagle3-untrained", size=0.0)]))
+    plant = Plant("eagle3.1", 18, swap_with="eagle3-untrained", size=0.0)
+    ns = load_nights(write_history(tmp_path, 20, [plant], dtype=dtype))
     vs = {v.series.key: v for v in nightly.verdicts({"cpu_tiny": ns})}
     for point in ("c=1", "c=4", "c=16"):
         v = vs[("cpu_tiny", "eagle3.1", "speedup", point)]
