@@ -59,7 +59,7 @@ footer{margin-top:36px;color:var(--muted);font-size:12px}
 a{color:var(--accent)}
 .v-reg{background:#fdecea;color:var(--bad)}.v-imp{background:#e6f4ea;color:var(--good)}
 .v-sus{background:#fff3e0;color:var(--warn)}.counts{font-size:15px;margin:2px 0 8px}
-.counts b{font-size:18px}td.why{white-space:normal;min-width:220px}
+.counts b{font-size:18px}p.why{margin:12px 0 4px;overflow-wrap:anywhere}
 """
 
 

@@ -180,6 +180,8 @@ def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = N
     ch = recent[-1]
     before, after = nights[idx[ch.index - 1]], nights[idx[ch.index]]
     lines = whatchanged.diff(before.run, after.run, series.deps)
+    old = checkpoint(before.run, _arm_of(series))
+    ck = ck if old == ck else f"{old} → {ck}"  # the slot loads another draft: say so
     return Verdict(series, ch.kind, ck, ch, before, after, lines, floor)
 
 

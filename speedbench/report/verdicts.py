@@ -42,10 +42,19 @@ def _row(v: Verdict, link: Callable[[Any], str | None]) -> list[Any]:
     for name, night in (("before", v.before), ("after", v.after)):
         href = link(night.run) if night else None
         runs.append(f'<a href="{html.esc(href)}">{name}</a>' if href else name)
-    why = "; ".join(v.what_changed) or "nothing in the provenance"
-    return [_pill(v.status), v.checkpoint, f"{v.series.metric} {v.series.point}",
+    return [_pill(v.status), f"{v.series.metric} {v.series.point}",
             f"{_interval(ch.before, ch.before_hw)} → {_interval(ch.after, ch.after_hw)}", size,
-            f"{v.began:%Y-%m-%d}" if v.began else "–", html.Cell(why, cls="l why"), html.Safe(" · ".join(runs))]
+            html.Safe(" · ".join(runs))]
+
+
+def _groups(changes: list[Verdict]) -> dict[tuple[str, str, tuple[str, ...]], list[Verdict]]:
+    """Changes of one checkpoint that began the same night with the same provenance
+    difference: one heading (what changed), then one line per figure."""
+    out: dict[tuple[str, str, tuple[str, ...]], list[Verdict]] = {}
+    for v in changes:
+        began = f"{v.began:%Y-%m-%d}" if v.began else "–"
+        out.setdefault((v.checkpoint, began, tuple(v.what_changed)), []).append(v)
+    return out
 
 
 def block(vs: Sequence[Verdict], link: Callable[[Any], str | None]) -> str:
@@ -54,11 +63,13 @@ def block(vs: Sequence[Verdict], link: Callable[[Any], str | None]) -> str:
     for scen, items in by_scenario(vs).items():
         n = counts(items)
         line = " · ".join(f"<b>{n[s]}</b> {html.esc(s)}" for s in STATUSES)
-        changes = [v for v in items if v.status not in (NO_CHANGE, INSUFFICIENT)]
         inner = f'<div class="counts">{line}</div>'
-        if changes:
-            inner += html.table(["verdict", "checkpoint", "figure", "before → after (95%)", "size vs noise", "began",
-                                 "what changed", "reports"], [_row(v, link) for v in changes], left=3)
+        for (ck, began, why), group in _groups([v for v in items if v.status not in (NO_CHANGE, INSUFFICIENT)]).items():
+            said = "; ".join(why) or "nothing in the provenance"
+            inner += (f'<p class="why"><b>{html.esc(ck)}</b> from {html.esc(began)} · what changed: '
+                      f"{html.esc(said)}</p>")
+            inner += html.table(["verdict", "figure", "before → after (95%)", "size vs noise", "reports"],
+                                [_row(v, link) for v in group], left=2)
         parts.append(html.card(html.Safe(inner), f"Last night · {scen}"))
     return '<section id="verdict"><h2>Did anything change?</h2>' + "".join(parts) + "</section>"
 

@@ -133,7 +133,12 @@ def write_history(root: str | Path, nights: int = 30, plants: list[Plant] | tupl
         folder.mkdir(parents=True)
         (folder / "summary.json").write_text(json.dumps(s))
         (folder / "provenance.json").write_text(json.dumps(p))
-        (folder / "scenario.resolved.yaml").write_text(resolved.replace("name: cpu_tiny", f"name: {scenario}", 1))
+        text = resolved.replace("name: cpu_tiny", f"name: {scenario}", 1)
+        for plant in plants:  # a swapped slot's resolved scenario names the draft it loaded
+            if plant.swap_with and i >= plant.night:
+                text = text.replace(f"model: {prov[plant.arm]['draft']['model']}\n",
+                                    f"model: {prov[plant.swap_with]['draft']['model']}\n")
+        (folder / "scenario.resolved.yaml").write_text(text)
         if report:
             (folder / "report.html").write_text(f"<!DOCTYPE html>\n<html><head><title>{run_id}</title></head>"
                                                 f"<body><p>synthetic night {i}</p></body></html>\n")
