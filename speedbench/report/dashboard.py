@@ -221,15 +221,15 @@ def _latest_table(runs: list[SiteRun]) -> str:
 def checkpoint_colors(runs: list[SiteRun]) -> dict[str, str]:
     """One colour per checkpoint on every chart of the page, in order of first appearance;
     its predicted series share it (drawn dashed)."""
-    colors: dict[str, str] = {}
+    names: list[str] = []
     for sr in runs:
         for arm in sr.run.arms():
             for v in tables.variants(sr.run) or [""]:
                 name = tables.label(checkpoint(sr.run, arm), v)
-                if name not in colors:
-                    colors[name] = plots.color_for(len(colors))
-                    colors[name + " (predicted)"] = colors[name]
-    return colors
+                if name not in names:
+                    names.append(name)
+    colors = {name: plots.color_for(i) for i, name in enumerate(names)}
+    return colors | {name + " (predicted)": c for name, c in colors.items()}
 
 
 def _verdicts(by_scenario: dict[str, list[SiteRun]], since: dt.datetime | None = None) -> list[nightly.Verdict]:

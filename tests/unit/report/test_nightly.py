@@ -87,3 +87,21 @@ def test_dashboard_opens_with_the_verdict_block(tmp_path):
     assert "eagle3 vLLM: 0.32.0 → 0.33.0" in block and "from 2026-11-12" in block
     links = re.findall(r'href="(runs/[^"]+)"', block)
     assert any("20261111" in h for h in links) and any("20261112" in h for h in links)  # before and after
+
+
+def test_one_colour_per_checkpoint_on_every_chart(tmp_path):
+    import datetime as dt
+
+    from speedbench.report import plots
+    from speedbench.report.dashboard import checkpoint_colors, scan
+
+    write_history(tmp_path / "r", 6, [Plant("eagle3.1", 4, swap_with="eagle3-untrained", size=0.0)])
+    colors = checkpoint_colors(scan(tmp_path / "r")[0])
+    plain = [n for n in colors if not n.endswith("(predicted)")]
+    assert len(plain) == 6 and len({colors[n] for n in plain}) == 6  # the swapped slot is a sixth checkpoint
+    assert all(colors[n + " (predicted)"] == colors[n] for n in plain)
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    one = {"a": [(t0, 1.0)], "b": [(t0, 2.0)]}
+    mine = {"a": "#010203", "b": "#040506"}
+    svg = plots.trend({"p": one}, "x", mine) + plots.position_curves({"a": ([0.5], [0.5])}, mine)
+    assert svg.count("#010203") >= 2 and "#040506" in svg  # the page's colours, not each chart's own
