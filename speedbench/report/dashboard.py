@@ -78,13 +78,24 @@ def scan(results_dir: Path, skip: Path | None = None) -> tuple[list[SiteRun], li
     return runs, problems
 
 
+def _up_to_date(dest: Path, src: Path, same_size: bool) -> bool:
+    """The site's copy is newer than what it was made from (and, for a copy, the same size)."""
+    try:
+        d, s = dest.stat(), src.stat()
+    except OSError:
+        return False
+    return d.st_mtime >= s.st_mtime and (not same_size or d.st_size == s.st_size)
+
+
 def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
     dest = site / "runs" / _safe_rel(sr.rel) / "report.html"
     assert sr.run.dir is not None  # scan() loads run folders
     src = sr.run.dir.report_html_path
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.exists():
+        if _up_to_date(dest, src if src.exists() else sr.run.dir.summary_path, same_size=src.exists()):
+            pass  # an incremental build: this run's page is already in the site
+        elif src.exists():
             shutil.copyfile(src, dest)
         else:  # never rendered (e.g. the run was interrupted): render the copy only
             from speedbench.report.render import render_report
