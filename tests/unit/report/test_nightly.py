@@ -105,3 +105,19 @@ def test_one_colour_per_checkpoint_on_every_chart(tmp_path):
     mine = {"a": "#010203", "b": "#040506"}
     svg = plots.trend({"p": one}, "x", mine) + plots.position_curves({"a": ([0.5], [0.5])}, mine)
     assert svg.count("#010203") >= 2 and "#040506" in svg  # the page's colours, not each chart's own
+
+
+def test_an_incremental_build_leaves_unchanged_runs_alone(tmp_path):
+    import os
+
+    folders = write_history(tmp_path / "r", 6, [])
+    build_dashboard(tmp_path / "r", tmp_path / "site")
+    copies = sorted((tmp_path / "site" / "runs").rglob("report.html"))
+    assert len(copies) == 6
+    for c in copies:
+        os.utime(c, (1e10, 1e10))  # far in the future: a copy made after its source
+    (folders[2] / "report.html").write_text("<!DOCTYPE html>\n<p>rewritten</p>\n")  # larger/smaller: stale
+    build_dashboard(tmp_path / "r", tmp_path / "site")
+    changed = [c for c in copies if c.stat().st_mtime != 1e10]
+    assert [c.parent.name for c in changed] == [folders[2].name]
+    assert "rewritten" in changed[0].read_text()
