@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from speedbench.errors import SpeedbenchError
 from speedbench.report import html
+from speedbench.report import leaderboard
 from speedbench.report import nightly
 from speedbench.report import plots
 from speedbench.report import tables
@@ -288,6 +289,8 @@ def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     else:
         links = {id(sr.run): sr.report for sr in runs}
         body.insert(1, verdict_block.block(_verdicts(by_scenario), lambda run: links.get(id(run))))
+        body.insert(2, "".join(leaderboard.leaderboard(name, rs[-1].run, rs[-1].report)
+                               for name, rs in by_scenario.items()))
         body.append(_latest_table(runs))
         body.append(_al_matrix(by_scenario))
         colors = checkpoint_colors(runs)

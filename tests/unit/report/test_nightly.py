@@ -121,3 +121,20 @@ def test_an_incremental_build_leaves_unchanged_runs_alone(tmp_path):
     changed = [c for c in copies if c.stat().st_mtime != 1e10]
     assert [c.parent.name for c in changed] == [folders[2].name]
     assert "rewritten" in changed[0].read_text()
+
+
+def test_leaderboard_of_the_latest_night(tmp_path):
+    from tests.helpers.runfactory import make_run
+
+    from speedbench.report.leaderboard import leaderboard
+    from speedbench.results import load_run
+
+    run = load_run(make_run(tmp_path, n_prompts=8).path)
+    card = leaderboard("cpu_tiny", run, "runs/x/report.html")
+    assert "Checkpoints side by side · cpu_tiny" in card and 'href="runs/x/report.html"' in card
+    assert card.count("★") >= 4  # the best speedup at each of 3 levels and the best AL (eagle3.1 here)
+    assert re.search(r"★ 2\.\d\d× \[", card)  # eagle3.1's speedup at c=1 (about 2.03)
+    assert "eagle3.1 − eagle3" in card and "paired by prompt" in card
+    assert "coding AL (requests)" in card and "math AL (steps)" in card
+    synthetic = load_nights(write_history(tmp_path / "h", 1, []))[0].run  # no records: no pairwise tests
+    assert "no pairwise tests" in leaderboard("cpu_tiny", synthetic, None)
