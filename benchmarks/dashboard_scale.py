@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -44,6 +45,7 @@ def main() -> int:
     ap.add_argument("--nights", type=int, default=365)
     ap.add_argument("--scenarios", type=int, default=3)
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--keep", action="store_true", help="keep the generated results and site (printed)")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="dashboard-scale-"))
     results, site = root / "results", root / "site"
@@ -70,6 +72,10 @@ def main() -> int:
     print(json.dumps(out, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    if args.keep:
+        print(f"kept: {root}")
+    else:
+        shutil.rmtree(root)
     return 0
 
 
