@@ -35,7 +35,7 @@ from speedbench.results import Run
 
 NO_CHANGE, INSUFFICIENT = "no change", "insufficient data"
 STATUSES = (REGRESSION, IMPROVEMENT, SUSPICIOUS, NO_CHANGE, INSUFFICIENT)
-HISTORY_NIGHTS = 60  # nights a series is judged over (older ones are settled)
+HISTORY_NIGHTS = 60  # nights a series is judged over (older ones are settled); plots.JUDGED_NIGHTS too
 RECENT_NIGHTS = 7  # a change that began within these last nights is still news
 
 

@@ -247,11 +247,17 @@ def _date_axis(ax, times: list[dt.datetime]) -> None:
         ax.set_xlim(lo - dt.timedelta(days=1), hi + dt.timedelta(days=1))
 
 
+JUDGED_NIGHTS = 60
+
+
 def _bands_and_marks(ax, ts: list, ys: list[float], hws: list[float], color: str) -> None:
     """Shade each level of the series with its noise band and mark where a level begins,
     with the same judgement as the verdicts (analysis.changepoints): a band is the level's
     mean ± 2 night-to-night sd of its own nights (at most WINDOW of them), so a step
-    never widens the band of the nights before it."""
+    never widens the band of the nights before it. Only the last JUDGED_NIGHTS nights."""
+    # the nights the verdicts judge (report/nightly.py's 60); older ones are settled, and
+    # PELT's cost grows with the square of the nights
+    ts, ys, hws = ts[-JUDGED_NIGHTS:], ys[-JUDGED_NIGHTS:], hws[-JUDGED_NIGHTS:]
     if len(ys) < 3:
         return
     changes = changepoints.find_changes(ys, hws)
