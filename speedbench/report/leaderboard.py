@@ -13,6 +13,7 @@ import itertools
 import math
 from typing import Any
 
+from speedbench.analysis.al_trend import al_trends
 from speedbench.analysis.cells import num
 from speedbench.report import html, significance, tables
 from speedbench.report.nightly import checkpoint
@@ -121,4 +122,8 @@ def leaderboard(name: str, run: Run, link: str | None) -> str:
     when = f'<a href="{html.esc(link)}">{html.esc(run.run_id)}</a>' if link else html.esc(run.run_id)
     inner = (f'<p class="muted">Latest night: {when}. ★ best in its column.</p>' + _main_table(run, keys, levels)
              + _category_table(run, keys) + _pairs_table(run, keys, levels))
+    drifts = [t.line() for t in al_trends(run.records) if t.significant]
+    if drifts:  # AL that moved while the servers ran (analysis/al_trend.py)
+        inner += html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(d)}</li>" for d in drifts) + "</ul>"),
+                           "AL within the run", "warn")
     return html.card(html.Safe(inner), f"Checkpoints side by side · {name}")
