@@ -27,6 +27,7 @@ ARM_FACTS: list[tuple[str, tuple[str, ...]]] = [
     ("GPUs (name, memory, driver)", ("hardware", "gpus")),
     ("CUDA", ("hardware", "cuda")),
     ("CPU flags", ("hardware", "cpu_flags")),
+    ("CPU attention kernel", ("cpu_attention",)),
     ("workload data sha256", ("data", "sha256")),
     ("speedbench", ("speedbench_version",)),
     ("speedbench commit", ("git_commit",)),
