@@ -56,3 +56,34 @@ def test_robust_sd_is_barely_moved_by_a_step():
     flat, stepped = series(seed=3), series(seed=3, at=15, step=0.5)
     assert math.isclose(robust_sd(flat), robust_sd(stepped), rel_tol=0.2)
     assert math.isnan(robust_sd([1.0, 2.0]))
+
+
+def test_the_charts_band_is_not_widened_by_the_step():
+    import datetime as dt
+
+    from speedbench.report import plots
+
+    class Axes:  # records what the band drawing asks of matplotlib
+        def __init__(self):
+            self.bands, self.marks = [], []
+
+        def fill_between(self, xs, lo, hi, **kw):
+            self.bands.append((xs, lo, hi))
+
+        def axvline(self, x, **kw):
+            self.marks.append(x)
+
+        def plot(self, *a, **kw):
+            pass
+
+    y = series(at=20, step=-0.20, sd=0.02)  # a 10 sd step
+    ts = [dt.datetime(2026, 1, 1) + dt.timedelta(days=i) for i in range(len(y))]
+    ax = Axes()
+    plots._bands_and_marks(ax, ts, y, [float("nan")] * len(y), "#000000")
+    assert ax.marks == [ts[20]]
+    (x0, lo0, hi0), (x1, lo1, hi1) = ax.bands
+    assert x0 == [ts[0], ts[19]] and x1 == [ts[20], ts[29]]
+    assert (hi0 - lo0) / 4 < 0.03 and (hi1 - lo1) / 4 < 0.03  # about 2 sd each side, not the step
+    assert lo0 > hi1  # the two levels' bands do not overlap
+    # the old band, mean ± 2 sd of every night, would have swallowed the step
+    assert 2 * np.std(y, ddof=1) > 0.18
