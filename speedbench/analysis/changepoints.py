@@ -10,10 +10,11 @@ Two steps, kept apart on purpose:
    baseline; the nights from it to the next candidate are the new level. A change is
    called only when it stands outside all three kinds of noise that are known:
 
-   - night to night: the baseline window's own standard deviation (never widened by the
-     step, since the step's nights are not in it), no smaller than the robust spread of
-     successive differences over the whole series; the means differ by more than
-     ``Z_CALL`` standard errors and by more than ``K_SIGMA`` night-to-night sds;
+   - night to night: the standard deviation of the baseline window's nights and the new
+     level's nights, each about its own mean (never widened by the step), no smaller than
+     the robust spread of successive differences over the whole series; the means differ
+     by more than Student's t at ``Z_CALL``'s level standard errors (with few nights the
+     spread is a guess, and t pays for it) and by more than ``K_SIGMA`` sds;
    - each night's own 95% interval: the two windows' mean intervals do not cover the
      difference;
    - the A/A noise floor (relative), where the run had an A/A arm.
@@ -36,7 +37,7 @@ import numpy as np
 WINDOW = 14  # baseline / new-level nights compared at most
 MIN_BASELINE = 5  # nights before a change needed to judge it (fewer: their sd is a guess)
 K_SIGMA = 2.0  # a change smaller than this many night-to-night sds is not worth a look
-Z_CALL = 3.0  # the means' difference in standard errors needed to call it
+Z_CALL = 3.5  # the means' difference in standard errors needed to call it (as a normal's level; t pays for few nights)
 PELT_BETA = 2.0  # penalty = PELT_BETA · sd² · log(n): generous, the judgement filters
 
 REGRESSION, IMPROVEMENT, SUSPICIOUS = "regression", "improvement", "suspicious"
@@ -101,16 +102,28 @@ def _mean_hw(half_widths: Sequence[float]) -> float:
     return math.sqrt(sum(h * h for h in hw)) / len(hw)
 
 
+def _critical(df: int) -> float:
+    """Student's t at the two-sided level Z_CALL has for a normal: with few nights the
+    spread is itself a guess, and t pays for that."""
+    from scipy import stats  # function-local: scipy is heavy (ruptures brings it anyway)
+
+    return float(stats.t.isf(stats.norm.sf(Z_CALL), df))
+
+
 def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_all: float,
            floor_rel: float, higher_is_better: bool) -> Change | None:
     b, a = y[base], y[new]
-    sd = max(float(np.std(b, ddof=1)), sd_all if math.isfinite(sd_all) else 0.0)
+    # night-to-night sd: the baseline's and the new level's nights, each about its own
+    # mean (so the step itself widens nothing), no smaller than the series' robust spread
+    df = len(b) - 1 + len(a) - 1
+    pooled = math.sqrt((float(((b - b.mean()) ** 2).sum()) + float(((a - a.mean()) ** 2).sum())) / df)
+    sd = max(pooled, sd_all if math.isfinite(sd_all) else 0.0)
     d = float(a.mean() - b.mean())
     if sd <= 0:
         sd = 1e-9 * max(abs(float(b.mean())), 1e-9)
-    z = d / (sd * math.sqrt(1 / len(b) + 1 / len(a)))
+    t = d / (sd * math.sqrt(1 / len(b) + 1 / len(a)))
     b_hw, a_hw = _mean_hw(list(hw[base])), _mean_hw(list(hw[new]))
-    if abs(z) <= Z_CALL or abs(d) <= K_SIGMA * sd:
+    if abs(t) <= _critical(df) or abs(d) <= K_SIGMA * sd:
         return None
     if math.isfinite(b_hw) and math.isfinite(a_hw) and abs(d) <= math.hypot(b_hw, a_hw):
         return None  # inside the nights' own intervals

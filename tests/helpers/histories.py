@@ -239,3 +239,26 @@ def score_detector(root: Path, n_planted: int = 8, n_flat: int = 6, n_drift: int
         score_history(score, root, [Plant("eagle3", nights - 20, "speedup", -0.10, drift=True)],
                       seed=1000 * seed + 200 + h, nights=nights)
     return score
+
+
+def replay_flat(root: Path, histories: int = 4, nights: int = 30, seed: int = 500) -> dict[str, int]:
+    """The nightly alert as it runs: the verdicts on each night's history so far (from
+    night 6 on), over histories with no change. Counts the nights `speedbench changes`
+    would exit 1 and the distinct false regressions behind them."""
+    from speedbench.analysis.changepoints import REGRESSION
+    from speedbench.report import nightly
+
+    out = {"nights": 0, "nights_with_exit_1": 0, "false_regressions": 0, "series_nights": 0}
+    for h in range(histories):
+        ns = load_nights(write_history(root / f"replay{h}", nights, [], seed=seed + h))
+        seen: set[tuple] = set()
+        for n in range(6, nights + 1):
+            vs = nightly.verdicts({"cpu_tiny": ns[:n]})
+            regs = {(v.series.key, v.began) for v in vs if v.status == REGRESSION}
+            out["nights"] += 1
+            out["nights_with_exit_1"] += bool(regs)
+            out["series_nights"] += len(vs)
+            out["false_regressions"] += len(regs - seen)
+            seen |= regs
+        shutil.rmtree(root / f"replay{h}")
+    return out

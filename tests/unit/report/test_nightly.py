@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from tests.helpers.histories import Plant, load_nights, score_detector, write_history
+from tests.helpers.histories import Plant, load_nights, replay_flat, score_detector, write_history
 
 from speedbench.cli import main
 from speedbench.report import nightly
@@ -138,3 +138,10 @@ def test_leaderboard_of_the_latest_night(tmp_path):
     assert "coding AL (requests)" in card and "math AL (steps)" in card
     synthetic = load_nights(write_history(tmp_path / "h", 1, []))[0].run  # no records: no pairwise tests
     assert "no pairwise tests" in leaderboard("cpu_tiny", synthetic, None)
+
+
+def test_the_nightly_alert_replayed_night_by_night_on_histories_with_no_change(tmp_path):
+    r = replay_flat(tmp_path, histories=3)
+    assert r["nights"] == 75
+    assert r["false_regressions"] <= 0.01 * r["series_nights"]
+    assert r["nights_with_exit_1"] <= 0.1 * r["nights"], r  # measured: 5 of 300 nights (docs/dashboard.md)
