@@ -75,15 +75,14 @@ def block(vs: Sequence[Verdict], link: Callable[[Any], str | None]) -> str:
 
 
 def text_lines(vs: Sequence[Verdict]) -> list[str]:
+    """Counts per scenario, then per change (checkpoint, night, what changed) its figures."""
     lines = []
     for scen, items in by_scenario(vs).items():
         n = counts(items)
         lines.append(f"{scen}: " + ", ".join(f"{n[s]} {s}" for s in STATUSES))
-        for v in items:
-            if v.status in (NO_CHANGE, INSUFFICIENT):
-                continue
-            lines.append(f"  {v.status.upper()}: {describe(v)}")
-            lines += [f"    what changed: {w}" for w in v.what_changed]
+        for (ck, began, why), group in _groups([v for v in items if v.status not in (NO_CHANGE, INSUFFICIENT)]).items():
+            lines.append(f"  {ck} from {began}: what changed: " + ("; ".join(why) or "nothing in the provenance"))
+            lines += [f"    {v.status.upper()}: {describe(v)}" for v in group]
     return lines
 
 
