@@ -20,8 +20,8 @@ from speedbench import __version__
 from speedbench.commands import exit_codes_epilog
 from speedbench.errors import SpeedbenchError
 
-COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "export",
-            "job", "gather", "status", "cancel", "submit", "verify", "calibrate")
+COMMANDS = ("validate", "run", "fixtures", "data", "doctor", "report", "compare", "gate", "dashboard", "changes",
+            "export", "job", "gather", "status", "cancel", "submit", "verify", "calibrate")
 
 DESCRIPTION = """\
 speedbench measures what speculative decoding buys on vLLM: it launches a server

@@ -16,6 +16,7 @@ EXIT_CODES = {
     "compare": "0 compared, 2 unreadable run or bad usage, 3 output folder not writable",
     "gate": "0 all gates pass, 1 a gate failed, 2 bad usage or unreadable data, 3 output folder not writable",
     "dashboard": "0 written, 2 bad usage, 3 output folder not writable",
+    "changes": "0 no regression began in the recent nights, 1 one did, 2 bad usage, 3 output file not writable",
     "export": "0 written, 2 unreadable run or bad usage, 3 output folder not writable",
     "job": "0 ok, 1 the arm failed, 3 output folder not writable, 130 stopped by SIGTERM (time limit, "
            "preemption, cancel)",

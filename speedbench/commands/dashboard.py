@@ -9,10 +9,14 @@ def register(sub) -> None:
     p = sub.add_parser(
         "dashboard",
         help="build a static HTML dashboard from all run folders under a results directory",
-        description="Scan RESULTS_DIR recursively for run folders (summary.json) and build a static site: "
-        "trend charts per draft checkpoint and concurrency, an AL matrix by category, per-position "
-        "acceptance, and the latest runs with links to their reports (copied into the site). "
-        "Opens from file:// with no network. See docs/dashboard.md.",
+        description="Scan RESULTS_DIR recursively for run folders (summary.json) and build a static site. It "
+        "opens with last night's verdicts per scenario (regression, improvement, suspicious, no change, "
+        "insufficient data; each change with before -> after, its size against the noise, the night it began "
+        "and what changed in the provenance: the same as `speedbench changes`), then the checkpoints side by "
+        "side, the latest runs with links to their reports (copied into the site; an incremental build "
+        "copies only new or changed ones), trend charts per draft checkpoint and concurrency with change "
+        "points marked, an AL matrix by category and per-position acceptance. Opens from file:// with no "
+        "network. See docs/dashboard.md.",
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="folder holding run folders (e.g. results)")
     p.add_argument("-o", "--output", metavar="SITE_DIR", default="site", help="output folder (default: site)")

@@ -1,5 +1,7 @@
-"""A static dashboard over many run folders: trends per draft checkpoint, an AL matrix
-by category, per-position acceptance, and links to every run's report.
+"""A static dashboard over many run folders: the verdict block first (did anything change
+last night, is it real, since when and why: report/nightly.py), then the latest runs,
+trends per draft checkpoint with their change points marked, an AL matrix by category,
+per-position acceptance, and links to every run's report.
 
 The site is plain files (index.html + runs/<scenario>/<run>/report.html) that open from
 file:// with no network: inline CSS and SVG, no JavaScript, and the same CSP and
@@ -16,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from speedbench.analysis.cells import al_of
 from speedbench.errors import SpeedbenchError
 from speedbench.report import html
+from speedbench.report import leaderboard
+from speedbench.report import nightly
 from speedbench.report import plots
 from speedbench.report import tables
+from speedbench.report import verdicts as verdict_block
+from speedbench.report.nightly import checkpoint, pooled_al
 from speedbench.results import Run, atomic_write, load_run
 
 MAX_LATEST = 50  # rows in the "latest runs" table
@@ -74,21 +79,13 @@ def scan(results_dir: Path, skip: Path | None = None) -> tuple[list[SiteRun], li
     return runs, problems
 
 
-def checkpoint(run: Run, arm: str) -> str:
-    """What a trend line follows: the arm name plus the draft it loads."""
-    draft = tables.draft_model(run, arm)
-    return f"{arm} · {draft}" if draft and draft != arm else arm
-
-
-def _pooled_al(run: Run, arm: str, variant: str) -> float:
-    num = den = 0.0
-    for r in run.rows:
-        if r.get("arm") == arm and (r.get("variant") or "") == variant:
-            al, n = al_of(r)[0], tables.num(r.get("n_ok"))
-            if math.isfinite(al):
-                w = n if n > 0 else 1.0
-                num, den = num + al * w, den + w
-    return num / den if den else math.nan
+def _up_to_date(dest: Path, src: Path, same_size: bool) -> bool:
+    """The site's copy is newer than what it was made from (and, for a copy, the same size)."""
+    try:
+        d, s = dest.stat(), src.stat()
+    except OSError:
+        return False
+    return d.st_mtime >= s.st_mtime and (not same_size or d.st_size == s.st_size)
 
 
 def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
@@ -97,7 +94,9 @@ def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
     src = sr.run.dir.report_html_path
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if src.exists():
+        if _up_to_date(dest, src if src.exists() else sr.run.dir.summary_path, same_size=src.exists()):
+            pass  # an incremental build: this run's page is already in the site
+        elif src.exists():
             shutil.copyfile(src, dest)
         else:  # never rendered (e.g. the run was interrupted): render the copy only
             from speedbench.report.render import render_report
@@ -108,7 +107,7 @@ def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
         problems.append(f"no report for {sr.rel}: {e}")
 
 
-def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
+def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str, str]) -> str:
     # panel (concurrency) -> series (checkpoint) -> [(time, value)]
     speed: dict[str, dict[str, list]] = {}
     al: dict[str, dict[str, list]] = {"pooled over concurrency": {}}
@@ -148,7 +147,7 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
         for arm in tables.spec_arms(run):
             for v in tables.variants(run):
                 ck = tables.label(checkpoint(run, arm), v)
-                al["pooled over concurrency"].setdefault(ck, []).append((sr.created, _pooled_al(run, arm, v)))
+                al["pooled over concurrency"].setdefault(ck, []).append((sr.created, pooled_al(run, arm, v)))
         for (arm, v), curve in tables.position_curves(run).items():
             latest_curves[tables.label(checkpoint(run, arm), v)] = curve  # runs are in time order: last wins
 
@@ -156,11 +155,13 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int) -> str:
         return dict(sorted(d.items(), key=lambda kv: int(kv[0].split()[-1])))
 
     charts = [
-        ("Speedup in per-user TPS over time: bars are each run's 95% interval, shading the night-to-night "
-         "noise band (mean ± 2 sd, from 3 runs)", plots.trend(by_c(speed), "speedup (×)", bands=True)),
-        ("Acceptance length over time", plots.trend(al, "AL pooled over steps (tokens/step)")),
-        ("Per-user TPS over time", plots.trend(by_c(tps), "tokens/s")),
-        ("Per-position acceptance (latest run of each checkpoint)", plots.position_curves(latest_curves)),
+        ("Speedup in per-user TPS over time: bars are each run's 95% interval, shading each level's "
+         "night-to-night noise band (mean ± 2 sd of its own nights), triangles the change points",
+         plots.trend(by_c(speed), "speedup (×)", colors, bands=True)),
+        ("Acceptance length over time (triangles: change points)",
+         plots.trend(al, "AL pooled over steps (tokens/step)", colors, bands=True)),
+        ("Per-user TPS over time (triangles: change points)", plots.trend(by_c(tps), "tokens/s", colors, bands=True)),
+        ("Per-position acceptance (latest run of each checkpoint)", plots.position_curves(latest_curves, colors)),
         ("What each run cost: GPU-hours and server hours, summed over its arms", plots.trend(cost, "hours")),
     ]
     cards = "".join(html.card(html.Safe(svg), cap) for cap, svg in charts)
@@ -229,6 +230,40 @@ def _latest_table(runs: list[SiteRun]) -> str:
         left=7))
 
 
+def checkpoint_colors(runs: list[SiteRun]) -> dict[str, str]:
+    """One colour per checkpoint on every chart of the page, in order of first appearance;
+    its predicted series share it (drawn dashed)."""
+    names: list[str] = []
+    for sr in runs:
+        for arm in sr.run.arms():
+            for v in tables.variants(sr.run) or [""]:
+                name = tables.label(checkpoint(sr.run, arm), v)
+                if name not in names:
+                    names.append(name)
+    colors = {name: plots.color_for(i) for i, name in enumerate(names)}
+    return colors | {name + " (predicted)": c for name, c in colors.items()}
+
+
+def _verdicts(by_scenario: dict[str, list[SiteRun]], since: dt.datetime | None = None) -> list[nightly.Verdict]:
+    nights = {name: [nightly.Night(sr.created, sr.run) for sr in rs] for name, rs in by_scenario.items()}
+    return nightly.verdicts(nights, since)
+
+
+def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
+                     ) -> tuple[list[nightly.Verdict], list[str]]:
+    """The verdicts over every run folder under results_dir (``speedbench changes``)."""
+    results = Path(results_dir).resolve()
+    if not results.is_dir():
+        from speedbench.errors import UsageError
+
+        raise UsageError(f"results folder not found: {results}")
+    runs, problems = scan(results)
+    by_scenario: dict[str, list[SiteRun]] = {}
+    for sr in runs:
+        by_scenario.setdefault(sr.run.scenario_name, []).append(sr)
+    return _verdicts(by_scenario, since), problems
+
+
 def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     results, site = Path(results_dir).resolve(), Path(site_dir).resolve()
     if not results.is_dir():
@@ -252,9 +287,14 @@ def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     if not runs:
         body.append(html.card(html.Safe(f"<p>No run folders (summary.json) under {html.esc(results)}.</p>")))
     else:
+        links = {id(sr.run): sr.report for sr in runs}
+        body.insert(1, verdict_block.block(_verdicts(by_scenario), lambda run: links.get(id(run))))
+        body.insert(2, "".join(leaderboard.leaderboard(name, rs[-1].run, rs[-1].report)
+                               for name, rs in by_scenario.items()))
         body.append(_latest_table(runs))
         body.append(_al_matrix(by_scenario))
-        body += [_scenario_section(name, rs, i) for i, (name, rs) in enumerate(by_scenario.items())]
+        colors = checkpoint_colors(runs)
+        body += [_scenario_section(name, rs, i, colors) for i, (name, rs) in enumerate(by_scenario.items())]
     index = site / "index.html"
     atomic_write(index, html.page("speedbench dashboard", "".join(body)))
     return Dashboard(index, runs, problems)

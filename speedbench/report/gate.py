@@ -179,14 +179,17 @@ def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline
         # Beyond one run's interval; is it beyond the night-to-night spread too?
         column = GATE_METRICS[g.metric].column
         ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
-        past = noise.history_values(history or [], run.scenario_name, *ident, column, exclude=[run.run_id])
-        sd = noise.night_sd(past)
-        if noise.beyond_noise(bval - value, sd) is False:
-            return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within the "
-                            f"night-to-night spread: sd {sd:.3f} over {len(past)} earlier runs, the drop is under "
-                            f"{noise.K_SIGMA:g} sd")
-        spread = (f"; beyond {noise.K_SIGMA:g}x the night-to-night sd {sd:.3f} ({len(past)} runs)"
-                  if math.isfinite(sd) else "")
+        past = noise.history_values(history or [], run.scenario_name, *ident, column, exclude=[run.run_id],
+                                    before=run.created_utc)
+        spread = ""
+        if len(past) >= noise.MIN_NIGHTS:
+            called = noise.tonight(past, value)
+            if called is None or called.delta >= 0:
+                return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within the "
+                                f"night-to-night noise: the dashboard's detector puts no lower level on this night "
+                                f"over {len(past)} earlier runs (night-to-night sd {noise.night_sd(past):.3f})")
+            spread = (f"; the dashboard's detector calls it too: {called.before:.3f} → {called.after:.3f}, "
+                      f"{called.sigmas:.1f}x the night-to-night sd {called.noise_sd:.3f} ({len(past)} runs)")
         return "fail", (f"regression: {value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}, more than "
                         f"{r:.0%}); the 95% CI upper end {high:.3f} ({source}) is below the limit {threshold:.3f}"
                         + spread)

@@ -57,6 +57,9 @@ svg.plot{width:100%;height:auto;display:block}
 td.sig{background:#fff4d6;font-weight:600}
 footer{margin-top:36px;color:var(--muted);font-size:12px}
 a{color:var(--accent)}
+.v-reg{background:#fdecea;color:var(--bad)}.v-imp{background:#e6f4ea;color:var(--good)}
+.v-sus{background:#fff3e0;color:var(--warn)}.counts{font-size:15px;margin:2px 0 8px}
+.counts b{font-size:18px}p.why{margin:12px 0 4px;overflow-wrap:anywhere}
 """
 
 

@@ -6,11 +6,10 @@ Two sources, in order:
 1. repeats: a run with 2 or more rounds of fresh server starts carries
    ``speedup_between_sd`` per point, and its speedup interval already covers servers
    and prompts (the two-level bootstrap);
-2. history: the same scenario, arm, concurrency and variant measured on earlier nights;
-   the sample standard deviation of its values (at least ``MIN_NIGHTS`` of them).
-
-A difference counts as real only beyond ``K_SIGMA`` times that spread (about a 95% band
-for one night against another).
+2. history: the same scenario, arm, concurrency and variant measured on earlier nights,
+   judged by the dashboard's detector (analysis.changepoints), so a gate and the
+   dashboard never disagree: tonight's value is a real drop only when the detector puts
+   it on a lower level than the nights before it (which needs ``MIN_NIGHTS`` of them).
 """
 
 from __future__ import annotations
@@ -19,13 +18,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from speedbench.analysis.cells import num
+from speedbench.analysis.changepoints import MIN_BASELINE, Change, find_changes, robust_sd
 from speedbench.results import Run
 
-K_SIGMA = 2.0
-MIN_NIGHTS = 3  # fewer earlier nights give no usable spread
+MIN_NIGHTS = MIN_BASELINE  # fewer earlier nights give no usable spread
 
 
 def rounds(row: dict[str, Any] | None) -> int:
@@ -39,12 +36,16 @@ def se_from_ci(row: dict[str, Any] | None, lo_key: str = "speedup_ci_low", hi_ke
 
 
 def history_values(history: Iterable[Run], scenario: str, arm: str, concurrency: int, variant: str,
-                   column: str, exclude: Iterable[str] = ()) -> list[float]:
-    """The column's value at this point in every earlier run of the scenario."""
+                   column: str, exclude: Iterable[str] = (), before: str = "") -> list[float]:
+    """The column's value at this point in every earlier run of the scenario (in the
+    order given: time order from dashboard.scan); ``before``: only runs created before
+    this ISO time, where both times are known."""
     skip = set(exclude)
     out = []
     for run in history:
         if run.scenario_name != scenario or run.run_id in skip:
+            continue
+        if before and run.created_utc and run.created_utc >= before:
             continue
         row = run.row(arm, concurrency, variant)
         if row and row.get("status") != "failed" and math.isfinite(num(row.get(column))):
@@ -53,12 +54,19 @@ def history_values(history: Iterable[Run], scenario: str, arm: str, concurrency:
 
 
 def night_sd(values: list[float]) -> float:
-    """Night-to-night standard deviation; NaN with fewer than MIN_NIGHTS values."""
-    return float(np.std(values, ddof=1)) if len(values) >= MIN_NIGHTS else math.nan
+    """Night-to-night sd as the detector estimates it over a whole series (successive
+    differences, barely moved by a step); NaN with fewer than MIN_NIGHTS values."""
+    return robust_sd(values) if len(values) >= MIN_NIGHTS else math.nan
 
 
-def beyond_noise(diff: float, sd: float) -> bool | None:
-    """True when |diff| exceeds K_SIGMA·sd; None when the spread is unknown."""
-    if not math.isfinite(sd) or not math.isfinite(diff):
+def tonight(past: list[float], value: float, past_hw: list[float] | None = None,
+            value_hw: float = math.nan) -> Change | None:
+    """The detector's change that tonight's value is part of (its level differs from the
+    nights before it), or None: no real change reaches tonight, or fewer than MIN_NIGHTS
+    earlier nights. ``*_hw``: the nights' own 95% half-widths, where known."""
+    if len(past) < MIN_NIGHTS or not math.isfinite(value):
         return None
-    return abs(diff) > K_SIGMA * sd
+    hws = (past_hw or [math.nan] * len(past)) + [value_hw]
+    changes = find_changes([*past, value], hws)
+    last = changes[-1] if changes else None
+    return last if last is not None and last.index + last.nights == len(past) + 1 else None

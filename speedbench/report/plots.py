@@ -23,6 +23,8 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
+from speedbench.analysis import changepoints
+
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac"]
 _RC: dict[Any, Any] = {  # matplotlib types the keys as a Literal of every rcParams name
@@ -245,13 +247,48 @@ def _date_axis(ax, times: list[dt.datetime]) -> None:
         ax.set_xlim(lo - dt.timedelta(days=1), hi + dt.timedelta(days=1))
 
 
+JUDGED_NIGHTS = 60
+
+
+def _bands_and_marks(ax, ts: list, ys: list[float], hws: list[float], color: str) -> None:
+    """Shade each level of the series with its noise band and mark where a level begins,
+    with the same judgement as the verdicts (analysis.changepoints): a band is the level's
+    mean ± 2 night-to-night sd of its own nights (at most WINDOW of them), so a step
+    never widens the band of the nights before it. Only the last JUDGED_NIGHTS nights."""
+    # the nights the verdicts judge (report/nightly.py's 60); older ones are settled, and
+    # PELT's cost grows with the square of the nights
+    ts, ys, hws = ts[-JUDGED_NIGHTS:], ys[-JUDGED_NIGHTS:], hws[-JUDGED_NIGHTS:]
+    if len(ys) < 3:
+        return
+    changes = changepoints.find_changes(ys, hws)
+    starts = [0] + [c.index for c in changes] + [len(ys)]
+    sd_all = changepoints.robust_sd(ys)
+    sd_prev = sd_all
+    for a, b in zip(starts, starts[1:]):
+        seg = ys[a:b][-changepoints.WINDOW:]
+        sd = max(statistics.stdev(seg), sd_all) if len(seg) >= 3 else sd_prev
+        m = sum(seg) / len(seg)
+        if math.isfinite(sd):
+            t1 = ts[b - 1] if b - 1 > a else ts[a] + dt.timedelta(hours=12)
+            ax.fill_between([ts[a], t1], m - 2 * sd, m + 2 * sd, color=color, alpha=0.12, linewidth=0)
+        sd_prev = sd
+    for c in changes:
+        ax.axvline(ts[c.index], color=color, linestyle=":", linewidth=1.2)
+        down = c.delta < 0
+        hollow = c.kind == changepoints.SUSPICIOUS
+        ax.plot([ts[c.index]], [ys[c.index]], linestyle="none", marker="v" if down else "^", markersize=9,
+                markeredgecolor=color, markerfacecolor="white" if hollow else color, zorder=5)
+
+
 def trend(panels: dict[str, dict[str, list[tuple]]], ylabel: str,
           colors: dict[str, str] | None = None, bands: bool = False) -> str:
     """Metric over time as small multiples: one panel per key (e.g. concurrency level),
-    one line per series (draft checkpoint) with the same colour in every panel. Points
-    are ``(time, value)`` or ``(time, value, ci_low, ci_high)``; the interval is drawn as
-    a bar. ``bands``: shade each series' night-to-night noise band (mean ± 2 sd, from 3
-    nights on)."""
+    one line per series (draft checkpoint) with the same colour in every panel (and, when
+    ``colors`` is given, on every chart of the page). Points are ``(time, value)`` or
+    ``(time, value, ci_low, ci_high)``; the interval is drawn as a bar. ``bands``: shade
+    each level's night-to-night noise band and mark its change points (triangles: filled
+    for a change seen on 2+ nights, hollow for one seen on the last night only). A series
+    named "... (predicted)" is drawn dashed."""
     names: list[str] = []
     for series in panels.values():
         names += [n for n in series if n not in names]
@@ -272,17 +309,16 @@ def trend(panels: dict[str, dict[str, list[tuple]]], ylabel: str,
                     continue
                 ts, ys = [p[0] for p in pts], [p[1] for p in pts]
                 times += ts
-                ax.plot(ts, ys, marker="o", markersize=3.5, color=colors[name], label=_label(name, 60))
+                style = "--" if name.endswith("(predicted)") else "-"
+                ax.plot(ts, ys, marker="o", markersize=3.5, color=colors[name], linestyle=style,
+                        label=_label(name, 60))
                 # each night's own 95% interval, where the run has one
                 bars = [(t, lo, hi) for t, _, lo, hi in pts if math.isfinite(lo) and math.isfinite(hi)]
                 if bars:
                     ax.vlines([b[0] for b in bars], [b[1] for b in bars], [b[2] for b in bars],
                               color=colors[name], linewidth=1.0, alpha=0.6)
-                # the night-to-night noise band: mean ± 2 sd of the series (3+ nights)
-                if bands and len(ys) >= 3:
-                    m, sd = sum(ys) / len(ys), statistics.stdev(ys)
-                    ax.fill_between([ts[0], ts[-1]], m - 2 * sd, m + 2 * sd, color=colors[name], alpha=0.10,
-                                    linewidth=0)
+                if bands and not name.endswith("(predicted)"):
+                    _bands_and_marks(ax, ts, ys, [(hi - lo) / 2 for _, _, lo, hi in pts], colors[name])
             if times:
                 _date_axis(ax, times)
             else:
@@ -293,7 +329,7 @@ def trend(panels: dict[str, dict[str, list[tuple]]], ylabel: str,
         for ax in axes[::ncols]:
             ax.set_ylabel(ylabel)
         if names:
-            handles = {h.get_label(): h for ax in axes for h in ax.get_lines()}
+            handles = {h.get_label(): h for ax in axes for h in ax.get_lines() if not h.get_label().startswith("_")}
             fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=2, fontsize=7)
         return fig
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from speedbench.analysis.al_trend import al_trends
 from speedbench.analysis.cells import al_of, num
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
@@ -313,6 +314,7 @@ def run_warnings(run: Run) -> list[str]:
             out.append(f"{PointKey(arm, c, v).label}: interrupted; resume the run to complete it")
     if not run.baseline and spec_arms(run):
         out.append("no baseline arm: speedups are not available")
+    out += [t.line() for t in al_trends(run.records) if t.significant]  # AL within the run (analysis/al_trend.py)
     return out
 
 

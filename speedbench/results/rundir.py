@@ -207,7 +207,9 @@ class RunDir(PointLog):
     def load_scenario(self) -> dict[str, Any]:
         if not self.scenario_path.exists():
             return {}
-        data = yaml.safe_load(self.scenario_path.read_text(encoding="utf-8"))
+        # libyaml's loader where PyYAML has it: the dashboard reads hundreds of these
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(self.scenario_path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
         return data if isinstance(data, dict) else {}
 
     def write_provenance(self, by_arm: dict[str, Any]) -> Path:

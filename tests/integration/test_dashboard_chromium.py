@@ -106,3 +106,42 @@ def test_dashboard_in_chromium(tmp_path):
     planted = runs[-1]
     report = tmp_path / "site" / "runs" / "cpu_tiny" / planted.name / "report.html"
     check_page(exe, report, tmp_path, f"speedbench · cpu_tiny · {planted.name}", min_svgs=5)
+
+
+PLANTED = "<script>document.title='PWNED'</script><img src=x onerror=\"document.body.setAttribute('pwned',1)\">"
+
+
+def test_verdict_block_fills_the_first_screen(tmp_path):
+    """A reader's first 1366x768 screen shows the verdict block (its regression pills),
+    with markup planted in the provenance shown as text, no script run, the CSP intact."""
+    from tests.helpers.histories import Plant, write_history
+
+    from speedbench.report.html import CSP
+
+    exe = chromium()
+    write_history(tmp_path / "results", 14, [Plant("eagle3", 11, "speedup", -0.12,
+                                                    provenance={"vllm_version": PLANTED})])
+    d = build_dashboard(tmp_path / "results", tmp_path / "site")
+    url = d.index.resolve().as_uri()
+    dom = run_chromium(exe, url, tmp_path, "--virtual-time-budget=3000", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    stats = DomStats()
+    stats.feed(dom.stdout)
+    assert stats.scripts == 0 and stats.imgs == 0 and stats.pwned_attrs == []
+    assert stats.title.strip() == "speedbench dashboard"
+    assert f'content="{CSP}"' in dom.stdout  # the policy is still in the live page
+    assert dom.stdout.index('id="verdict"') < dom.stdout.index("Latest runs")
+    assert "document.title='PWNED'" in dom.stdout  # the planted vLLM version, as text
+
+    shot = tmp_path / "first.png"
+    res = run_chromium(exe, url, tmp_path, f"--screenshot={shot}", "--window-size=1366,768", "--hide-scrollbars")
+    assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
+    import matplotlib.image
+
+    img = (matplotlib.image.imread(str(shot))[..., :3] * 255).round().astype(int)
+    assert img.shape[:2] == (768, 1366)
+    # the regression pill: #c62828 text on #fdecea; nothing else on this page uses that pink
+    pink = np.all(np.abs(img - np.array([0xFD, 0xEC, 0xEA])) <= 2, axis=-1)
+    rows = np.nonzero(pink.any(axis=1))[0]
+    assert len(rows) > 0, "no regression pill in the first screen"
+    assert rows.min() < 768

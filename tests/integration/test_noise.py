@@ -171,10 +171,13 @@ def test_relative_gate_respects_the_night_to_night_spread():
     noisy = [_run(f"n{i}", v, v - 0.05, v + 0.05) for i, v in enumerate([1.5, 1.8, 1.6, 1.75, 1.45])]
     res = evaluate_gates(current, gate, baseline, noisy)[0]
     assert res.status == "pass" and "night-to-night" in res.message
-    # steady nights: the same drop is real
-    steady = [_run(f"s{i}", v, v - 0.05, v + 0.05) for i, v in enumerate([1.69, 1.70, 1.71])]
+    # steady nights: the same drop is real (the dashboard's detector needs 5 earlier nights)
+    steady = [_run(f"s{i}", v, v - 0.05, v + 0.05) for i, v in enumerate([1.69, 1.70, 1.71, 1.70, 1.69])]
     res = evaluate_gates(current, gate, baseline, steady)[0]
-    assert res.status == "fail" and "night-to-night sd" in res.message
+    assert res.status == "fail" and "night-to-night sd" in res.message and "detector calls it" in res.message
+    # fewer than 5 earlier nights: no spread to judge by, the rule without history
+    res = evaluate_gates(current, gate, baseline, steady[:3])[0]
+    assert res.status == "fail" and "night-to-night" not in res.message
 
 
 def test_compare_uses_the_two_level_intervals_when_runs_have_rounds():

@@ -1,0 +1,163 @@
+"""Change points in one nightly series (a figure of one checkpoint at one point, night by
+night), and whether each is real.
+
+Two steps, kept apart on purpose:
+
+1. Candidates: ruptures' PELT with a least-squares cost proposes where the level moves.
+   Its penalty is set low on purpose (it proposes; it does not decide).
+2. The judgement, one candidate at a time, left to right. The nights before the
+   candidate (back to the last accepted change, at most ``WINDOW`` of them) are the
+   baseline; the nights from it to the next candidate are the new level. A change is
+   called only when it stands outside all three kinds of noise that are known:
+
+   - night to night: the standard deviation of the baseline window's nights and the new
+     level's nights, each about its own mean (never widened by the step), no smaller than
+     the robust spread of successive differences over the whole series; the means differ
+     by more than Student's t at ``Z_CALL``'s level standard errors (with few nights the
+     spread is a guess, and t pays for it) and by more than ``K_SIGMA`` sds;
+   - each night's own 95% interval: the two windows' mean intervals do not cover the
+     difference;
+   - the A/A noise floor (relative), where the run had an A/A arm.
+
+   A change that has held for 2 or more nights is a regression or an improvement; one
+   seen only on the last night is suspicious. A one-night excursion in the middle of the
+   series that went back is noise, and its night is left out of later baselines.
+
+Everything here is pure (lists of floats in, dataclasses out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+WINDOW = 14  # baseline / new-level nights compared at most
+MIN_BASELINE = 5  # nights before a change needed to judge it (fewer: their sd is a guess)
+K_SIGMA = 2.0  # a change smaller than this many night-to-night sds is not worth a look
+Z_CALL = 3.5  # the means' difference in standard errors needed to call it (as a normal's level; t pays for few nights)
+PELT_BETA = 2.0  # penalty = PELT_BETA · sd² · log(n): generous, the judgement filters
+
+REGRESSION, IMPROVEMENT, SUSPICIOUS = "regression", "improvement", "suspicious"
+
+
+@dataclass(frozen=True)
+class Change:
+    index: int  # first night at the new level
+    before: float  # baseline mean
+    after: float  # mean of the new level's nights
+    before_hw: float  # 95% half-width of the baseline mean (from the nights' own intervals); NaN unknown
+    after_hw: float
+    noise_sd: float  # night-to-night sd the change was judged against
+    nights: int  # nights seen at the new level
+    kind: str  # REGRESSION, IMPROVEMENT or SUSPICIOUS
+
+    @property
+    def delta(self) -> float:
+        return self.after - self.before
+
+    @property
+    def relative(self) -> float:
+        return self.delta / abs(self.before) if self.before else math.nan
+
+    @property
+    def sigmas(self) -> float:
+        """The change's size against the night-to-night noise."""
+        return abs(self.delta) / self.noise_sd if self.noise_sd > 0 else math.inf
+
+
+def robust_sd(values: Sequence[float] | np.ndarray) -> float:
+    """Night-to-night sd from successive differences (median absolute difference): a step
+    moves one difference only, so it barely widens this."""
+    y = np.asarray(values, dtype=float)
+    if len(y) < 3:
+        return math.nan
+    d = np.abs(np.diff(y))
+    return float(np.median(d) * 1.4826 / math.sqrt(2))
+
+
+def candidates(values: Sequence[float] | np.ndarray, sd: float) -> list[int]:
+    """Indices where PELT starts a new level, plus the last night (a one-night change must
+    be judged even when PELT cannot see it yet)."""
+    n = len(values)
+    found: list[int] = []
+    if sd > 0 and n >= 3:
+        import ruptures  # function-local: it brings scipy, and only this needs it
+
+        y = np.asarray(values, dtype=float).reshape(-1, 1)
+        pen = PELT_BETA * sd * sd * math.log(n)
+        found = [b for b in ruptures.Pelt(model="l2", min_size=1, jump=1).fit(y).predict(pen=pen) if b < n]
+    if n - 1 not in found:
+        found.append(n - 1)
+    return sorted(found)
+
+
+def _mean_hw(half_widths: Sequence[float]) -> float:
+    """95% half-width of a mean of independent nights from their own half-widths."""
+    hw = [h for h in half_widths if math.isfinite(h)]
+    if len(hw) < len(half_widths) or not hw:
+        return math.nan
+    return math.sqrt(sum(h * h for h in hw)) / len(hw)
+
+
+def _critical(df: int) -> float:
+    """Student's t at the two-sided level Z_CALL has for a normal: with few nights the
+    spread is itself a guess, and t pays for that."""
+    from scipy import stats  # function-local: scipy is heavy (ruptures brings it anyway)
+
+    return float(stats.t.isf(stats.norm.sf(Z_CALL), df))
+
+
+def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_all: float,
+           floor_rel: float, higher_is_better: bool) -> Change | None:
+    b, a = y[base], y[new]
+    # night-to-night sd: the baseline's and the new level's nights, each about its own
+    # mean (so the step itself widens nothing), no smaller than the series' robust spread
+    df = len(b) - 1 + len(a) - 1
+    pooled = math.sqrt((float(((b - b.mean()) ** 2).sum()) + float(((a - a.mean()) ** 2).sum())) / df)
+    sd = max(pooled, sd_all if math.isfinite(sd_all) else 0.0)
+    d = float(a.mean() - b.mean())
+    if sd <= 0:
+        sd = 1e-9 * max(abs(float(b.mean())), 1e-9)
+    t = d / (sd * math.sqrt(1 / len(b) + 1 / len(a)))
+    b_hw, a_hw = _mean_hw(list(hw[base])), _mean_hw(list(hw[new]))
+    if abs(t) <= _critical(df) or abs(d) <= K_SIGMA * sd:
+        return None
+    if math.isfinite(b_hw) and math.isfinite(a_hw) and abs(d) <= math.hypot(b_hw, a_hw):
+        return None  # inside the nights' own intervals
+    if math.isfinite(floor_rel) and abs(d) <= floor_rel * abs(float(b.mean())):
+        return None  # inside the A/A noise floor
+    direction = IMPROVEMENT if (d > 0) == higher_is_better else REGRESSION
+    kind = SUSPICIOUS if len(a) == 1 else direction
+    return Change(new[0], float(b.mean()), float(a.mean()), b_hw, a_hw, sd, len(a), kind)
+
+
+def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = None,
+                 floor_rel: float = math.nan, higher_is_better: bool = True) -> list[Change]:
+    """Every real change in the series, oldest first. ``half_widths``: each night's own
+    95% interval half-width (NaN where unknown); ``floor_rel``: the A/A noise floor as a
+    fraction of the value (NaN when the runs had no A/A arm)."""
+    y = np.asarray(values, dtype=float)
+    hw = np.asarray(half_widths if half_widths is not None else [math.nan] * len(y), dtype=float)
+    sd_all = robust_sd(y)
+    cands = candidates(y, sd_all)
+    ends = [c for c in cands if c != len(y) - 1] + [len(y)]  # the last night alone never cuts a window
+    changes: list[Change] = []
+    start, outliers = 0, set()
+    for tau in cands:
+        end = min(e for e in ends if e > tau)
+        base = [i for i in range(start, tau) if i not in outliers][-WINDOW:]
+        new = list(range(tau, min(end, tau + WINDOW)))
+        if len(base) < MIN_BASELINE:
+            continue
+        change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better)
+        if change is None:
+            continue
+        if change.nights == 1 and tau < len(y) - 1:
+            outliers.add(tau)  # one night out and back: noise, kept out of later baselines
+            continue
+        changes.append(change)
+        start = tau
+    return changes

@@ -1,0 +1,223 @@
+"""The nightly answer: for every figure the dashboard charts, did it change, is the change
+real, since which night, and what else changed that night.
+
+A *series* is one figure of one arm at one point, night by night, within one scenario:
+speedup and per-user TPS at each concurrency (the baseline arm's TPS too), AL pooled over
+concurrency and per category, and per-position (joint) acceptance. A series follows the
+arm, not the draft it loads: a nightly slot that starts loading another draft is exactly
+the change a reader must see, so the draft shows up as what changed, not as a new line.
+
+Each series goes through analysis.changepoints over its last ``HISTORY_NIGHTS`` nights.
+Its verdict is the latest real change that began within the recent nights (``since``),
+or no change, or insufficient data. ``gate --history`` and ``speedbench changes`` read
+the same verdicts, so a gate, the alert and the dashboard never disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from speedbench.analysis.cells import al_of, num
+from speedbench.analysis.changepoints import (
+    IMPROVEMENT,
+    MIN_BASELINE,
+    REGRESSION,
+    SUSPICIOUS,
+    Change,
+    find_changes,
+)
+from speedbench.report import tables, whatchanged
+from speedbench.results import Run
+
+NO_CHANGE, INSUFFICIENT = "no change", "insufficient data"
+STATUSES = (REGRESSION, IMPROVEMENT, SUSPICIOUS, NO_CHANGE, INSUFFICIENT)
+HISTORY_NIGHTS = 60  # nights a series is judged over (older ones are settled); plots.JUDGED_NIGHTS too
+RECENT_NIGHTS = 7  # a change that began within these last nights is still news
+
+
+@dataclass(frozen=True)
+class Night:
+    created: dt.datetime
+    run: Run
+
+
+@dataclass
+class Series:
+    scenario: str
+    arm: str  # arm label (with its variant)
+    metric: str  # "speedup", "per-user TPS", "AL", "acceptance (joint)"
+    point: str  # "c=4", "pooled", a category, "position 2"
+    deps: tuple[str, ...]  # arms whose provenance the figure depends on
+    nights: list[int] = field(default_factory=list)  # indices into the scenario's nights
+    values: list[float] = field(default_factory=list)
+    half_widths: list[float] = field(default_factory=list)
+    floors: list[float] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.scenario, self.arm, self.metric, self.point)
+
+
+@dataclass
+class Verdict:
+    series: Series
+    status: str
+    checkpoint: str  # the arm and the draft it loaded on the latest night
+    change: Change | None = None
+    before: Night | None = None  # the last night at the old level
+    after: Night | None = None  # the night the change began
+    what_changed: list[str] = field(default_factory=list)
+    floor_rel: float = math.nan
+
+    @property
+    def began(self) -> dt.datetime | None:
+        return self.after.created if self.after else None
+
+
+def checkpoint(run: Run, arm: str) -> str:
+    """What a trend line follows: the arm name plus the draft it loads."""
+    draft = tables.draft_model(run, arm)
+    return f"{arm} · {draft}" if draft and draft != arm else arm
+
+
+def pooled_al(run: Run, arm: str, variant: str) -> float:
+    """AL pooled over concurrency: the points' AL weighted by their completed requests."""
+    total = weight = 0.0
+    for r in run.rows:
+        if r.get("arm") == arm and (r.get("variant") or "") == variant:
+            al, n = al_of(r)[0], num(r.get("n_ok"))
+            if math.isfinite(al):
+                w = n if n > 0 else 1.0
+                total, weight = total + al * w, weight + w
+    return total / weight if weight else math.nan
+
+
+def _floors(run: Run) -> dict[tuple[int, str], float]:
+    """The A/A noise floor per point as a fraction: how far from 1 its interval reaches."""
+    out = {}
+    for e in run.summary.get("noise_floor") or []:
+        lo, hi = num(e.get("ci_low")), num(e.get("ci_high"))
+        if math.isfinite(lo) and math.isfinite(hi):
+            out[(int(e.get("concurrency") or 0), str(e.get("variant") or ""))] = max(1 - lo, hi - 1, 0.0)
+    return out
+
+
+class _Collector:
+    def __init__(self, scenario: str):
+        self.scenario = scenario
+        self.series: dict[tuple[str, str, str, str], Series] = {}
+
+    def add(self, idx: int, arm: str, metric: str, point: str, deps: tuple[str, ...], value: float,
+            hw: float = math.nan, floor: float = math.nan) -> None:
+        if not math.isfinite(value):
+            return
+        s = self.series.setdefault((self.scenario, arm, metric, point), Series(self.scenario, arm, metric, point, deps))
+        s.nights.append(idx)
+        s.values.append(value)
+        s.half_widths.append(hw)
+        s.floors.append(floor)
+
+    def run(self, idx: int, run: Run) -> None:
+        floors, base = _floors(run), run.baseline or ""
+        for r in run.rows:
+            if r.get("status") == "failed":
+                continue
+            arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), int(r.get("concurrency") or 0)
+            name, fl = tables.label(arm, v), floors.get((c, v), math.nan)
+            self.add(idx, name, "per-user TPS", f"c={c}", (arm,), num(r.get("per_user_tps_mean")), floor=fl)
+            if tables.is_speculative(r):
+                lo, hi = num(r.get("speedup_ci_low")), num(r.get("speedup_ci_high"))
+                self.add(idx, name, "speedup", f"c={c}", (arm, base), num(r.get("speedup_mean")), (hi - lo) / 2, fl)
+        for arm in tables.spec_arms(run):
+            for v in tables.variants(run):
+                self.add(idx, tables.label(arm, v), "AL", "pooled", (arm,), pooled_al(run, arm, v))
+        for (arm, v), by_cat in tables.category_al(run)[1].items():
+            for cat, al in by_cat.items():
+                self.add(idx, tables.label(arm, v), "AL", cat, (arm,), al)
+        for (arm, v), (joint, _cond) in tables.position_curves(run).items():
+            for i, p in enumerate(joint):
+                self.add(idx, tables.label(arm, v), "acceptance (joint)", f"position {i + 1}", (arm,), num(p))
+
+
+def collect(scenario: str, nights: Sequence[Night]) -> list[Series]:
+    """Every series of one scenario's nights (in time order)."""
+    col = _Collector(scenario)
+    for idx, night in enumerate(nights):
+        col.run(idx, night.run)
+    return list(col.series.values())
+
+
+def _arm_of(series: Series) -> str:
+    return series.deps[0] if series.deps else series.arm
+
+
+def changes(series: Series) -> tuple[list[Change], list[int], float]:
+    """Every real change of the series over its last ``HISTORY_NIGHTS`` nights, the night
+    index of each of those nights, and the A/A floor (median over the nights) used."""
+    keep = slice(-HISTORY_NIGHTS, None)
+    idx = series.nights[keep]
+    floors = [f for f in series.floors[keep] if math.isfinite(f)]
+    floor = statistics.median(floors) if floors else math.nan
+    return find_changes(series.values[keep], series.half_widths[keep], floor_rel=floor), idx, floor
+
+
+def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = None) -> Verdict:
+    """The series' verdict: its latest real change that began on or after ``since``
+    (default: within the last ``RECENT_NIGHTS`` of the scenario's nights)."""
+    last = nights[series.nights[-1]]
+    ck = checkpoint(last.run, _arm_of(series))
+    if len(series.values) < MIN_BASELINE + 1:
+        return Verdict(series, INSUFFICIENT, ck)
+    found, idx, floor = changes(series)
+    cutoff = since if since is not None else nights[max(len(nights) - RECENT_NIGHTS, 0)].created
+    recent = [c for c in found if nights[idx[c.index]].created >= cutoff]
+    if not recent:
+        return Verdict(series, NO_CHANGE, ck, floor_rel=floor)
+    ch = recent[-1]
+    before, after = nights[idx[ch.index - 1]], nights[idx[ch.index]]
+    lines = whatchanged.diff(before.run, after.run, series.deps)
+    old = checkpoint(before.run, _arm_of(series))
+    ck = ck if old == ck else f"{old} → {ck}"  # the slot loads another draft: say so
+    return Verdict(series, ch.kind, ck, ch, before, after, lines, floor)
+
+
+def verdicts(by_scenario: dict[str, list[Night]], since: dt.datetime | None = None) -> list[Verdict]:
+    """Every series' verdict, scenario by scenario; within one, the changes first."""
+    out: list[Verdict] = []
+    for name, nights in by_scenario.items():
+        vs = [judge(s, nights, since) for s in collect(name, nights)]
+        vs.sort(key=lambda v: (STATUSES.index(v.status), -(v.began.timestamp() if v.began else 0)))
+        out += vs
+    return out
+
+
+def counts(vs: Sequence[Verdict]) -> dict[str, int]:
+    return {s: sum(v.status == s for v in vs) for s in STATUSES}
+
+
+def _interval(mean: float, hw: float, digits: int) -> str:
+    if math.isfinite(hw):
+        return f"{mean:.{digits}f} [{mean - hw:.{digits}f}, {mean + hw:.{digits}f}]"
+    return f"{mean:.{digits}f}"
+
+
+def describe(v: Verdict) -> str:
+    """One line, e.g. ``eagle3.1 speedup c=4: 1.71 [1.69, 1.73] → 1.59 [1.57, 1.61]
+    (−7.0%, 6.1 night-to-night sd) from 2026-12-14``."""
+    s = v.series
+    head = f"{s.arm} {s.metric} {s.point}"
+    ch = v.change
+    if ch is None:
+        return f"{head}: {v.status}"
+    digits = 3 if abs(ch.before) < 10 else 1
+    size = f"{100 * ch.relative:+.1f}%".replace("-", "−")
+    sig = "≫ noise" if math.isinf(ch.sigmas) else f"{ch.sigmas:.1f} night-to-night sd"
+    floor = f", A/A floor ±{100 * v.floor_rel:.1f}%" if math.isfinite(v.floor_rel) else ""
+    when = f" from {v.began:%Y-%m-%d}" if v.began else ""
+    nights = "1 night" if ch.nights == 1 else f"{ch.nights} nights"
+    return (f"{head}: {_interval(ch.before, ch.before_hw, digits)} → {_interval(ch.after, ch.after_hw, digits)} "
+            f"({size}, {sig}{floor}; {nights}){when}")
