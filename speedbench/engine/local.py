@@ -239,7 +239,7 @@ class LocalServer:
                 raise ServerError(self._failure(self._cause("while starting"), tail))
             if now >= deadline:
                 raise ServerError(self._failure(
-                    f"not ready after {self.ready_timeout_s:.0f} s ({missing}) "
+                    f"server (pid {self.pid}) not ready after {self.ready_timeout_s:.0f} s ({missing}) "
                     "-- fix: raise server.ready_timeout_s if the model is just slow to load",
                     log_tail(self._log_path)))
             if self.on_progress and now - last_progress >= POLL_S:

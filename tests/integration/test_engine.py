@@ -221,7 +221,7 @@ def test_early_exit_raises_with_log_tail(fake, tmp_path):
 def test_readiness_needs_a_completed_request(fake, tmp_path):
     server = LocalServer(fake_spec(fake, "--fail-completions"), tmp_path / "l.txt", ready_timeout_s=3, grace_s=1)
     t0 = time.monotonic()
-    with server, pytest.raises(ServerError, match="not ready after 3 s .*1-token completion answered 500"):
+    with server, pytest.raises(ServerError, match="not ready after 3 s .*readiness request .* answered 500"):
         server.wait_ready()
     assert time.monotonic() - t0 < 15
     assert group_empty(server.pgid)
@@ -235,7 +235,7 @@ def test_dead_reports_a_crash(fake, tmp_path):
         while server.dead() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         msg = server.dead()
-        assert msg and "exited with code -9" in msg and str(server.log_path) in msg
+        assert msg and "was killed by SIGKILL" in msg and str(server.log_path) in msg
 
 
 def test_stop_escalates_to_sigkill(fake, tmp_path):

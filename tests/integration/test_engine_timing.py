@@ -29,7 +29,7 @@ def _measure(cfg: FakeConfig, arm: str, c: int, n: int):
         ps = prompts(n, prefix=f"{arm}-")
         res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder()),
                                    PointJob(key=PointKey(arm, c), prompts=ps), 0))
-        log = {e.body["messages"][-1]["content"]: e for e in srv.log()}
+        log = {e.body["messages"][-1]["content"]: e for e in srv.log() if e.body.get("stream")}
         truth = {}
         for r in res.records:
             em = log[ps[r.prompt_index].turns[0]]

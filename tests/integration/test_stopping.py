@@ -53,10 +53,10 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
         # the prompts, in send order (not the run's own probes of the server)
         log_base, log_spec = base.log(), spec.log()
-    sent_base = [_text(e.body) for e in log_base if "question" in _text(e.body)]
-    sent_spec = [_text(e.body) for e in log_spec if "question" in _text(e.body)]
-    true_base = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_base}
-    true_spec = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_spec}
+    sent_base = [_text(e.body) for e in log_base if e.body.get("stream") and "question" in _text(e.body)]
+    sent_spec = [_text(e.body) for e in log_spec if e.body.get("stream") and "question" in _text(e.body)]
+    true_base = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_base if e.body.get("stream")}
+    true_spec = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_spec if e.body.get("stream")}
     (run_dir,) = (tmp_path / "out" / "stop").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     stops = {s["arm"]: s for s in summary["stopping"]}
@@ -130,7 +130,7 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
         data["baseline_from"] = {"results": str(tmp_path / "out"), "canary_prompts": 8, "tolerance": 0.1}
         path.write_text(yaml.safe_dump(data))
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
-        sent_base = [_text(e.body) for e in base.log() if "question" in _text(e.body)]
+        sent_base = [_text(e.body) for e in base.log() if e.body.get("stream") and "question" in _text(e.body)]
     first, second = sorted((tmp_path / "out" / "stop").iterdir())
     summary = json.loads((second / "summary.json").read_text())
     src = summary["baseline_source"]
