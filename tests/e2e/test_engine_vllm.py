@@ -223,6 +223,28 @@ def test_usage_chunk_shape_matches_the_fake(server):
     assert real["choices"] == [] == faked["choices"] and set(real["usage"]) == set(faked["usage"])
 
 
+def test_plain_answer_shape_matches_the_fake(server):
+    """stream: false (the readiness request) gets one JSON body from vLLM; the fake answers
+    it in the same shape (it used to stream everything)."""
+    from speedbench.engine.probe import http_json
+    from speedbench.testing import FakeConfig, FakeServer
+
+    def answer(base_url: str, model: str) -> dict:
+        body = {"model": model, "max_tokens": 1, "temperature": 0, "messages": [{"role": "user", "content": "def f(x):"}]}
+        status, got = http_json("POST", base_url + "/v1/chat/completions", body, timeout=60)
+        assert status == 200 and isinstance(got, dict), (status, got)
+        return got
+
+    real = answer(server.base_url, server.model_name)
+    with FakeServer(FakeConfig(output_tokens=8)) as fake:
+        faked = answer(fake.base_url, "fake-model")
+    assert real["object"] == faked["object"] == "chat.completion"
+    assert {"id", "object", "created", "model", "choices", "usage"} <= set(real) & set(faked)
+    assert real["choices"][0]["message"]["role"] == faked["choices"][0]["message"]["role"] == "assistant"
+    assert {"index", "message", "finish_reason"} <= set(real["choices"][0]) & set(faked["choices"][0])
+    assert real["usage"]["completion_tokens"] == faked["usage"]["completion_tokens"] == 1
+
+
 def test_stop_leaves_no_process(server):
     server.stop()
     assert server.dead() is not None

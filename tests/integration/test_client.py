@@ -79,7 +79,7 @@ def test_arrival_stamps_come_from_the_connection_protocol(srv):
     cfg = ClientConfig(srv.base_url)
 
     async def go():
-        async with make_session(cfg, 1) as s, s.post(srv.base_url + CHAT, json=_body()) as r:
+        async with make_session(cfg, 1) as s, s.post(srv.base_url + CHAT, json=_body(stream=True)) as r:
             return r.connection.protocol  # still streaming: the connection is held
 
     assert isinstance(asyncio.run(go()), _StampingHandler)
