@@ -35,8 +35,10 @@ def family_level(n_intervals: int, family: float = FAMILY_LEVEL) -> float:
 
 
 def _inside(lo: Any, hi: Any) -> bool | None:
+    """Whether [lo, hi] holds 1.0; None when an end is undefined (NaN). An infinite end is
+    a bound: the client's lag can leave an interval unbounded (metrics/lag.py)."""
     lo, hi = num(lo), num(hi)
-    return bool(lo <= 1.0 <= hi) if math.isfinite(lo) and math.isfinite(hi) else None
+    return None if math.isnan(lo) or math.isnan(hi) else bool(lo <= 1.0 <= hi)
 
 
 def noise_floor(records: Iterable[RequestRecord], baseline_arm: str | None, aa_arm: str | None,

@@ -57,6 +57,12 @@ def started(vllm_slot, scenario, tmp_path_factory):
     with srv:
         srv.wait_ready()
         yield SimpleNamespace(server=srv, ready_s=time.monotonic() - t0, progress_calls=len(progress))
+    # Leaving `with` stopped it. Checked here, not in a test of its own: tests run in a
+    # random order, and a test that stopped the shared server would fail the rest.
+    assert srv.dead() is not None
+    assert not _group_alive(srv.pgid)
+    with pytest.raises(ProcessLookupError):
+        os.kill(srv.pid, 0)  # reaped, not a zombie
 
 
 @pytest.fixture
@@ -243,12 +249,3 @@ def test_plain_answer_shape_matches_the_fake(server):
     assert real["choices"][0]["message"]["role"] == faked["choices"][0]["message"]["role"] == "assistant"
     assert {"index", "message", "finish_reason"} <= set(real["choices"][0]) & set(faked["choices"][0])
     assert real["usage"]["completion_tokens"] == faked["usage"]["completion_tokens"] == 1
-
-
-def test_stop_leaves_no_process(server):
-    server.stop()
-    assert server.dead() is not None
-    assert not _group_alive(server.pgid)
-    with pytest.raises(ProcessLookupError):
-        os.kill(server.pid, 0)  # reaped, not a zombie
-
