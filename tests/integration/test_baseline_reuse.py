@@ -84,7 +84,10 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
     for c in CONCURRENCY:
         # the baseline's figures are the earlier run's, and the speedups pair with them
         assert rows2[("base", c)]["per_user_tps_mean"] == rows1[("base", c)]["per_user_tps_mean"]
-        assert rows2[("spec", c)]["speedup_pairs"] == N_PROMPTS
+        # every prompt pairs, less any burst a busy host made (no client-side TPS for it)
+        assert 2 <= rows2[("spec", c)]["speedup_pairs"] <= N_PROMPTS
+        assert rows2[("spec", c)]["speedup_pairs"] + rows2[("spec", c)]["n_burst"] \
+            + rows2[("base", c)]["n_burst"] >= N_PROMPTS
         assert rows2[("spec", c)]["speedup_mean"] == pytest.approx(truth[c], rel=0.15)  # nominal 2.67
 
 

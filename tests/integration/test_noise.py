@@ -58,7 +58,9 @@ def test_rows_carry_the_spread_between_rounds(rounds_run):
     spec = [r for r in summary["rows"] if r["arm"] == "spec"]
     assert spec and all(len(r["speedup_by_repeat"]) == 2 for r in spec)
     for r in spec:
-        assert r["speedup_ci_low"] <= r["speedup_mean"] <= r["speedup_ci_high"]
+        # a null high end: unbounded by the client's lag on a busy host (docs/metrics.md)
+        high = math.inf if r["speedup_ci_high"] is None else r["speedup_ci_high"]
+        assert r["speedup_ci_low"] <= r["speedup_mean"] <= high
         assert math.isfinite(r["speedup_between_sd"])
         assert r["n_requests"] == 12  # 6 prompts x 2 rounds
         assert math.isfinite(r["per_user_tps_engine_mean"]) and r["tps_agree"] is not None
