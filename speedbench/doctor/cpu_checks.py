@@ -8,7 +8,7 @@ SIGILL there (docs/reliability.md). float16 takes the ``vec`` kernel and runs.
 from __future__ import annotations
 
 from speedbench.doctor.base import Check, Context, argv_value, collapse
-from speedbench.engine.host_cpu import amx_fault_risk, model_attention, normalise_dtype, server_attention
+from speedbench.engine.host_cpu import amx_fault_risk, server_attention
 
 _FIX = ("set server.args.dtype: float16 (the CPU scenarios do; vLLM then runs its vec attention kernel), "
         "or run on a host without AMX")
@@ -20,15 +20,13 @@ def check_cpu(ctx: Context) -> list[Check]:
     facts = ctx.facts.cpu
     flags = " ".join(facts.get("flags") or []) or "no AVX2/AVX-512/AMX"
     model = ctx.scenario.server.model or ""
-    own = model_attention(model) if model else {}
+    where = f"CPU {facts.get('model') or 'unknown'} ({flags})"
     checks = []
     for arm in ctx.arms:
-        argv = ctx.argv[arm.name]
-        dtype_arg = argv_value(argv, "--dtype")
-        dtype = normalise_dtype(dtype_arg if isinstance(dtype_arg, str) else None, own.get("dtype", ""))
-        block = argv_value(argv, "--block-size")
-        att = server_attention({"dtype": dtype, "block-size": block if isinstance(block, str) else None}, model, facts)
-        where = f"CPU {facts.get('model') or 'unknown'} ({flags})"
+        args = {k: argv_value(ctx.argv[arm.name], "--" + k) for k in ("dtype", "block-size")}
+        # server_attention resolves the dtype as vLLM does ("auto": the model's own)
+        att = server_attention({k: v if isinstance(v, str) else None for k, v in args.items()}, model, facts)
+        dtype = att["dtype"]
         if amx_fault_risk(dtype, facts):
             checks.append(Check(
                 "cpu kernel", "warn",
