@@ -63,10 +63,10 @@ class Plan:
         arm by arm, each variant, each concurrency level (or request rate). The only
         enumeration of points."""
         sc = self.scenario
-        return [PointKey(ap.arm.name, c, label)
+        return [PointKey(ap.arm.name, c, label, workload=v, rate=rate)
                 for ap in self.arms if arm is None or ap.arm.name == arm
                 for v in sc.variant_names
-                for c, label, _ in sc.load_points(v)]
+                for c, label, rate in sc.load_points(v)]
 
     def job(self, key: PointKey, workloads: Mapping[str, Workload], repeat: int = 0) -> PointJob:
         """What one round (``repeat``) of a point sends: the prompts of its workload variant
@@ -78,10 +78,9 @@ class Plan:
         from speedbench.loadgen.arrivals import arrival_offsets
 
         sc = self.scenario
-        wname, rate = sc.point_load(key.variant)  # rate mode: the label names a workload variant and a rate
-        wl = workloads[wname]
-        arrivals = (arrival_offsets(len(wl.measured), rate, sc.load.burstiness, sc.load.seed)
-                    if rate is not None else None)
+        wl = workloads[key.workload]
+        arrivals = (arrival_offsets(len(wl.measured), key.rate, sc.load.burstiness, sc.load.seed)
+                    if key.rate is not None else None)
         return PointJob(key=key, prompts=wl.measured, warmup=wl.warmup, repeats=1, first_repeat=repeat,
                         arrivals=arrivals)
 
