@@ -71,7 +71,7 @@ def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenar
 def calibrate(req: CalibrateRequest, runs_root: Path, folder: Path, *, console: Console,
               skip_doctor: bool = False) -> tuple[Path, list[Curve]]:
     """Measure, fit and store; returns the calibration file and its curves."""
-    from speedbench.run import new_run  # lazy, as commands/ does: the run path is heavy
+    from speedbench.run.session import new_run  # lazy, as commands/ does: the run path is heavy
 
     measured = measured_scenario(req)
     console.print(f"calibrating arm '{req.arm}' ({req.mode}): arms {[a.name for a in measured.arms]} "

@@ -137,7 +137,7 @@ def run(args) -> int:
     if args.resume:
         if _resume_executor(args) == "slurm":
             return _resubmit(Path(args.resume), args, console)
-        from speedbench.run import resume_run
+        from speedbench.run.session import resume_run
 
         return resume_run(Path(args.resume), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
     if not args.scenario:
@@ -154,7 +154,7 @@ def run(args) -> int:
         return 0
     if sc.executor.kind == "slurm":
         return _submit(sc, args, console)
-    from speedbench.run import new_run
+    from speedbench.run.session import new_run
 
     return new_run(sc, Path(args.output), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
 

@@ -32,7 +32,7 @@ def register(sub) -> None:
 def _local(m, all_cells, root: Path, site: Path, args, console: Console) -> int:
     from speedbench.commands.dashboard import run as dashboard
     from speedbench.executors.matrix import promote_rule, promoted_cells, screening
-    from speedbench.run import new_run
+    from speedbench.run.session import new_run
 
     def run_cell(c) -> tuple[int, Path | None]:
         sc = c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": "local"})})
