@@ -137,9 +137,10 @@ def run(args) -> int:
     if args.resume:
         if _resume_executor(args) == "slurm":
             return _resubmit(Path(args.resume), args, console)
-        from speedbench.run.session import resume_run
+        from speedbench.run.session import ConsoleProgress, resume_run
 
-        return resume_run(Path(args.resume), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
+        return resume_run(Path(args.resume), overrides=args.overrides, skip_doctor=args.skip_doctor,
+                          progress=ConsoleProgress(console))
     if not args.scenario:
         raise UsageError("run needs a scenario file, e.g. speedbench run scenarios/cpu_tiny.yaml")
     sc = load_scenario(args.scenario, args.overrides)
@@ -154,9 +155,10 @@ def run(args) -> int:
         return 0
     if sc.executor.kind == "slurm":
         return _submit(sc, args, console)
-    from speedbench.run.session import new_run
+    from speedbench.run.session import ConsoleProgress, new_run
 
-    return new_run(sc, Path(args.output), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
+    return new_run(sc, Path(args.output), overrides=args.overrides, skip_doctor=args.skip_doctor,
+                   progress=ConsoleProgress(console))
 
 
 # ---- the slurm executor --------------------------------------------------------------
