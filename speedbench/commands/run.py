@@ -112,7 +112,7 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
     else:
         console.print(f"  total: {plan.n_launches} server launches")
     if sc.stop is not None:
-        from speedbench.metrics.sequential import look_level, look_schedule  # noqa: PLC0415 -- keeps --help light
+        from speedbench.stopping.looks import look_level, look_schedule  # noqa: PLC0415 -- keeps --help light
 
         looks = look_schedule(plan.n_prompts or sc.stop.max_prompts or 0, sc.stop.min_prompts, sc.stop.max_prompts)
         console.print(f"  sequential stopping: looks at {looks or 'min_prompts x 2^j up to every prompt'} prompts, "

@@ -7,7 +7,6 @@
 - plan.py     what a run will launch and send (the dry-run prints it, the run executes it)
 - live.py     the live progress view during a run
 - progress.py what the run path tells its user, through a Progress the caller supplies
-- stopping.py sequential stopping: the looks, the rule, the summary's ``stopping`` block
 
 The order inside a point (warmup, settled scrape, measure, scrape) belongs to
 :func:`speedbench.loadgen.measure`.

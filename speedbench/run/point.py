@@ -10,9 +10,9 @@ from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
 from speedbench.loadgen import PointJob, Target, measure, run_async
-from speedbench.loadgen.batches import measure_batches
-from speedbench.run.stopping import point_stop
 from speedbench.scenario import Scenario
+from speedbench.stopping.batches import measure_batches
+from speedbench.stopping.point import point_stop
 from speedbench.workload.chat import RequestBuilder
 
 
@@ -82,7 +82,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
 
     # Each arm runs in its own thread, so each point gets its own event loop.
     target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
-    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts))
+    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts), ctx.base_records)
     if stop is None:
         m = run_async(measure(target, job))
     else:  # sequential stopping: batches that end at the looks

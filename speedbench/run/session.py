@@ -28,6 +28,7 @@ from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
 from speedbench.run.progress import ConsoleProgress, Progress
+from speedbench.stopping.point import baseline_tail
 from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.results.summary import summarize_run_dir
@@ -140,7 +141,8 @@ def _execute(sc: Scenario, run_dir: RunDir, progress: Progress, prepared: Prepar
         todo = plan.rounds_left(done)
         launched = {ap.arm.name for ap in plan.arms if ap.launched}
         live.plan(starts=len({(k.arm, r) for k, r in todo if k.arm in launched}), points=len(todo))
-        ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done)
+        ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done,
+                         base_records=baseline_tail(sc, run_dir))
         interrupted = run_arms(ctx)
     if ctx.output_error is not None:
         return _output_stop(run_dir, ctx.output_error, progress)

@@ -12,7 +12,7 @@ import yaml
 
 from speedbench.cli import main
 from speedbench.metrics import request_table
-from speedbench.metrics.sequential import prompt_order
+from speedbench.stopping.looks import prompt_order
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig, FakeProcess
 from speedbench.testing.script import true_per_user_tps
@@ -65,7 +65,7 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     # The truth of this sample: the speedup of what the fakes emitted (from their own
     # emission times) over the prompts the arm sent. On a busy machine the fakes' steps
     # run late, so it may differ from the nominal 2.667 by more than the interval; the
-    # nominal truth's coverage is the statistics' business (tests/unit/metrics/test_sequential.py).
+    # nominal truth's coverage is the statistics' business (tests/unit/stopping/test_looks.py).
     # Over the pairs the interval used: a request whose client-side TPS is undefined (a
     # burst: a starved fake catches up on its schedule and sends the rest at once) is in
     # neither.
