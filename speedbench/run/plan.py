@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from speedbench.engine.command import LaunchSpec, launch_spec
+from speedbench.engine.docker import container_labels, container_name, docker_run_argv
+from speedbench.engine.placement import schedule_scenario
 from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_env
@@ -96,8 +98,6 @@ class Plan:
 
 def _schedule(sc: Scenario, inventory: list[int] | None) -> tuple[dict[str, list[int] | None], list[list[str]]]:
     """Assign GPU sets and group arms into concurrent waves; sequential without GPUs."""
-    from speedbench.engine.placement import schedule_scenario
-
     waves = schedule_scenario(sc, inventory)
     gpu_sets = {p.arm: (list(p.gpus) if p.gpus is not None else None) for w in waves for p in w}
     return gpu_sets, [[p.arm for p in w] for w in waves]
@@ -129,8 +129,6 @@ def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None, *, measurem
                          measurement=[], measurement_env={})
         ap = ArmPlan(arm=ap.arm, launch=launch)
     if sc.server.launcher == "docker":
-        from speedbench.engine.docker import container_labels, container_name, docker_run_argv
-
         return docker_run_argv(ap.launch, sc.server.docker, port, container_name(sc.name, ap.arm.name, port),
                                labels=container_labels(sc.name, ap.arm.name, port))
     return ap.launch.argv_with_port(port)

@@ -188,7 +188,7 @@ def _data_files(paths: Iterable[Path]) -> list[Path]:
 
 def read_file(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # heavy: only for parquet data
 
         try:
             return pq.read_table(path).to_pylist()
