@@ -13,13 +13,58 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 
-class PointKey(NamedTuple):
-    """One measured point: an arm at one concurrency level on one workload variant
-    ("" when the workload has no variants). A tuple, so ``(arm, c, v)`` compares equal."""
+def rate_label(rate: float, workload: str = "") -> str:
+    """A rate point's variant label: ``2rps``, or ``code@0.5rps`` on workload variant ``code``.
+    Written into records and summaries as the point's variant; never parsed back."""
+    tag = f"{float(rate):g}rps"
+    return f"{workload}@{tag}" if workload else tag
 
+
+class _PointId(NamedTuple):
     arm: str
     concurrency: int
     variant: str = ""
+
+
+class PointKey(_PointId):
+    """One measured point: an arm at one concurrency level on one workload variant
+    ("" when the workload has no variants). A tuple, so ``(arm, c, v)`` compares equal.
+
+    The tuple ``(arm, concurrency, variant)`` is the point's identity, as the run folder
+    stores it: in rate mode ``variant`` is the label :func:`rate_label` writes and
+    ``concurrency`` the most requests in flight. The point's load is in typed fields
+    beside it, set where the point is made (the plan), never parsed from the label:
+    ``workload`` (the workload variant whose prompts it sends) and ``rate`` (requests per
+    second, None in a closed loop). A key read back from a run folder carries the identity
+    only (``workload`` = ``variant``, ``rate`` None); the run path uses the plan's keys."""
+
+    # Not tuple items, so they take no part in equality, hashing or the stored identity.
+    rate: float | None = None
+    _workload: str | None = None
+
+    def __new__(cls, arm: str, concurrency: int, variant: str = "", *,
+                workload: str | None = None, rate: float | None = None) -> "PointKey":
+        self = super().__new__(cls, arm, concurrency, variant)
+        if rate is not None:
+            self.rate = float(rate)
+        if workload is not None:
+            self._workload = workload
+        return self
+
+    @classmethod
+    def at_rate(cls, arm: str, max_concurrency: int, workload: str, rate: float) -> "PointKey":
+        """A rate-mode point: its variant is the label of (workload, rate)."""
+        return cls(arm, max_concurrency, rate_label(rate, workload), workload=workload, rate=rate)
+
+    @property
+    def workload(self) -> str:
+        return self.variant if self._workload is None else self._workload
+
+    def _replace(self, **changes: Any) -> "PointKey":
+        """The same point with some identity fields changed (``key._replace(arm=baseline)``);
+        its load (workload, rate) goes with it."""
+        d = {**self._asdict(), **changes}
+        return PointKey(d["arm"], d["concurrency"], d["variant"], workload=self._workload, rate=self.rate)
 
     @property
     def label(self) -> str:

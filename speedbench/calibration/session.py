@@ -71,12 +71,12 @@ def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenar
 def calibrate(req: CalibrateRequest, runs_root: Path, folder: Path, *, console: Console,
               skip_doctor: bool = False) -> tuple[Path, list[Curve]]:
     """Measure, fit and store; returns the calibration file and its curves."""
-    from speedbench.run import new_run  # lazy, as commands/ does: the run path is heavy
+    from speedbench.run.session import ConsoleProgress, new_run  # lazy, as commands/ does: the run path is heavy
 
     measured = measured_scenario(req)
     console.print(f"calibrating arm '{req.arm}' ({req.mode}): arms {[a.name for a in measured.arms]} "
                   f"at concurrency {measured.concurrency}")
-    rc = new_run(measured, runs_root, overrides=[], skip_doctor=skip_doctor, console=console)
+    rc = new_run(measured, runs_root, overrides=[], skip_doctor=skip_doctor, progress=ConsoleProgress(console))
     run_path = _newest_run(runs_root, measured.name)
     if rc not in (0, 1):
         raise ServerError(f"the calibration run stopped (exit {rc}); resume it with "

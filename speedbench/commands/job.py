@@ -25,8 +25,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.run import resume_run
+    from speedbench.run.session import ConsoleProgress, resume_run
 
     tag = args.tag or os.environ.get("SLURM_JOB_ID") or f"pid{os.getpid()}"
-    return resume_run(Path(args.run), overrides=[], skip_doctor=args.skip_doctor, console=Console(highlight=False),
-                      arms=[args.arm], tag=tag, summarize=False)
+    return resume_run(Path(args.run), overrides=[], skip_doctor=args.skip_doctor,
+                      progress=ConsoleProgress(Console(highlight=False)), arms=[args.arm], tag=tag, summarize=False)

@@ -112,7 +112,7 @@ def print_plan(plan: Plan, console: Console, output_root: Path | None = None) ->
     else:
         console.print(f"  total: {plan.n_launches} server launches")
     if sc.stop is not None:
-        from speedbench.metrics.sequential import look_level, look_schedule  # noqa: PLC0415 -- keeps --help light
+        from speedbench.stopping.looks import look_level, look_schedule  # noqa: PLC0415 -- keeps --help light
 
         looks = look_schedule(plan.n_prompts or sc.stop.max_prompts or 0, sc.stop.min_prompts, sc.stop.max_prompts)
         console.print(f"  sequential stopping: looks at {looks or 'min_prompts x 2^j up to every prompt'} prompts, "
@@ -137,9 +137,10 @@ def run(args) -> int:
     if args.resume:
         if _resume_executor(args) == "slurm":
             return _resubmit(Path(args.resume), args, console)
-        from speedbench.run import resume_run
+        from speedbench.run.session import ConsoleProgress, resume_run
 
-        return resume_run(Path(args.resume), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
+        return resume_run(Path(args.resume), overrides=args.overrides, skip_doctor=args.skip_doctor,
+                          progress=ConsoleProgress(console))
     if not args.scenario:
         raise UsageError("run needs a scenario file, e.g. speedbench run scenarios/cpu_tiny.yaml")
     sc = load_scenario(args.scenario, args.overrides)
@@ -154,9 +155,10 @@ def run(args) -> int:
         return 0
     if sc.executor.kind == "slurm":
         return _submit(sc, args, console)
-    from speedbench.run import new_run
+    from speedbench.run.session import ConsoleProgress, new_run
 
-    return new_run(sc, Path(args.output), overrides=args.overrides, skip_doctor=args.skip_doctor, console=console)
+    return new_run(sc, Path(args.output), overrides=args.overrides, skip_doctor=args.skip_doctor,
+                   progress=ConsoleProgress(console))
 
 
 # ---- the slurm executor --------------------------------------------------------------

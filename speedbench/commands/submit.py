@@ -32,12 +32,12 @@ def register(sub) -> None:
 def _local(m, all_cells, root: Path, site: Path, args, console: Console) -> int:
     from speedbench.commands.dashboard import run as dashboard
     from speedbench.executors.matrix import promote_rule, promoted_cells, screening
-    from speedbench.run import new_run
+    from speedbench.run.session import ConsoleProgress, new_run
 
     def run_cell(c) -> tuple[int, Path | None]:
         sc = c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": "local"})})
         before = set((root / sc.name).glob("*")) if (root / sc.name).is_dir() else set()
-        code = new_run(sc, root, overrides=c.overrides, skip_doctor=args.skip_doctor, console=console)
+        code = new_run(sc, root, overrides=c.overrides, skip_doctor=args.skip_doctor, progress=ConsoleProgress(console))
         made = sorted(set((root / sc.name).glob("*")) - before) if (root / sc.name).is_dir() else []
         return code, (made[-1] if made else None)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from speedbench import metrics
 from speedbench.metrics.noise_floor import noise_floor
-from speedbench.metrics.sequential import stopping_rows, widen_rows
+from speedbench.stopping.summary import stopping_rows, widen_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
 from speedbench.results.files import atomic_write

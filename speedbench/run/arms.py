@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 
-from speedbench.engine import expected_model, make_server
+from speedbench.engine import Server, expected_model, make_server
 from speedbench.engine.provenance import collect_provenance
 from speedbench.errors import OutputError, ServerError
 from speedbench.run.plan import ArmPlan
@@ -119,10 +119,7 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
                 return
             start_s = time.monotonic() - t0
             ctx.live.server_ready(arm.name, start_s)
-            prov = collect_provenance(sc, arm, ap.launch, server.argv, ap.launch.env_with_gpus(), server.base_url)
-            # The process ids let tests (and users) prove that nothing was left running.
-            prov["server_process"] = {"pid": server.pid, "pgid": server.pgid}
-            ctx.run_dir.save_provenance(arm.name, prov)
+            prov = _save_provenance(ctx, ap, server)
             if arm.name == sc.baseline_arm and sc.baseline_from is not None and repeat == 0 \
                     and reuse_baseline(ctx, server, prov):
                 return  # an earlier run's baseline holds (its canary passed): nothing to measure
@@ -148,15 +145,30 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
         if not sc.continue_on_arm_failure:
             ctx.stop.set()
     finally:
-        with ctx.lock:
-            if server in ctx.servers:
-                ctx.servers.remove(server)
-        if ap.launched and ctx.output_error is None:
-            try:
-                ctx.run_dir.mark_arm_round(arm.name, repeat, start_s=start_s, wall_s=time.monotonic() - t0,
-                                           gpus=arm_gpus(ap))
-            except OutputError as e:
-                ctx.output_failed(e)
+        _end_round(ctx, ap, server, repeat, start_s, time.monotonic() - t0)
+
+
+def _save_provenance(ctx: RunContext, ap: ArmPlan, server: Server) -> dict:
+    prov = collect_provenance(ctx.scenario, ap.arm, ap.launch, server.argv, ap.launch.env_with_gpus(),
+                              server.base_url)
+    # The process ids let tests (and users) prove that nothing was left running.
+    prov["server_process"] = {"pid": server.pid, "pgid": server.pgid}
+    ctx.run_dir.save_provenance(ap.arm.name, prov)
+    return prov
+
+
+def _end_round(ctx: RunContext, ap: ArmPlan, server: Server, repeat: int, start_s: float | None,
+               wall_s: float) -> None:
+    """The server is gone from the running list; a launched arm's round (start time, wall
+    time, GPUs) goes into points.json."""
+    with ctx.lock:
+        if server in ctx.servers:
+            ctx.servers.remove(server)
+    if ap.launched and ctx.output_error is None:
+        try:
+            ctx.run_dir.mark_arm_round(ap.arm.name, repeat, start_s=start_s, wall_s=wall_s, gpus=arm_gpus(ap))
+        except OutputError as e:
+            ctx.output_failed(e)
 
 
 def _mark_failed(ctx: RunContext, points: list[PointKey], failure: str, repeat: int) -> None:

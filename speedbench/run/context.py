@@ -13,6 +13,7 @@ from speedbench.records import PointKey
 from speedbench.run.live import LiveProgress
 from speedbench.results import RunDir
 from speedbench.scenario import Scenario
+from speedbench.stopping.point import RecordTail
 from speedbench.workload import Workload
 
 
@@ -44,6 +45,8 @@ class RunContext:
     # The run folder could not be written (disk full, read-only): the first such error.
     # Every arm stops; the session prints the folder, the free space and how to resume.
     output_error: OutputError | None = None
+    # Sequential stopping: the baseline's records, read as they grow, shared by every look.
+    base_records: RecordTail | None = None
 
     def output_failed(self, e: OutputError) -> None:
         with self.lock:

@@ -104,9 +104,8 @@ def estimate(plan: Plan, output_root: Path | None = None) -> list[ArmCost]:
         measure = 0.0
         for key in plan.points(name):
             per_request = e2e.get((name, key.concurrency), default_e2e)
-            _, rate = sc.point_load(key.variant)
             # open loop: the arrivals set the pace; closed loop: waves of `concurrency` requests
-            point = n / rate + per_request if rate else math.ceil(n / key.concurrency) * per_request
+            point = n / key.rate + per_request if key.rate else math.ceil(n / key.concurrency) * per_request
             measure += point + math.ceil(plan.n_warmup / key.concurrency) * per_request
         start = starts.get(name, DEFAULT_START_S) if ap.launched else 0.0
         known = name in starts and any(a == name for a, _ in e2e)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from speedbench.engine.command import LaunchSpec, launch_spec
+from speedbench.engine.docker import container_labels, container_name, docker_run_argv
+from speedbench.engine.placement import schedule_scenario
 from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_env
@@ -63,10 +65,10 @@ class Plan:
         arm by arm, each variant, each concurrency level (or request rate). The only
         enumeration of points."""
         sc = self.scenario
-        return [PointKey(ap.arm.name, c, label)
+        return [PointKey(ap.arm.name, c, label, workload=v, rate=rate)
                 for ap in self.arms if arm is None or ap.arm.name == arm
                 for v in sc.variant_names
-                for c, label, _ in sc.load_points(v)]
+                for c, label, rate in sc.load_points(v)]
 
     def job(self, key: PointKey, workloads: Mapping[str, Workload], repeat: int = 0) -> PointJob:
         """What one round (``repeat``) of a point sends: the prompts of its workload variant
@@ -78,10 +80,9 @@ class Plan:
         from speedbench.loadgen.arrivals import arrival_offsets
 
         sc = self.scenario
-        wname, rate = sc.point_load(key.variant)  # rate mode: the label names a workload variant and a rate
-        wl = workloads[wname]
-        arrivals = (arrival_offsets(len(wl.measured), rate, sc.load.burstiness, sc.load.seed)
-                    if rate is not None else None)
+        wl = workloads[key.workload]
+        arrivals = (arrival_offsets(len(wl.measured), key.rate, sc.load.burstiness, sc.load.seed)
+                    if key.rate is not None else None)
         return PointJob(key=key, prompts=wl.measured, warmup=wl.warmup, repeats=1, first_repeat=repeat,
                         arrivals=arrivals)
 
@@ -97,8 +98,6 @@ class Plan:
 
 def _schedule(sc: Scenario, inventory: list[int] | None) -> tuple[dict[str, list[int] | None], list[list[str]]]:
     """Assign GPU sets and group arms into concurrent waves; sequential without GPUs."""
-    from speedbench.engine.placement import schedule_scenario
-
     waves = schedule_scenario(sc, inventory)
     gpu_sets = {p.arm: (list(p.gpus) if p.gpus is not None else None) for w in waves for p in w}
     return gpu_sets, [[p.arm for p in w] for w in waves]
@@ -130,8 +129,6 @@ def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None, *, measurem
                          measurement=[], measurement_env={})
         ap = ArmPlan(arm=ap.arm, launch=launch)
     if sc.server.launcher == "docker":
-        from speedbench.engine.docker import container_labels, container_name, docker_run_argv
-
         return docker_run_argv(ap.launch, sc.server.docker, port, container_name(sc.name, ap.arm.name, port),
                                labels=container_labels(sc.name, ap.arm.name, port))
     return ap.launch.argv_with_port(port)

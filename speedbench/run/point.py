@@ -10,9 +10,9 @@ from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
 from speedbench.loadgen import PointJob, Target, measure, run_async
-from speedbench.loadgen.batches import measure_batches
-from speedbench.run.stopping import point_stop
 from speedbench.scenario import Scenario
+from speedbench.stopping.batches import measure_batches
+from speedbench.stopping.point import point_stop
 from speedbench.workload.chat import RequestBuilder
 
 
@@ -23,8 +23,7 @@ def trust_remote_code(sc: Scenario) -> bool:
 def client_side(ctx: RunContext, server: Server, key: PointKey, job: PointJob) -> tuple[RequestBuilder, ClientConfig]:
     """The request builder (prompts prepared) and the client settings for one point's job."""
     sc = ctx.scenario
-    wname, _ = sc.point_load(key.variant)
-    variant = next((v for v in sc.workload.variants if v.name == wname), None)
+    variant = next((v for v in sc.workload.variants if v.name == key.workload), None)
     builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.prepared.tokenizer,
                              trust_remote_code=trust_remote_code(sc))
     builder.prepare([*job.warmup, *job.prompts])  # padding / templating work stays off the timed path
@@ -58,7 +57,6 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     arm failed, or None."""
     sc = ctx.scenario
     job = ctx.plan.job(key, ctx.prepared.workloads, repeat)
-    _, rate = sc.point_load(key.variant)
     builder, cfg = client_side(ctx, server, key, job)
     total = sum(len(p.turns) for p in job.prompts)  # one request per turn
     ctx.live.point_started(key, total)
@@ -84,7 +82,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
 
     # Each arm runs in its own thread, so each point gets its own event loop.
     target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
-    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts))
+    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts), ctx.base_records)
     if stop is None:
         m = run_async(measure(target, job))
     else:  # sequential stopping: batches that end at the looks
@@ -107,7 +105,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         n_errors=m.n_errors,
         rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
         padding_unit=builder.padding_unit,
-        **({"request_rate": rate, "burstiness": sc.load.burstiness} if rate is not None else {}),
+        **({"request_rate": key.rate, "burstiness": sc.load.burstiness} if key.rate is not None else {}),
         **(stop.marks(len(job.prompts)) if stop is not None else {}),
     )
     ctx.live.point_done(key)

@@ -14,24 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.console import Console
-
 from speedbench.doctor import exit_code, run_checks
-from speedbench.doctor.table import print_checks
 from speedbench.engine.gpus import detect_gpus
 from speedbench.engine.provenance import hardware
 from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
-from speedbench.run.live import LiveProgress
-from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir
 from speedbench.results.rundir import HOST_FILE
-from speedbench.results.files import free_space, human_bytes
+from speedbench.results.files import free_space
 from speedbench.results.mlflow_export import check_tracking, track_finished_run
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
+from speedbench.run.progress import ConsoleProgress, Progress
+from speedbench.stopping.point import baseline_tail
 from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.results.summary import summarize_run_dir
@@ -39,26 +36,29 @@ from speedbench.results.verify import reopen_damaged_rounds
 from speedbench.workload import load_workload
 from speedbench.workload.chat import workload_tokenizer
 
+# ConsoleProgress is here too: a caller that runs imports this one module.
+__all__ = ["ConsoleProgress", "Progress", "new_run", "resume_run", "prepare"]
+
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 EXIT_OUTPUT = OutputError.exit_code  # 3: the run folder could not be written (disk full, read-only)
 
 
-def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, console: Console) -> int:
+def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, progress: Progress) -> int:
     # Data problems (missing dataset, placeholder rows) are invalid input (exit 2), found
     # before the doctor (which would report them as a failed check, exit 1) and before
     # a run folder or any server exists.
     check_tracking(sc)
-    prepared = prepare(sc, console)
-    if not skip_doctor and not _doctor_ok(sc, console, output_root, prepared):
+    prepared = prepare(sc, progress)
+    if not skip_doctor and not _doctor_ok(sc, progress, output_root, prepared):
         return EXIT_FAILED
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
     _record_host(run_dir)
-    console.print(f"run folder: {run_dir.path}")
-    return _execute(sc, run_dir, console, prepared, resume=False)
+    progress.run_folder(run_dir.path)
+    return _execute(sc, run_dir, progress, prepared, resume=False)
 
 
-def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: Console,
+def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, progress: Progress,
                arms: list[str] | None = None, tag: str = "", summarize: bool = True) -> int:
     """Continue a run folder. A cluster job (speedbench/executors) passes its one arm,
     its job id as the writer ``tag`` and ``summarize=False``: the gather summarises."""
@@ -73,22 +73,19 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, console: 
         sc = select_arms(sc, arms)
     if summarize:  # a cluster arm job does not log; its gather does, and checks there
         check_tracking(sc)
-    prepared = prepare(sc, console)
-    if not skip_doctor and not _doctor_ok(sc, console, run_dir.path, prepared):
+    prepared = prepare(sc, progress)
+    if not skip_doctor and not _doctor_ok(sc, progress, run_dir.path, prepared):
         return EXIT_FAILED
     _record_host(run_dir)
     own_arms = [a.name for a in sc.arms] if arms else None
     # A finished round whose records were lost or damaged is measured again, and says so.
     for msg in reopen_damaged_rounds(run_dir, own_arms):
-        console.print(f"[yellow]warning[/yellow]: {msg}")
+        progress.warning(msg)
     # A job prunes only its own arm's records: other jobs are measuring theirs right now.
     dropped = run_dir.prune_unfinished_records(arms=own_arms)
-    console.print(
-        f"resuming {run_dir.path}: {len(run_dir.finished_points())} finished points are kept"
-        + (f"; {dropped} records of unfinished points moved to {run_dir.superseded_path.name}" if dropped else "")
-    )
+    progress.resuming(run_dir.path, len(run_dir.finished_points()), dropped, run_dir.superseded_path.name)
     # In a cluster job the scheduler placed us: the server uses the devices it was given.
-    return _execute(sc, run_dir, console, prepared, resume=True, summarize=summarize,
+    return _execute(sc, run_dir, progress, prepared, resume=True, summarize=summarize,
                     inventory=None if tag else _inventory(sc))
 
 
@@ -99,7 +96,7 @@ def _record_host(run_dir: RunDir) -> None:
         run_dir.write_json(HOST_FILE, hardware())
 
 
-def prepare(sc: Scenario, console: Console) -> Prepared:
+def prepare(sc: Scenario, progress: Progress) -> Prepared:
     """Build fixtures, load the tokenizer once if the workload needs one, and load each
     variant's prompts, all before any server starts."""
     if sc.fixtures:
@@ -111,19 +108,18 @@ def prepare(sc: Scenario, console: Console) -> Prepared:
     for v in variants:
         wl = load_workload(w, variant=v, tokenizer=tokenizer)
         for msg in wl.warnings:
-            console.print(f"[yellow]warning[/yellow]: {msg}")
+            progress.warning(msg)
         workloads[v.name if v else ""] = wl
     return Prepared(workloads, tokenizer)
 
 
-def _doctor_ok(sc: Scenario, console: Console, output: Path, prepared: Prepared) -> bool:
+def _doctor_ok(sc: Scenario, progress: Progress, output: Path, prepared: Prepared) -> bool:
     checks = run_checks(sc, output=output, n_prompts=prepared.n_prompts)
     if exit_code(checks) == 0:
         warns = sum(1 for c in checks if c.status == "warn")
-        console.print(f"pre-flight checks: ok ({len(checks)} checks, {warns} warnings; `speedbench doctor` shows them)")
+        progress.preflight_ok(len(checks), warns)
         return True
-    print_checks(checks, console)
-    console.print("[red]pre-flight checks failed[/red]; fix the above or pass --skip-doctor to run anyway")
+    progress.preflight_failed(checks)
     return False
 
 
@@ -136,47 +132,44 @@ def _inventory(sc: Scenario) -> list[int] | None:
 _DETECT: Any = object()  # _execute's inventory: detect the GPUs here
 
 
-def _execute(sc: Scenario, run_dir: RunDir, console: Console, prepared: Prepared, *, resume: bool,
+def _execute(sc: Scenario, run_dir: RunDir, progress: Progress, prepared: Prepared, *, resume: bool,
              summarize: bool = True, inventory: Any = _DETECT) -> int:
     plan = build_plan(sc, inventory=_inventory(sc) if inventory is _DETECT else inventory,
                       n_prompts=prepared.n_prompts)
     done = run_dir.finished_rounds() if resume else set()
-    with LiveProgress(console) as live:
+    with progress.live() as live:
         todo = plan.rounds_left(done)
         launched = {ap.arm.name for ap in plan.arms if ap.launched}
         live.plan(starts=len({(k.arm, r) for k, r in todo if k.arm in launched}), points=len(todo))
-        ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done)
+        ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done,
+                         base_records=baseline_tail(sc, run_dir))
         interrupted = run_arms(ctx)
     if ctx.output_error is not None:
-        return _output_stop(run_dir, ctx.output_error, console)
+        return _output_stop(run_dir, ctx.output_error, progress)
     if not summarize:
-        return _finish_job(ctx, console, interrupted)
-    return _finish(ctx, console, interrupted)
+        return _finish_job(ctx, progress, interrupted)
+    return _finish(ctx, progress, interrupted)
 
 
-def _finish_job(ctx: RunContext, console: Console, interrupted: bool) -> int:
+def _finish_job(ctx: RunContext, progress: Progress, interrupted: bool) -> int:
     """One arm's cluster job: the gather summarises the whole folder."""
-    console.print(f"records: {ctx.run_dir.path} ({ctx.run_dir.records_path.name})")
+    progress.job_records(ctx.run_dir.path, ctx.run_dir.records_path.name)
     if interrupted:
-        console.print("[yellow]interrupted[/yellow]: the running point is marked interrupted; "
-                      "a requeued or resumed job continues from the finished points")
+        progress.job_interrupted()
         return EXIT_INTERRUPTED
     for arm, msg in ctx.failures.items():
-        console.print(f"[red]arm {arm} failed[/red]: {msg.splitlines()[0]}")
+        progress.arm_failed(arm, msg)
     return EXIT_FAILED if ctx.failures else EXIT_OK
 
 
-def _output_stop(run_dir: RunDir, e: OutputError, console: Console) -> int:
+def _output_stop(run_dir: RunDir, e: OutputError, progress: Progress) -> int:
     """A full or read-only run folder: servers are stopped, complete records are kept."""
     folder, free = free_space(run_dir.path)
-    console.print(f"[red]stopped: the run folder cannot be written[/red]: {e}", soft_wrap=True)
-    console.print(f"  run folder: {run_dir.path}\n  free space:  {human_bytes(free)} in {folder}\n"
-                  f"  servers stopped; every complete record is kept. Free space (or make the folder "
-                  f"writable), then resume:\n    speedbench run --resume {run_dir.path}", soft_wrap=True)
+    progress.output_stopped(run_dir.path, e, folder, free)
     return EXIT_OUTPUT
 
 
-def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
+def _finish(ctx: RunContext, progress: Progress, interrupted: bool) -> int:
     # Lazy: the renderers load matplotlib, which a run needs only once it ends.
     from speedbench.report.render import write_report
 
@@ -184,24 +177,21 @@ def _finish(ctx: RunContext, console: Console, interrupted: bool) -> int:
     try:
         summary = summarize_run_dir(run_dir)
         write_report(run_dir)
-        print_summary(summary, console, run_dir=run_dir)
+        progress.summary(summary, run_dir)
     except OutputError as e:
-        return _output_stop(run_dir, e, console)
+        return _output_stop(run_dir, e, progress)
     except SpeedbenchError:
         raise
     except Exception as e:  # the records are safe on disk; say how to re-render
         raise UsageError(f"could not summarise {run_dir.path}: {e}; re-run `speedbench report {run_dir.path}`") from e
-    console.print(f"results: {run_dir.path}")
+    progress.results(run_dir.path)
     if not interrupted:
-        track_finished_run(run_dir.path, ctx.scenario, lambda line: console.print(line, markup=False, soft_wrap=True))
+        track_finished_run(run_dir.path, ctx.scenario, progress.tracking)
     if interrupted:
-        console.print(
-            f"[yellow]interrupted[/yellow]: partial results and summary written. Resume with:\n"
-            f"  speedbench run --resume {run_dir.path}"
-        )
+        progress.interrupted(run_dir.path)
         return EXIT_INTERRUPTED
     if ctx.failures:
         for arm, msg in ctx.failures.items():
-            console.print(f"[red]arm {arm} failed[/red]: {msg.splitlines()[0]}")
+            progress.arm_failed(arm, msg)
         return EXIT_FAILED
     return EXIT_OK

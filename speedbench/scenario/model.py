@@ -271,11 +271,6 @@ class Scenario(Strict):
     def load_points(self, variant: str) -> list[tuple[int, str, float | None]]:
         return load_points(self.load, self.concurrency, variant)
 
-    def point_load(self, label: str) -> tuple[str, float | None]:
-        """A point's variant label -> (workload variant name, request rate or None)."""
-        found = [(v, rate) for v in self.variant_names for _, lab, rate in self.load_points(v) if lab == label]
-        return found[0] if found else (label, None)
-
 
 def select_arms(sc: Scenario, names: list[str]) -> Scenario:
     """Keep only the named arms (after sweep expansion); a sweep template name keeps all its arms."""

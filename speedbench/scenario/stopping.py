@@ -1,6 +1,6 @@
 """When a point may stop early (``stop:``) and where its baseline may come from
-(``baseline_from:``). The statistics are speedbench/metrics/sequential.py; the run path
-is speedbench/run/stopping.py and speedbench/run/reuse.py (docs/metrics.md,
+(``baseline_from:``): configuration only. The logic of stopping is speedbench/stopping/;
+reuse is speedbench/run/reuse.py (docs/metrics.md,
 "Sequential stopping" and "Reused baselines")."""
 
 from __future__ import annotations

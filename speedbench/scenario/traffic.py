@@ -7,7 +7,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from speedbench.records import rate_label
 from speedbench.scenario.base import Strict
+
+__all__ = ["LoadSpec", "PromoteSpec", "SloSpec", "load_points", "rate_label"]
 
 
 class LoadSpec(Strict):
@@ -70,12 +73,6 @@ class SloSpec(Strict):
     @property
     def given(self) -> bool:
         return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2el_ms))
-
-
-def rate_label(rate: float, variant: str = "") -> str:
-    """A rate point's variant label: ``2rps``, or ``code@0.5rps`` on workload variant ``code``."""
-    tag = f"{float(rate):g}rps"
-    return f"{variant}@{tag}" if variant else tag
 
 
 def load_points(load: LoadSpec, concurrency: list[int], variant: str) -> list[tuple[int, str, float | None]]:

@@ -37,7 +37,7 @@ _ANSWER_MARK = "<assistant answer>"
 def load_tokenizer(name_or_path: str | None, *, trust_remote_code: bool = False):
     """A Hugging Face tokenizer from local files only (runs never download)."""
     try:
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # heavy and optional: only workloads that need a tokenizer
     except ImportError:
         raise ScenarioError(
             "client-side chat templating and token-accurate padding need 'transformers' -- fix: "

@@ -1,4 +1,4 @@
-"""Prompts from a JSONL file, and random-token prompts (opt-in only).
+"""Prompts from a JSONL file.
 
 One JSON object per line, in any of these shapes:
 
@@ -15,23 +15,17 @@ Optional keys on any shape: ``id`` (or ``question_id``), ``category``, ``sub_cat
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
-from speedbench.workload.speed_bench import read_jsonl, resolve_path
+from speedbench.scenario import VariantSpec, WorkloadSpec
+from speedbench.workload.base import Source
+from speedbench.workload.speed_bench import fingerprint, read_jsonl, resolve_path
 from speedbench.workload.speed_bench import turns_from_messages as _from_messages
 
 DEFAULT_CATEGORY = "uncategorized"
-DEFAULT_RANDOM_PROMPTS = 64
-DEFAULT_RANDOM_TOKENS = 256
-RANDOM_WARNING = (
-    "workload.source is 'random': random-token prompts overstate speculative-decoding "
-    "speedups (SPEED-Bench measured about 23% on average), because a draft's acceptance on "
-    "noise says nothing about acceptance on real text. Use these numbers for load shape only."
-)
 
 
 def load_jsonl(path: str, *, base_dir: Path | None = None) -> list[Prompt]:
@@ -81,40 +75,16 @@ def _row_to_prompt(row: dict[str, Any], path: Path) -> Prompt:
     )
 
 
-def random_prompts(
-    *, allow: bool, seed: int, n: int | None = None, input_tokens: int | None = None, tokenizer=None
-) -> tuple[list[Prompt], str]:
-    """-> (prompts, warning). The caller shows the warning; it is part of the result, not optional.
+class JsonlSource(Source):
+    name = "jsonl"
 
-    With a tokenizer, each prompt decodes ``input_tokens`` uniformly drawn non-special token
-    ids. Without one, it joins pseudo-words of 2-7 letters, about one token each (an
-    estimate: real tokenizers split such words into 1-3 pieces).
-    """
-    if not allow:
-        raise ScenarioError(
-            "workload.source is 'random', but random-token prompts overstate speculative-decoding "
-            "speedups by about 23% (SPEED-Bench) -- fix: use source speed_bench, sample or jsonl, "
-            "or set workload.allow_random: true if you only need load shape"
-        )
-    n = n or DEFAULT_RANDOM_PROMPTS
-    length = input_tokens or DEFAULT_RANDOM_TOKENS
-    rng = random.Random(f"random-prompts:{seed}")
-    prompts = []
-    for i in range(n):
-        text = _random_text(rng, length, tokenizer)
-        prompts.append(Prompt(id=f"random-{seed}-{i:05d}", turns=(text,), category="random", source="random"))
-    return prompts, RANDOM_WARNING
+    def read(self, spec: WorkloadSpec, config: str, *, base_dir: Path | None, variant: VariantSpec | None,
+             tokenizer: Any) -> tuple[list[Prompt], list[str]]:
+        return load_jsonl(spec.path or "", base_dir=base_dir), []
+
+    def fingerprint(self, spec: WorkloadSpec, base_dir: Path | None) -> dict[str, object]:
+        f = resolve_path(spec.path or "", base_dir)
+        return {"layout": "file", **fingerprint([f], f.parent)}
 
 
-def _random_text(rng: random.Random, length: int, tokenizer) -> str:
-    if tokenizer is not None:
-        special = set(getattr(tokenizer, "all_special_ids", []) or [])
-        vocab = len(tokenizer)
-        ids: list[int] = []
-        while len(ids) < length:
-            t = rng.randrange(vocab)
-            if t not in special:
-                ids.append(t)
-        return tokenizer.decode(ids)
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    return " ".join("".join(rng.choice(letters) for _ in range(rng.randint(2, 7))) for _ in range(length))
+SOURCE = JsonlSource()

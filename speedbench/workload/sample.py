@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
+from typing import Any
 
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
-from speedbench.workload.speed_bench import row_to_prompt
+from speedbench.scenario import VariantSpec, WorkloadSpec
+from speedbench.workload.base import Source
+from speedbench.workload.speed_bench import fingerprint, row_to_prompt
 
 SAMPLE_FILE = "coding_sample.jsonl"
 SOURCE_NAME = "speedbench-sample"
@@ -35,3 +39,18 @@ def load_sample() -> list[Prompt]:
             row = json.loads(line)
             prompts.append(row_to_prompt(row, "", where=f"{SAMPLE_FILE}:{lineno}"))
     return prompts
+
+
+class SampleSource(Source):
+    name = "sample"
+
+    def read(self, spec: WorkloadSpec, config: str, *, base_dir: Path | None, variant: VariantSpec | None,
+             tokenizer: Any) -> tuple[list[Prompt], list[str]]:
+        return load_sample(), []
+
+    def fingerprint(self, spec: WorkloadSpec, base_dir: Path | None) -> dict[str, object]:
+        f = Path(str(resources.files("speedbench").joinpath("data").joinpath(SAMPLE_FILE)))
+        return {"layout": "file", **fingerprint([f], f.parent)}
+
+
+SOURCE = SampleSource()

@@ -16,6 +16,7 @@ be redistributed); :mod:`speedbench.workload` refuses to benchmark those.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ from typing import Any, Iterable
 
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
+from speedbench.scenario import VariantSpec, WorkloadSpec
+from speedbench.workload.base import Source, SourceCheck
 
 HUB_NAME = "nvidia/SPEED-Bench"
 QUALITATIVE = "qualitative"
@@ -185,7 +188,7 @@ def _data_files(paths: Iterable[Path]) -> list[Path]:
 
 def read_file(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # heavy: only for parquet data
 
         try:
             return pq.read_table(path).to_pylist()
@@ -304,3 +307,43 @@ def _load_hub(config: str) -> list[dict[str, Any]]:
             f"-- fix: set workload.path to a local copy (see {DOCS})"
         ) from None
     return [dict(r) for r in ds]
+
+
+class SpeedBenchSource(Source):
+    name = "speed_bench"
+    takes_configs = True
+
+    def read(self, spec: WorkloadSpec, config: str, *, base_dir: Path | None, variant: VariantSpec | None,
+             tokenizer: Any) -> tuple[list[Prompt], list[str]]:
+        return load(spec.path, config, base_dir=base_dir), []
+
+    def describe(self, spec: WorkloadSpec, config: str) -> str:
+        return f"{HUB_NAME} config '{config}'"
+
+    def fingerprint(self, spec: WorkloadSpec, base_dir: Path | None) -> dict[str, object]:
+        if not spec.path:
+            return {"sha256": "", "note": f"read from the hub ({HUB_NAME}); no local files to hash"}
+        root = resolve_path(spec.path, base_dir)
+        configs: dict[str, str] = {}
+        files: list[Path] = []
+        for config in dict.fromkeys((v.config if v and v.config else spec.config) for v in [None, *spec.variants]):
+            found = locate(root, config)
+            configs[config] = found.layout
+            files.extend(found.files)
+        base = root if root.is_dir() else root.parent
+        return {"configs": configs, **fingerprint(files, base)}
+
+    def unchecked(self, spec: WorkloadSpec) -> SourceCheck | None:
+        """The doctor reads local data only: without ``workload.path`` the hub is not contacted."""
+        if spec.path:
+            return None
+        if importlib.util.find_spec("datasets") is None:
+            return SourceCheck(False, 0, 0, (
+                f"workload.path is not set and 'datasets' is not installed, so {HUB_NAME} "
+                f"cannot be read -- fix: set workload.path to a prepared local copy (see {DOCS})"))
+        return SourceCheck(True, 0, 0, (
+            f"rows will be read from the hub ({HUB_NAME}) at run time and are not checked "
+            f"here; hub rows of some sources are placeholders -- set workload.path to a prepared copy (see {DOCS})"))
+
+
+SOURCE = SpeedBenchSource()

@@ -32,11 +32,16 @@ def _fresh(srv):
     srv.reset()
 
 
-def _run(srv, ps, builder=None, *, concurrency, arm="a", warmup=(), on_record=None, server_alive=None,
-         before_measure=None):
+def _run(srv, ps, builder=None, *, concurrency, warmup=(), on_record=None, server_alive=None, before_measure=None):
+    """One pass of arm "a" at ``concurrency`` (a key of its own: :func:`_run_key`)."""
+    return _run_key(srv, PointKey("a", concurrency), ps, builder, warmup=warmup, on_record=on_record,
+                    server_alive=server_alive, before_measure=before_measure)
+
+
+def _run_key(srv, key, ps, builder=None, *, warmup=(), on_record=None, server_alive=None, before_measure=None):
     target = Target(client=ClientConfig(srv.base_url), builder=builder or FakeBuilder(), server_alive=server_alive,
                     on_record=on_record)
-    job = PointJob(key=PointKey(arm, concurrency), prompts=ps, warmup=warmup)
+    job = PointJob(key=key, prompts=ps, warmup=warmup)
     return asyncio.run(run_pass(target, job, 0, before_measure=before_measure))
 
 
@@ -77,7 +82,7 @@ def test_identical_prompt_order_across_arms(srv):
     ps = prompts(10)
     orders = []
     for arm in ("base", "sd"):
-        res = _run(srv, ps, concurrency=3, arm=arm)
+        res = _run_key(srv, PointKey(arm, 3), ps)
         by_queue = sorted(res.records, key=lambda r: r.t_queued_ns)
         orders.append([r.prompt_index for r in by_queue])
         assert all(r.prompt_id == ps[r.prompt_index].id for r in res.records)

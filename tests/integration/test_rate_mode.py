@@ -53,10 +53,12 @@ def test_rate_points_in_the_plan(tmp_path):
     plan = build_plan(sc)
     assert plan.points("baseline") == [("baseline", 8, "0.5rps"), ("baseline", 8, "2rps")]
     assert plan.n_points == len(sc.arms) * 2
-    assert sc.point_load("2rps") == ("", 2.0) and sc.point_load("") == ("", None)
+    # the load is in fields, never parsed from the label
+    assert [(k.workload, k.rate) for k in plan.points("baseline")] == [("", 0.5), ("", 2.0)]
     closed = load_scenario(ROOT / "scenarios/cpu_tiny.yaml")
     assert closed.load.mode == "concurrency"  # SPEED-Bench's closed loop stays the default
     assert build_plan(closed).points("baseline") == [("baseline", c, "") for c in (1, 4, 16)]
+    assert {(k.workload, k.rate) for k in build_plan(closed).points()} == {("", None)}
 
 
 @pytest.mark.parametrize("load, match", [

@@ -12,7 +12,7 @@ import yaml
 
 from speedbench.cli import main
 from speedbench.metrics import request_table
-from speedbench.metrics.sequential import prompt_order
+from speedbench.stopping.looks import prompt_order
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig, FakeProcess
 from speedbench.testing.script import true_per_user_tps
@@ -43,7 +43,9 @@ def _scenario(tmp_path: Path, base_url: str, spec_url: str, stop: dict) -> Path:
     return path
 
 
-def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_path, capsys):
+def _run_on_fakes(tmp_path: Path) -> tuple[Path, list[str], list[str], dict[str, float], dict[str, float]]:
+    """The run, and each fake's side of it: the prompts in send order (not the run's own
+    probes of the server) and the per-user TPS each really emitted, by prompt text."""
     base_cfg = FakeConfig(t_step_s=T_BASE, output_tokens=17, tps_noise=0.03, noise_seed=1)
     spec_cfg = FakeConfig(t_step_s=T_SPEC, output_tokens=17, k=K, tps_noise=0.03, noise_seed=2)
     stop = {"speedup_ci_halfwidth": 0.02, "min_prompts": 16, "max_prompts": N_PROMPTS, "seed": 5}
@@ -51,13 +53,28 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     with FakeProcess(base_cfg) as base, FakeProcess(spec_cfg) as spec:
         path = _scenario(tmp_path, base.base_url, spec.base_url, stop)
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
-        # the prompts, in send order (not the run's own probes of the server)
         log_base, log_spec = base.log(), spec.log()
     sent_base = [_text(e.body) for e in log_base if e.body.get("stream") and "question" in _text(e.body)]
     sent_spec = [_text(e.body) for e in log_spec if e.body.get("stream") and "question" in _text(e.body)]
     true_base = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_base if e.body.get("stream")}
     true_spec = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_spec if e.body.get("stream")}
     (run_dir,) = (tmp_path / "out" / "stop").iterdir()
+    return run_dir, sent_base, sent_spec, true_base, true_spec
+
+
+def _assert_the_row_reports_the_look(row: dict, sp: dict) -> None:
+    """The row reports the look-level interval, and its pairs are exactly the prompts sent."""
+    assert row["speedup_pairs"] == sp["prompts"] and row["n_requests"] == sp["prompts"]
+    assert (row["speedup_ci_low"], row["speedup_ci_high"]) == (sp["ci_low"], sp["ci_high"])
+    assert any("sequential stopping" in w for w in row["warnings"])
+    # the engine-side interval (the fakes send exact engine timing) is widened alike
+    assert row["speedup_engine_ci_low"] <= sp["engine_ci_low"] < sp["engine_ci_high"] <= row["speedup_engine_ci_high"]
+    # the baseline's extra looks are not prompts the arm lost
+    assert not any("different prompts" in w for w in row["warnings"])
+
+
+def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_path, capsys):
+    run_dir, sent_base, sent_spec, true_base, true_spec = _run_on_fakes(tmp_path)
     summary = json.loads((run_dir / "summary.json").read_text())
     stops = {s["arm"]: s for s in summary["stopping"]}
     rows = {r["arm"]: r for r in summary["rows"]}
@@ -65,7 +82,7 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     # The truth of this sample: the speedup of what the fakes emitted (from their own
     # emission times) over the prompts the arm sent. On a busy machine the fakes' steps
     # run late, so it may differ from the nominal 2.667 by more than the interval; the
-    # nominal truth's coverage is the statistics' business (tests/unit/metrics/test_sequential.py).
+    # nominal truth's coverage is the statistics' business (tests/unit/stopping/test_looks.py).
     # Over the pairs the interval used: a request whose client-side TPS is undefined (a
     # burst: a starved fake catches up on its schedule and sends the rest at once) is in
     # neither.
@@ -101,15 +118,7 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
         # target. On a machine busy enough to make either late, the rule rightly keeps
         # going; the statistics' own coverage test does not depend on the machine.
         assert sp["reason"] == "target_halfwidth" and sp["prompts"] < N_PROMPTS
-    # the row reports the look-level interval, and the pairs are exactly the prompts sent
-    assert rows["spec"]["speedup_pairs"] == sp["prompts"] and rows["spec"]["n_requests"] == sp["prompts"]
-    assert (rows["spec"]["speedup_ci_low"], rows["spec"]["speedup_ci_high"]) == (sp["ci_low"], sp["ci_high"])
-    assert any("sequential stopping" in w for w in rows["spec"]["warnings"])
-    # the engine-side interval (the fakes send exact engine timing) is widened alike
-    assert rows["spec"]["speedup_engine_ci_low"] <= sp["engine_ci_low"] < sp["engine_ci_high"] \
-        <= rows["spec"]["speedup_engine_ci_high"]
-    # the baseline's extra looks are not prompts the arm lost
-    assert not any("different prompts" in w for w in rows["spec"]["warnings"])
+    _assert_the_row_reports_the_look(rows["spec"], sp)
     # both arms sent the prompts in the same seeded order, batch by batch
     n = len(sent_spec)
     assert n == sp["prompts"] and len(sent_base) == N_PROMPTS

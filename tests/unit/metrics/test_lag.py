@@ -12,7 +12,7 @@ import pytest
 
 from speedbench.metrics import request_table, summarize
 from speedbench.metrics.lag import LAG_WARN_SHARE, LagRange, lag_range, lag_warning
-from speedbench.metrics.sequential import narrow_enough, speedup_look
+from speedbench.stopping.looks import narrow_enough, speedup_look
 from speedbench.records import EngineTiming, RequestRecord
 
 MS = 1_000_000  # ns per ms

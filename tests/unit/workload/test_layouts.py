@@ -16,7 +16,7 @@ import pytest
 
 from speedbench.errors import ScenarioError
 from speedbench.scenario import VariantSpec, WorkloadSpec
-from speedbench.workload import filter_prompts, load_prompts, read_source, source_fingerprint, tag
+from speedbench.workload import filter_prompts, load_workload, read_source, source_fingerprint, tag
 from speedbench.workload.speed_bench import ENTROPY_TIERS, LAYOUTS, PLACEHOLDER_PREFIX, locate
 
 
@@ -79,7 +79,7 @@ def test_specdec_bench_layout_from_out_or_speed_folder(tmp_path, config, point_a
 
 def test_specdec_bench_relative_default_data_folder(tmp_path):
     specdec_bench_out(tmp_path / "data", "qualitative")
-    assert len(load_prompts(sb("data/"), base_dir=tmp_path)) == len(rows("qualitative"))
+    assert len(load_workload(sb("data/"), base_dir=tmp_path).measured) == len(rows("qualitative"))
 
 
 def test_specdec_bench_missing_config_names_what_is_there(tmp_path):
@@ -121,7 +121,7 @@ def test_nemo_skills_placeholders_are_still_refused(tmp_path):
     row["messages"] = [{"role": "user", "content": PLACEHOLDER_PREFIX + " USING SPECDEC_BENCH\n\n{question}"}]
     f.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
     with pytest.raises(ScenarioError, match="placeholders"):
-        load_prompts(sb(tmp_path))
+        load_workload(sb(tmp_path)).measured
 
 
 def test_messages_without_a_user_turn_is_located(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
 from speedbench.scenario import VariantSpec, WorkloadSpec
-from speedbench.workload import load_prompts, load_workload, seeded_order, split_warmup, tag
+from speedbench.workload import load_workload, seeded_order, split_warmup, tag
 
 
 def sample(**kw) -> WorkloadSpec:
@@ -22,22 +22,22 @@ def ids(prompts):
 
 
 def test_same_seed_same_prompts_same_order():
-    a = load_prompts(sample(num_prompts=10, seed=7))
-    b = load_prompts(sample(num_prompts=10, seed=7))
+    a = load_workload(sample(num_prompts=10, seed=7)).measured
+    b = load_workload(sample(num_prompts=10, seed=7)).measured
     assert a == b and len(a) == 10
 
 
 def test_different_seed_different_prompts():
-    a = load_prompts(sample(categories=["coding"], num_prompts=8, seed=1))
-    b = load_prompts(sample(categories=["coding"], num_prompts=8, seed=2))
+    a = load_workload(sample(categories=["coding"], num_prompts=8, seed=1)).measured
+    b = load_workload(sample(categories=["coding"], num_prompts=8, seed=2)).measured
     assert ids(a) != ids(b)
     # uncapped: the same rows, in another order
-    full1, full2 = load_prompts(sample(seed=1)), load_prompts(sample(seed=2))
+    full1, full2 = load_workload(sample(seed=1)).measured, load_workload(sample(seed=2)).measured
     assert sorted(ids(full1)) == sorted(ids(full2)) and ids(full1) != ids(full2)
 
 
 def test_cap_keeps_categories_balanced():
-    prompts = load_prompts(sample(categories=["coding", "math", "qa"], num_prompts=6))
+    prompts = load_workload(sample(categories=["coding", "math", "qa"], num_prompts=6)).measured
     assert sorted(p.category for p in prompts) == ["coding", "coding", "math", "math", "qa", "qa"]
 
 
@@ -51,7 +51,7 @@ def test_order_does_not_depend_on_file_order():
 def test_order_is_pinned_for_the_sample():
     # Guards against accidental changes to the seeded order, which would silently
     # change which prompts existing scenarios measure.
-    first = ids(load_prompts(sample(categories=["coding"], num_prompts=3, seed=0)))
+    first = ids(load_workload(sample(categories=["coding"], num_prompts=3, seed=0)).measured)
     assert first == ["sample-coding-010", "sample-coding-013", "sample-coding-025"]
 
 
@@ -60,7 +60,7 @@ def test_warmup_comes_from_rows_outside_the_measured_set():
     assert len(wl.measured) == 10 and len(wl.warmup) == 3
     assert not set(ids(wl.warmup)) & set(ids(wl.measured))
     assert not {p.turns for p in wl.warmup} & {p.turns for p in wl.measured}
-    assert wl.measured == load_prompts(sample(categories=["coding"], num_prompts=10, warmup=3))
+    assert wl.measured == load_workload(sample(categories=["coding"], num_prompts=10, warmup=3)).measured
     assert not any(tag(p, "warmup") for p in wl.warmup)
 
 
@@ -93,7 +93,7 @@ def test_variant_config_selects_another_config(tmp_path):
         (tmp_path / f"{config}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     long = VariantSpec(name="long", config="throughput_8k")
     spec = WorkloadSpec(source="speed_bench", path=str(tmp_path), variants=[long])
-    assert all(p.id.startswith("qualitative") for p in load_prompts(spec))
-    assert all(p.id.startswith("throughput_8k") for p in load_prompts(spec, variant=spec.variants[0]))
+    assert all(p.id.startswith("qualitative") for p in load_workload(spec).measured)
+    assert all(p.id.startswith("throughput_8k") for p in load_workload(spec, variant=spec.variants[0]).measured)
     with pytest.raises(ScenarioError, match=r"variants\[long\].config is set, but workload.source is 'sample'"):
-        load_prompts(sample(), variant=spec.variants[0])
+        load_workload(sample(), variant=spec.variants[0]).measured

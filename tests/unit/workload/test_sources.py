@@ -15,7 +15,7 @@ from speedbench.cli import main
 from speedbench.errors import ScenarioError
 from speedbench.scenario import VariantSpec, WorkloadSpec
 from speedbench.workload import (
-    RandomPromptsWarning, check_source, load_prompts, load_workload, read_source, tag,
+    check_source, load_workload, read_source, tag,
 )
 from speedbench.workload.speed_bench import CATEGORIES, CONFIGS, ENTROPY_TIERS, PLACEHOLDER_PREFIX
 
@@ -71,7 +71,7 @@ def test_every_config_in_hub_layout(tmp_path, config):
     rows = make_rows(config)
     write_parquet(tmp_path / config / "test-00000-of-00001.parquet", rows)
     write_parquet(tmp_path / "other" / "x.parquet", rows[:1])  # never read
-    prompts = load_prompts(sb(tmp_path, config=config))
+    prompts = load_workload(sb(tmp_path, config=config)).measured
     assert len(prompts) == len(rows)
     assert {tag(p, "config") for p in prompts} == {config}
     if config == "qualitative":
@@ -89,7 +89,7 @@ def test_config_file_layout(tmp_path, suffix):
     writer = write_parquet if suffix == ".parquet" else write_jsonl
     writer(tmp_path / f"throughput_2k{suffix}", rows)
     writer(tmp_path / f"qualitative{suffix}", make_rows("qualitative"))
-    prompts = load_prompts(sb(tmp_path, config="throughput_2k"))
+    prompts = load_workload(sb(tmp_path, config="throughput_2k")).measured
     assert len(prompts) == len(rows) and all(tag(p, "config") == "throughput_2k" for p in prompts)
 
 
@@ -98,25 +98,25 @@ def test_folder_holding_one_config_and_single_file(tmp_path):
     d = tmp_path / "mycopy"
     write_jsonl(d / "part-1.jsonl", rows[:5])
     write_jsonl(d / "part-2.jsonl", rows[5:])
-    assert len(load_prompts(sb(d, config="throughput_8k"))) == len(rows)
+    assert len(load_workload(sb(d, config="throughput_8k")).measured) == len(rows)
     f = write_parquet(tmp_path / "one.parquet", rows)
-    assert len(load_prompts(sb(f, config="throughput_8k"))) == len(rows)
+    assert len(load_workload(sb(f, config="throughput_8k")).measured) == len(rows)
 
 
 def test_folder_named_after_another_config_is_refused(tmp_path):
     write_parquet(tmp_path / "qualitative" / "test.parquet", make_rows("qualitative"))
     with pytest.raises(ScenarioError, match="holds config 'qualitative'"):
-        load_prompts(sb(tmp_path / "qualitative", config="throughput_1k"))
+        load_workload(sb(tmp_path / "qualitative", config="throughput_1k")).measured
 
 
 def test_relative_path_uses_base_dir(tmp_path):
     write_parquet(tmp_path / "data" / "qualitative.parquet", make_rows("qualitative", 1))
-    assert len(load_prompts(sb("data"), base_dir=tmp_path)) == len(CATEGORIES)
+    assert len(load_workload(sb("data"), base_dir=tmp_path).measured) == len(CATEGORIES)
 
 
 def test_missing_folder_names_the_key_and_fix(tmp_path):
     with pytest.raises(ScenarioError) as e:
-        load_prompts(sb(tmp_path / "nope"))
+        load_workload(sb(tmp_path / "nope")).measured
     msg = str(e.value)
     assert "workload.path" in msg and "does not exist" in msg and "docs/workloads.md" in msg
 
@@ -124,21 +124,21 @@ def test_missing_folder_names_the_key_and_fix(tmp_path):
 def test_folder_without_the_config_lists_what_is_there(tmp_path):
     write_parquet(tmp_path / "throughput_1k" / "t.parquet", make_rows("throughput_1k", 1))
     with pytest.raises(ScenarioError, match="configs found there: throughput_1k"):
-        load_prompts(sb(tmp_path, config="throughput_32k"))
+        load_workload(sb(tmp_path, config="throughput_32k")).measured
 
 
 def test_unknown_config_and_missing_columns(tmp_path):
     with pytest.raises(ScenarioError, match="unknown SPEED-Bench config"):
-        load_prompts(sb(tmp_path, config="throughput_4k"))
+        load_workload(sb(tmp_path, config="throughput_4k")).measured
     write_jsonl(tmp_path / "qualitative.jsonl", [{"question_id": "a", "category": "qa"}])
     with pytest.raises(ScenarioError, match=r"qualitative.jsonl:1: missing column\(s\) \['turns'\]"):
-        load_prompts(sb(tmp_path))
+        load_workload(sb(tmp_path)).measured
 
 
 def test_bad_json_line_is_located(tmp_path):
     (tmp_path / "qualitative.jsonl").write_text(json.dumps(make_rows("qualitative", 1)[0]) + "\n{oops\n")
     with pytest.raises(ScenarioError, match=r"qualitative.jsonl:2: invalid JSON"):
-        load_prompts(sb(tmp_path))
+        load_workload(sb(tmp_path)).measured
 
 
 # ---- filters -----------------------------------------------------------------------
@@ -146,19 +146,19 @@ def test_bad_json_line_is_located(tmp_path):
 
 def test_category_filter(tmp_path):
     write_parquet(tmp_path / "qualitative.parquet", make_rows("qualitative"))
-    prompts = load_prompts(sb(tmp_path, categories=["coding", "Math"]))
+    prompts = load_workload(sb(tmp_path, categories=["coding", "Math"])).measured
     assert {p.category for p in prompts} == {"coding", "math"} and len(prompts) == 6
     with pytest.raises(ScenarioError, match=r"no rows in \['codng'\].*coding, humanities"):
-        load_prompts(sb(tmp_path, categories=["codng"]))
+        load_workload(sb(tmp_path, categories=["codng"])).measured
 
 
 def test_entropy_filter_from_category_and_aliases(tmp_path):
     write_parquet(tmp_path / "throughput_16k.parquet", make_rows("throughput_16k"))
     spec = sb(tmp_path, config="throughput_16k", entropy_tiers=["low", "High-Entropy"])
-    prompts = load_prompts(spec)
+    prompts = load_workload(spec).measured
     assert {tag(p, "entropy_tier") for p in prompts} == {"low_entropy", "high_entropy"} and len(prompts) == 6
     with pytest.raises(ScenarioError, match="no rows in tier"):
-        load_prompts(sb(tmp_path, config="throughput_16k", entropy_tiers=["medium_rare"]))
+        load_workload(sb(tmp_path, config="throughput_16k", entropy_tiers=["medium_rare"])).measured
 
 
 def test_entropy_column_with_real_categories(tmp_path):
@@ -168,14 +168,14 @@ def test_entropy_column_with_real_categories(tmp_path):
         r["category"] = "coding" if r["src_id"] != "0" else "math"
     schema = SCHEMA.append(pa.field("entropy_tier", pa.string()))
     write_parquet(tmp_path / "throughput_1k" / "t.parquet", rows, schema)
-    prompts = load_prompts(sb(tmp_path, config="throughput_1k", categories=["coding"], entropy_tiers=["mixed"]))
+    prompts = load_workload(sb(tmp_path, config="throughput_1k", categories=["coding"], entropy_tiers=["mixed"])).measured
     assert len(prompts) == 2 and all(p.category == "coding" and tag(p, "entropy_tier") == "mixed" for p in prompts)
 
 
 def test_entropy_filter_on_qualitative_is_refused(tmp_path):
     write_parquet(tmp_path / "qualitative.parquet", make_rows("qualitative", 1))
     with pytest.raises(ScenarioError, match="only in SPEED-Bench's throughput_"):
-        load_prompts(sb(tmp_path, entropy_tiers=["mixed"]))
+        load_workload(sb(tmp_path, entropy_tiers=["mixed"])).measured
 
 
 # ---- placeholders ------------------------------------------------------------------
@@ -184,12 +184,12 @@ def test_entropy_filter_on_qualitative_is_refused(tmp_path):
 def test_placeholders_are_refused_with_counts_and_sources(tmp_path):
     write_parquet(tmp_path / "qualitative.parquet", make_rows("qualitative", 4, {"coding": 3, "rag": 1}))
     with pytest.raises(ScenarioError) as e:
-        load_prompts(sb(tmp_path, categories=["coding", "math"]))
+        load_workload(sb(tmp_path, categories=["coding", "math"])).measured
     msg = str(e.value)
     assert "3 of 8 selected rows" in msg and "licensed-coding (3)" in msg
     assert "docs/workloads.md" in msg and "licensed-rag" not in msg
     # categories without placeholders are fine
-    assert len(load_prompts(sb(tmp_path, categories=["math", "qa"]))) == 8
+    assert len(load_workload(sb(tmp_path, categories=["math", "qa"])).measured) == 8
     check = check_source(sb(tmp_path))
     assert (check.ok, check.n_rows, check.n_placeholder) == (False, 44, 4)
     assert "placeholders" in check.message
@@ -198,7 +198,7 @@ def test_placeholders_are_refused_with_counts_and_sources(tmp_path):
 def test_placeholders_in_jsonl_source_too(tmp_path):
     f = write_jsonl(tmp_path / "p.jsonl", [{"prompt": "ok"}, {"prompt": PLACEHOLDER_PREFIX + " x"}])
     with pytest.raises(ScenarioError, match="1 of 2 selected rows"):
-        load_prompts(WorkloadSpec(source="jsonl", path=str(f)))
+        load_workload(WorkloadSpec(source="jsonl", path=str(f))).measured
 
 
 # ---- the hub -------------------------------------------------------------------------
@@ -212,7 +212,7 @@ def test_hub_used_when_no_path_and_datasets_importable(monkeypatch):
         return make_rows(config, 2)
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
-    prompts = load_prompts(WorkloadSpec(source="speed_bench", config="throughput_32k"))
+    prompts = load_workload(WorkloadSpec(source="speed_bench", config="throughput_32k")).measured
     assert calls == [("nvidia/SPEED-Bench", "throughput_32k", "test")] and len(prompts) == 6
 
 
@@ -222,13 +222,13 @@ def test_hub_errors_become_scenario_errors(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
     with pytest.raises(ScenarioError, match="ConnectionError: no network.*workload.path"):
-        load_prompts(WorkloadSpec(source="speed_bench"))
+        load_workload(WorkloadSpec(source="speed_bench")).measured
 
 
 def test_without_datasets_and_path(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails
     with pytest.raises(ScenarioError, match="'datasets' package is not installed"):
-        load_prompts(WorkloadSpec(source="speed_bench"))
+        load_workload(WorkloadSpec(source="speed_bench")).measured
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
     check = check_source(WorkloadSpec(source="speed_bench"))
     assert not check.ok and check.n_rows == 0 and "datasets" in check.message
@@ -286,24 +286,24 @@ def test_jsonl_shapes(tmp_path):
 def test_jsonl_bad_rows(tmp_path, row, match):
     f = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "fine"}, row])
     with pytest.raises(ScenarioError, match=f"bad.jsonl:2: .*{match}"):
-        load_prompts(WorkloadSpec(source="jsonl", path=str(f)))
+        load_workload(WorkloadSpec(source="jsonl", path=str(f))).measured
 
 
 def test_jsonl_missing_file(tmp_path):
     with pytest.raises(ScenarioError, match="workload.path: JSONL file .* does not exist"):
-        load_prompts(WorkloadSpec(source="jsonl", path=str(tmp_path / "x.jsonl")))
+        load_workload(WorkloadSpec(source="jsonl", path=str(tmp_path / "x.jsonl"))).measured
 
 
 def test_random_is_refused_unless_allowed():
     with pytest.raises(ScenarioError, match="23%.*allow_random"):
-        load_prompts(WorkloadSpec(source="random"))
+        load_workload(WorkloadSpec(source="random")).measured
     assert not check_source(WorkloadSpec(source="random")).ok
 
 
 def test_random_when_allowed_returns_a_warning():
     spec = WorkloadSpec(source="random", allow_random=True, num_prompts=5, warmup=2, seed=3)
-    seen: list[str] = []
-    prompts = load_prompts(spec, on_warning=seen.append, variant=VariantSpec(name="v", input_tokens=40))
+    got = load_workload(spec, variant=VariantSpec(name="v", input_tokens=40))
+    prompts, seen = got.measured, got.warnings
     assert len(prompts) == 5 and len(seen) == 1 and "23%" in seen[0]
     assert all(len(p.turns[0].split()) == 40 for p in prompts)
     wl = load_workload(spec)
@@ -311,10 +311,6 @@ def test_random_when_allowed_returns_a_warning():
     assert not {p.id for p in wl.warmup} & {p.id for p in wl.measured}
     default = load_workload(WorkloadSpec(source="random", allow_random=True, warmup=2))
     assert (len(default.measured), len(default.warmup)) == (64, 2)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        assert load_prompts(spec) == load_prompts(spec, on_warning=lambda m: None)
-    assert any(issubclass(x.category, RandomPromptsWarning) for x in w)
 
 
 # ---- speedbench data inspect ---------------------------------------------------------------

@@ -1,14 +1,14 @@
-"""The run path's stopping decision for one round of one point (run/stopping.py), on
+"""The run path's stopping decision for one round of one point (stopping/point.py), on
 records written to a real run folder: who may stop, when, and what points.json keeps."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from speedbench.metrics.sequential import EXHAUSTED, MAX_PROMPTS, REACHED
+from speedbench.stopping.looks import EXHAUSTED, MAX_PROMPTS, REACHED
 from speedbench.records import PointKey, RequestRecord, SpecStats
 from speedbench.results import RunDir
-from speedbench.run.stopping import point_stop
+from speedbench.stopping.point import point_stop
 from speedbench.scenario import validate_data
 
 S = 1_000_000_000
@@ -83,3 +83,29 @@ def test_al_halfwidth_stops_a_speculative_arm_without_a_baseline(tmp_path):
     noisy = [_rec("ckpt", i, 200.0, steps=5, accepted=int(a)) for i, a in enumerate(rng.integers(0, 16, 200))]
     again = point_stop(sc, rd, PointKey("ckpt", 4, ""), 0, 200)
     assert again is not None and again.go_on(noisy[:16], 16)  # AL from 1 to 4 per request: not narrow yet
+
+
+def test_each_look_parses_only_the_records_new_since_the_last(tmp_path, monkeypatch):
+    """The baseline's records are read as they grow: a look parses the lines appended since
+    the previous look, never the whole run again; another writer's file is picked up too."""
+    import speedbench.stopping.point as sp
+
+    parsed: list[str] = []
+    real = sp.parse_line
+    monkeypatch.setattr(sp, "parse_line", lambda text: parsed.append(text) or real(text))
+    rd = RunDir.create(tmp_path, "t")
+    tail = sp.RecordTail(rd, "base")
+    key = PointKey("spec", 4, "")
+    base = _records("base", np.full(40, 100.0))
+    for r in base[:16]:
+        rd.append_record(r)
+    rd.append_record(_rec("spec", 0, 200.0))  # another arm's record: parsed, not kept
+    assert [r.prompt_index for r in tail.records(key, 0)] == list(range(16)) and len(parsed) == 17
+    for r in base[16:32]:
+        rd.append_record(r)
+    assert len(tail.records(key, 0)) == 32 and len(parsed) == 33
+    assert tail.records(key, 1) == [] and len(parsed) == 33  # nothing new: nothing parsed
+    job = RunDir.open(rd.path, tag="job7")  # a cluster job's own file
+    for r in base[32:]:
+        job.append_record(r)
+    assert len(tail.records(key, 0)) == 40 and len(parsed) == 41

@@ -1,6 +1,6 @@
 """A point measured in batches that may stop early (sequential stopping): warmup, a
 settled scrape, one closed-loop pass per batch until the caller says stop, a settled
-scrape. The statistics that decide are speedbench/metrics/sequential.py."""
+scrape. What decides after each batch is stopping/point.py."""
 
 from __future__ import annotations
 

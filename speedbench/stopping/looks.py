@@ -1,5 +1,5 @@
-"""Sequential stopping: a fixed look schedule, the interval each look may use, the
-stopping rule, and the honest interval a stopped point reports (docs/metrics.md,
+"""Sequential stopping's statistics: a fixed look schedule, the interval each look may
+use, the stopping rule and what a look finds in one round of a point (docs/metrics.md,
 "Sequential stopping").
 
 Looking at an interval after every batch and stopping once it is narrow enough would
@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from speedbench.analysis.cells import num
 from speedbench.metrics.bootstrap import N_RESAMPLES, paired_ratio_ci
 from speedbench.metrics.lag import LagRange
 from speedbench.metrics.speedup import PAIR_KEYS, pairs_lag
@@ -139,7 +138,7 @@ def run_rule(spec_tps: np.ndarray, base_tps: np.ndarray, target: float, looks: l
     """The stopping rule on per-prompt values already in send order (prompt i of both
     arrays is the i-th prompt sent): look at each scheduled count, stop at the first whose
     interval is narrow enough. The run path applies the same rule one look at a time
-    (run/stopping.py); tests run it on seeded synthetic data to measure its coverage."""
+    (stopping/point.py); tests run it on seeded synthetic data to measure its coverage."""
     level = look_level(alpha, len(looks))
     look = Look(math.nan, math.nan, math.nan)
     for j, n in enumerate(looks):
@@ -149,32 +148,6 @@ def run_rule(spec_tps: np.ndarray, base_tps: np.ndarray, target: float, looks: l
     n = looks[-1] if looks else 0
     return Stopped(EXHAUSTED if n >= len(spec_tps) else MAX_PROMPTS, n, len(looks), len(looks), level,
                    look.estimate, look.ci_low, look.ci_high)
-
-
-# ---- the summary side: recomputed from the records and points.json -----------------------
-
-
-def stopping_rows(records: list, points: dict, baseline: str | None, alpha: float) -> list[dict[str, Any]]:
-    """One entry per stopped round of a point (points.json entries carrying
-    ``stop_reason``): why and after how many prompts it stopped, and the speedup (and AL)
-    with its interval at the look level, recomputed from the records."""
-    table = request_table(records)
-    out = []
-    for (key, rnd), p in sorted(points.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        if not p.get("stop_reason"):
-            continue
-        n_looks = int(p.get("stop_looks") or 1)
-        level = look_level(alpha, n_looks)
-        base = _round(table, key._replace(arm=baseline), rnd) if baseline not in (None, key.arm) else None
-        looks = point_looks(_round(table, key, rnd), base, level)
-        sp, eng, al = looks["speedup"], looks["speedup_engine"], looks["al"]
-        out.append({"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant, "repeat": rnd,
-                    "reason": p["stop_reason"], "prompts": p.get("stop_prompts"), "look": p.get("stop_look"),
-                    "n_looks": n_looks, "level": level, "speedup": sp.estimate, "ci_low": sp.ci_low,
-                    "ci_high": sp.ci_high, "speedup_engine": eng.estimate, "engine_ci_low": eng.ci_low,
-                    "engine_ci_high": eng.ci_high, "al": al.estimate, "al_ci_low": al.ci_low, "al_ci_high": al.ci_high,
-                    "lag_bound": sp.lag_bound})
-    return out
 
 
 def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> dict[str, Look]:
@@ -200,51 +173,16 @@ def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> 
 
 def ok_rows(records: list, key: Any, rnd: int) -> pd.DataFrame:
     """The ok requests of one round of one point, as :func:`request_table` rows. The
-    point's records are picked before the table is built: a look reads the whole run's
-    records, and only this round's are needed."""
+    point's records are picked before the table is built: only this round's are needed."""
     mine = [r for r in records if (r.arm, r.concurrency, r.variant, r.repeat) == (key.arm, key.concurrency,
                                                                                   key.variant, rnd)]
-    return _round(request_table(mine), key, rnd)
+    return round_rows(request_table(mine), key, rnd)
 
 
-def _round(table: pd.DataFrame, key: Any, rnd: int) -> pd.DataFrame:
+def round_rows(table: pd.DataFrame, key: Any, rnd: int) -> pd.DataFrame:
+    """The ok rows of one round of one point in a :func:`request_table`."""
     if table.empty:
         return table
     sel = ((table["arm"] == key.arm) & (table["concurrency"] == key.concurrency)
            & (table["variant"] == key.variant) & (table["repeat"] == rnd) & table["ok"])
     return table[sel]
-
-
-def widen_rows(rows: list[dict[str, Any]], stopping: list[dict[str, Any]]) -> None:
-    """A stopped point's 95% interval over its pairs ignores the looks; widen it (in
-    place) to cover the look-level interval of each of its stopped rounds, and say so."""
-    by_point: dict[tuple, list[dict[str, Any]]] = {}
-    for s in stopping:
-        by_point.setdefault((s["arm"], s["concurrency"], s["variant"]), []).append(s)
-    for r in rows:
-        entries = by_point.get((r["arm"], r["concurrency"], r["variant"] or ""), [])
-        widened = [_widen(r, entries, "speedup", "ci"), _widen(r, entries, "speedup_engine", "engine_ci")]
-        if not any(widened):
-            continue
-        e = entries[0]
-        if r.get("speedup_pairs") == r.get("n_ok"):
-            # every request of the stopped arm is paired: the baseline's extra prompts are
-            # the looks it ran beyond this arm's stop, not prompts this arm lost
-            r["speedup_mean_all"] = math.nan
-            r["warnings"] = [w for w in r.get("warnings", []) if "completed different prompts" not in w]
-        r["warnings"] = [*r.get("warnings", []),
-                         f"sequential stopping: {e['reason']} after {e['prompts']} prompts (look {e['look']} of "
-                         f"{e['n_looks']}); the speedup intervals are taken at the look level {e['level']:.4f} "
-                         f"(Bonferroni over the looks), wider than a plain 95% interval"]
-
-
-def _widen(row: dict[str, Any], entries: list[dict[str, Any]], prefix: str, entry_prefix: str) -> bool:
-    """Widen ``<prefix>_ci_low/high`` of one row to the look-level intervals; False without any."""
-    lows = [s[f"{entry_prefix}_low"] for s in entries if math.isfinite(num(s.get(f"{entry_prefix}_low")))]
-    highs = [s[f"{entry_prefix}_high"] for s in entries if math.isfinite(num(s.get(f"{entry_prefix}_high")))]
-    if not lows or not highs:
-        return False
-    lo, hi = row.get(f"{prefix}_ci_low"), row.get(f"{prefix}_ci_high")
-    row[f"{prefix}_ci_low"] = min([*lows, *([lo] if math.isfinite(num(lo)) else [])])
-    row[f"{prefix}_ci_high"] = max([*highs, *([hi] if math.isfinite(num(hi)) else [])])
-    return True

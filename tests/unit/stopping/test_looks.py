@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from speedbench.metrics.sequential import (EXHAUSTED, MAX_PROMPTS, REACHED, Look, look_level, look_schedule,
-                                           prompt_order, resamples, run_rule, speedup_look, widen_rows)
+from speedbench.stopping.looks import (EXHAUSTED, MAX_PROMPTS, REACHED, Look, look_level, look_schedule, prompt_order,
+                                      resamples, run_rule, speedup_look)
+from speedbench.stopping.summary import widen_rows
 
 FIXED = 880  # SPEED-Bench qualitative: the fixed prompt count a point spends without stopping
 TRUE_SPEEDUP = 2.0

@@ -1,0 +1,102 @@
+"""What the run path tells its user, said through one interface: the run path calls a
+:class:`Progress`, and the caller (the CLI, a cluster job, a calibration) supplies one.
+:class:`ConsoleProgress` is the renderer every caller uses today: a rich console, with
+the exact text ``speedbench run`` has always printed.
+
+The live view during the arms (:class:`~speedbench.run.live.LiveProgress`) comes from
+``Progress.live()``, so a caller that renders elsewhere replaces both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+
+from speedbench.doctor.base import Check
+from speedbench.doctor.table import print_checks
+from speedbench.report.terminal import print_summary
+from speedbench.results import RunDir
+from speedbench.results.files import human_bytes
+from speedbench.run.live import LiveProgress
+
+
+class Progress(Protocol):
+    """Every message of a run, new or resumed, from the data to the exit code."""
+
+    def live(self) -> LiveProgress: ...
+    def warning(self, msg: str) -> None: ...
+    def run_folder(self, path: Path) -> None: ...
+    def resuming(self, path: Path, kept: int, dropped: int, superseded: str) -> None: ...
+    def preflight_ok(self, n_checks: int, n_warnings: int) -> None: ...
+    def preflight_failed(self, checks: list[Check]) -> None: ...
+    def job_records(self, path: Path, records_file: str) -> None: ...
+    def job_interrupted(self) -> None: ...
+    def arm_failed(self, arm: str, msg: str) -> None: ...
+    def output_stopped(self, path: Path, error: Exception, folder: Path, free: int | None) -> None: ...
+    def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None: ...
+    def results(self, path: Path) -> None: ...
+    def tracking(self, line: str) -> None: ...
+    def interrupted(self, path: Path) -> None: ...
+
+
+class ConsoleProgress:
+    """The run's messages on a rich console, as ``speedbench run`` prints them."""
+
+    def __init__(self, console: Console):
+        self.console = console
+
+    def live(self) -> LiveProgress:
+        return LiveProgress(self.console)
+
+    def warning(self, msg: str) -> None:
+        self.console.print(f"[yellow]warning[/yellow]: {msg}")
+
+    def run_folder(self, path: Path) -> None:
+        self.console.print(f"run folder: {path}")
+
+    def resuming(self, path: Path, kept: int, dropped: int, superseded: str) -> None:
+        self.console.print(
+            f"resuming {path}: {kept} finished points are kept"
+            + (f"; {dropped} records of unfinished points moved to {superseded}" if dropped else "")
+        )
+
+    def preflight_ok(self, n_checks: int, n_warnings: int) -> None:
+        self.console.print(f"pre-flight checks: ok ({n_checks} checks, {n_warnings} warnings; "
+                           "`speedbench doctor` shows them)")
+
+    def preflight_failed(self, checks: list[Check]) -> None:
+        print_checks(checks, self.console)
+        self.console.print("[red]pre-flight checks failed[/red]; fix the above or pass --skip-doctor to run anyway")
+
+    def job_records(self, path: Path, records_file: str) -> None:
+        self.console.print(f"records: {path} ({records_file})")
+
+    def job_interrupted(self) -> None:
+        self.console.print("[yellow]interrupted[/yellow]: the running point is marked interrupted; "
+                           "a requeued or resumed job continues from the finished points")
+
+    def arm_failed(self, arm: str, msg: str) -> None:
+        self.console.print(f"[red]arm {arm} failed[/red]: {msg.splitlines()[0]}")
+
+    def output_stopped(self, path: Path, error: Exception, folder: Path, free: int | None) -> None:
+        self.console.print(f"[red]stopped: the run folder cannot be written[/red]: {error}", soft_wrap=True)
+        self.console.print(f"  run folder: {path}\n  free space:  {human_bytes(free)} in {folder}\n"
+                           f"  servers stopped; every complete record is kept. Free space (or make the folder "
+                           f"writable), then resume:\n    speedbench run --resume {path}", soft_wrap=True)
+
+    def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None:
+        print_summary(summary, self.console, run_dir=run_dir)
+
+    def results(self, path: Path) -> None:
+        self.console.print(f"results: {path}")
+
+    def tracking(self, line: str) -> None:
+        self.console.print(line, markup=False, soft_wrap=True)
+
+    def interrupted(self, path: Path) -> None:
+        self.console.print(
+            f"[yellow]interrupted[/yellow]: partial results and summary written. Resume with:\n"
+            f"  speedbench run --resume {path}"
+        )
