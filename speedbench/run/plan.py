@@ -11,7 +11,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from speedbench.engine.command import LaunchSpec, launch_spec
+from speedbench.engine.base import LaunchSpec
+from speedbench.engine.vllm.command import launch_spec
 from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_env

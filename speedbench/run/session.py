@@ -19,7 +19,7 @@ from rich.console import Console
 from speedbench.doctor import exit_code, run_checks
 from speedbench.doctor.table import print_checks
 from speedbench.engine.gpus import detect_gpus
-from speedbench.engine.provenance import hardware
+from speedbench.engine.vllm.provenance import hardware
 from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan

@@ -21,9 +21,9 @@ from types import SimpleNamespace
 import pytest
 
 from speedbench.engine import make_server
-from speedbench.engine.command import launch_spec
+from speedbench.engine.vllm.command import launch_spec
 from speedbench.engine.local import _group_alive
-from speedbench.engine.provenance import collect_provenance
+from speedbench.engine.vllm.provenance import collect_provenance
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.scenario import load_raw, validate_data
 

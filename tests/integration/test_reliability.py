@@ -32,7 +32,7 @@ import pytest
 import yaml
 from aiohttp import web
 
-from speedbench.engine.command import LaunchSpec
+from speedbench.engine.base import LaunchSpec
 from speedbench.secrets import REDACTED
 from speedbench.engine.local import LocalServer, _group_alive
 from speedbench.testing import FakeConfig, FakeServer

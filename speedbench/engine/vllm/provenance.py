@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import __version__
-from speedbench.engine.command import LaunchSpec, flag_value
+from speedbench.engine.base import LaunchSpec, flag_value
 from speedbench.engine.host_cpu import cpu_facts, server_attention
 from speedbench.engine.probe import http_json
 from speedbench.scenario import ArmSpec, Scenario
@@ -147,7 +147,7 @@ def cpu_attention(argv: list[str], model: str) -> dict[str, Any]:
 
 
 def git_commit() -> dict[str, Any]:
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
     dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)) if commit else False
     return {"commit": commit, "dirty": dirty}
