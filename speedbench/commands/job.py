@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.run import resume_run
+    from speedbench.run import resume_run  # the whole run path: only when a job runs
 
     tag = args.tag or os.environ.get("SLURM_JOB_ID") or f"pid{os.getpid()}"
     return resume_run(Path(args.run), overrides=[], skip_doctor=args.skip_doctor, console=Console(highlight=False),

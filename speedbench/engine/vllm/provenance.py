@@ -25,6 +25,7 @@ from speedbench.engine.host_cpu import cpu_facts, server_attention
 from speedbench.engine.probe import http_json
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_argv, redact_env, scrub, secret_values
+from speedbench.workload import source_fingerprint
 
 EAGLE3_METHODS = ("eagle3",)
 V31_FLAGS = ("fc_norm", "norm_output", "norm_before_fc")
@@ -220,6 +221,4 @@ def cluster_job(environ: dict[str, str] | None = None) -> dict[str, str]:
 def _data_fingerprint(scenario: Scenario) -> dict[str, Any]:
     # Prepared SPEED-Bench copies differ by who prepared them and when (sources change);
     # the hash says whether two runs read the same bytes.
-    from speedbench.workload import source_fingerprint
-
     return source_fingerprint(scenario.workload)
