@@ -33,7 +33,7 @@ import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
 from speedbench.records import RequestRecord
-from speedbench.client.spec_payload import read_usage, set_spec
+from speedbench.client.spec_payload import ask_token_ids, read_usage, refuses_token_ids, set_spec
 
 try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks/README.md)
     import msgspec
@@ -173,39 +173,14 @@ async def stream_request(
     payload = dict(body)
     payload["stream"] = True
     payload["stream_options"] = {"include_usage": True, "continuous_usage_stats": False}
-    want_ids = cfg.return_token_ids
     # sock_read is aiohttp's per-read timer, re-armed on every received packet: one
     # timer re-arm per read, and it fires only when the stream really stalls.
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s),
                                     sock_read=cfg.idle_timeout_s)
-    started = False  # True once a 200 response began streaming
-    complete = False  # True once [DONE] was seen (only the body's tail remained)
+    progress = _Progress()
     try:
         async with deadline(cfg.request_timeout_s):
-            while True:
-                if want_ids:
-                    payload["return_token_ids"] = True
-                else:
-                    payload.pop("return_token_ids", None)
-                rec.t_sent_ns = perf_counter_ns()
-                async with session.post(url, json=payload, timeout=timeout) as resp:
-                    if resp.status != 200:
-                        head = await resp.content.read(_BODY_LIMIT)
-                        # Servers without the vLLM extension may reject the field; the
-                        # count then falls back to text deltas (see module docstring).
-                        if want_ids and resp.status == 400 and b"return_token_ids" in head:
-                            want_ids = False
-                            continue
-                        rec.t_end_ns = perf_counter_ns()
-                        rec.error = "http_status"
-                        rec.error_detail = f"HTTP {resp.status}: {head.decode('utf-8', errors='replace')}"
-                        return rec
-                    started = True
-                    await _consume(resp.content, rec, resp.connection.protocol if resp.connection else None)
-                    if rec.error is None:
-                        complete = True
-                        await _drain(resp.content)
-                    return rec
+            await _send(session, _Request(url, payload, timeout, cfg.return_token_ids), rec, progress)
     except asyncio.CancelledError:
         _fail(rec, "cancelled", "the request was cancelled")
         raise
@@ -215,19 +190,60 @@ async def stream_request(
         # SocketTimeoutError (sock_read): no bytes for idle_timeout_s.
         _fail(rec, "idle_timeout", f"no data for {cfg.idle_timeout_s} s ({e})")
     except asyncio.TimeoutError:  # the builtin TimeoutError on 3.11+
-        if not complete:  # a deadline hit while draining after [DONE] is no error
+        if not progress.complete:  # a deadline hit while draining after [DONE] is no error
             _fail(rec, "timeout", f"request exceeded {cfg.request_timeout_s} s")
     except aiohttp.ClientPayloadError as e:
         # The connection dropped inside the HTTP body (e.g. mid chunked-encoding).
         _fail(rec, "truncated", f"stream broken: {e}")
     except (aiohttp.ClientError, OSError) as e:
-        _fail(rec, "truncated" if started else "connection", f"{type(e).__name__}: {e}")
+        _fail(rec, "truncated" if progress.started else "connection", f"{type(e).__name__}: {e}")
     except ValueError as e:
         # a protocol-level parse failure inside aiohttp (bad chunked encoding, ...)
         _fail(rec, "malformed_sse", f"{type(e).__name__}: {e}")
     except Exception as e:  # noqa: BLE001 -- the contract: a request never raises into the runner
         _fail(rec, "connection", f"unexpected {type(e).__name__}: {e}")
     return rec
+
+
+@dataclass
+class _Request:
+    url: str
+    payload: dict
+    timeout: aiohttp.ClientTimeout
+    want_ids: bool  # ask for per-chunk token ids (dropped once a server refuses them)
+
+
+@dataclass
+class _Progress:
+    """How far a request got, for naming its error."""
+
+    started: bool = False  # a 200 response began streaming
+    complete: bool = False  # [DONE] was seen (only the body's tail remained)
+
+
+async def _send(session: aiohttp.ClientSession, req: _Request, rec: RequestRecord, progress: _Progress) -> None:
+    """POST until a response is read: once more without token ids if the server refuses them."""
+    while True:
+        ask_token_ids(req.payload, req.want_ids)
+        rec.t_sent_ns = perf_counter_ns()
+        async with session.post(req.url, json=req.payload, timeout=req.timeout) as resp:
+            if resp.status != 200:
+                head = await resp.content.read(_BODY_LIMIT)
+                # Servers without the vLLM extension may reject the field; the count then
+                # falls back to text deltas (see module docstring).
+                if req.want_ids and refuses_token_ids(resp.status, head):
+                    req.want_ids = False
+                    continue
+                rec.t_end_ns = perf_counter_ns()
+                rec.error = "http_status"
+                rec.error_detail = f"HTTP {resp.status}: {head.decode('utf-8', errors='replace')}"
+                return
+            progress.started = True
+            await _consume(resp.content, rec, resp.connection.protocol if resp.connection else None)
+            if rec.error is None:
+                progress.complete = True
+                await _drain(resp.content)
+            return
 
 
 async def _drain(content: aiohttp.StreamReader) -> None:
@@ -264,13 +280,10 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
     before this coroutine runs keep their own times.
     """
     arrivals = _Arrivals(proto, content)
-    chunk_ns = rec.chunk_ns
-    chunk_tokens = rec.chunk_tokens
     text: list[str] = []
     last = b""
     pending = b""  # an incomplete line carried over to the next read
     taken = 0  # body bytes taken so far, on the same scale as the marks
-    loads = _loads
     try:
         async for piece_bytes in content.iter_any():
             resumed = perf_counter_ns()
@@ -280,84 +293,100 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
             lines = (pending + piece_bytes if pending else piece_bytes).split(b"\n")
             pending = lines.pop()
             if len(pending) > _MAX_LINE:
-                rec.error, rec.error_detail = "malformed_sse", "an SSE line over 16 MiB"
-                rec.raw_fragment = _fragment(pending)
+                _malformed(rec, "an SSE line over 16 MiB", pending)
                 return
             for line in lines:
                 pos += len(line) + 1
-                if not line.startswith(b"data:"):
-                    if not line.strip() or line.startswith(b":") or line.startswith(_IGNORED_FIELDS):
-                        continue
-                    rec.error, rec.error_detail = "malformed_sse", "not an SSE data line"
-                    rec.raw_fragment = _fragment(line)
-                    return
-                last = line
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    rec.t_end_ns = perf_counter_ns()
-                    return
-                try:
-                    obj = loads(data)
-                    choices = obj.get("choices")
-                except (ValueError, AttributeError):
-                    rec.error, rec.error_detail = "malformed_sse", "event is not a JSON object"
-                    rec.raw_fragment = _fragment(line)
-                    return
-                try:
-                    if choices:
-                        c = choices[0]
-                        ids = c.get("token_ids")
-                        delta = c.get("delta")
-                        piece = delta.get("content") if delta is not None else c.get("text")
-                        if piece:
-                            if not isinstance(piece, str):
-                                raise TypeError("content is not text")
-                            text.append(piece)
-                        if ids is not None:
-                            n = len(ids)
-                        elif piece or (delta is not None and _has_other_text(delta)):
-                            n = 1
-                        elif c.get("finish_reason") is not None:
-                            # Without token ids, the last step often comes as an empty delta
-                            # with finish_reason (EOS detokenises to ""): it still carries
-                            # the last token, and its arrival ends the decode window.
-                            n = 1
-                        else:
-                            n = 0
-                        if n:
-                            chunk_ns.append(arrivals.at(pos, resumed))
-                            chunk_tokens.append(n)
-                        legacy = c.get("speculative_decoding_stats")
-                        if legacy is not None:
-                            set_spec(rec, legacy)
-                except (AttributeError, TypeError, KeyError, IndexError, ValueError):
-                    # JSON, but not the OpenAI shape (choices not a list of objects, ...)
-                    rec.error, rec.error_detail = "malformed_sse", "event has an unexpected shape"
-                    rec.raw_fragment = _fragment(line)
-                    return
-                usage = obj.get("usage")
-                if usage:
-                    read_usage(obj, usage, rec)
-                if "error" in obj:
-                    # vLLM reports a failure after the 200 header as an error event.
-                    rec.error = "http_status"
-                    rec.error_detail = f"in-stream error: {json.dumps(obj['error'])[:_BODY_LIMIT]}"
-                    rec.raw_fragment = _fragment(line)
+                if line.startswith(b"data:"):
+                    last = line
+                    # the stamp is looked up for every event, used only by one that carries
+                    # tokens: marks before an earlier offset are never needed again
+                    if _event(line, rec, text, arrivals.at(pos, resumed)):
+                        return
+                elif line.strip() and not line.startswith(b":") and not line.startswith(_IGNORED_FIELDS):
+                    _malformed(rec, "not an SSE data line", line)
                     return
         # EOF without [DONE]
         rec.error, rec.error_detail = "truncated", "the stream ended before [DONE]"
-        tail = pending if pending.strip() else last
-        rec.raw_fragment = _fragment(tail) if tail else None
+        _keep_tail(rec, pending, last)
     except aiohttp.ClientPayloadError:
         # The connection broke inside the body: keep the last bytes that did arrive,
         # as for a clean EOF (the caller records the error kind).
-        tail = pending if pending.strip() else last
-        rec.raw_fragment = _fragment(tail) if tail else None
+        _keep_tail(rec, pending, last)
         raise
     finally:
         if not rec.t_end_ns:
             rec.t_end_ns = perf_counter_ns()
         rec.output_text = "".join(text)
+
+
+def _keep_tail(rec: RequestRecord, pending: bytes, last: bytes) -> None:
+    tail = pending if pending.strip() else last
+    rec.raw_fragment = _fragment(tail) if tail else None
+
+
+def _malformed(rec: RequestRecord, detail: str, raw: bytes) -> bool:
+    rec.error, rec.error_detail = "malformed_sse", detail
+    rec.raw_fragment = _fragment(raw)
+    return True
+
+
+def _event(line: bytes, rec: RequestRecord, text: list[str], at: int) -> bool:
+    """One ``data:`` line; True when the stream is over ([DONE], or an error set on
+    ``rec``). ``at``: the arrival time of the line's last byte."""
+    data = line[5:].strip()
+    if data == b"[DONE]":
+        rec.t_end_ns = perf_counter_ns()
+        return True
+    try:
+        obj = _loads(data)
+        choices = obj.get("choices")
+    except (ValueError, AttributeError):
+        return _malformed(rec, "event is not a JSON object", line)
+    try:
+        if choices:
+            _choice(choices[0], rec, text, at)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        # JSON, but not the OpenAI shape (choices not a list of objects, ...)
+        return _malformed(rec, "event has an unexpected shape", line)
+    usage = obj.get("usage")
+    if usage:
+        read_usage(obj, usage, rec)
+    if "error" in obj:
+        # vLLM reports a failure after the 200 header as an error event.
+        rec.error = "http_status"
+        rec.error_detail = f"in-stream error: {json.dumps(obj['error'])[:_BODY_LIMIT]}"
+        rec.raw_fragment = _fragment(line)
+        return True
+    return False
+
+
+def _choice(c: Any, rec: RequestRecord, text: list[str], at: int) -> None:
+    """One choice of an event: its text, its tokens (stamped ``at``), legacy spec stats."""
+    ids = c.get("token_ids")
+    delta = c.get("delta")
+    piece = delta.get("content") if delta is not None else c.get("text")
+    if piece:
+        if not isinstance(piece, str):
+            raise TypeError("content is not text")
+        text.append(piece)
+    if ids is not None:
+        n = len(ids)
+    elif piece or (delta is not None and _has_other_text(delta)):
+        n = 1
+    elif c.get("finish_reason") is not None:
+        # Without token ids, the last step often comes as an empty delta with
+        # finish_reason (EOS detokenises to ""): it still carries the last token, and its
+        # arrival ends the decode window.
+        n = 1
+    else:
+        n = 0
+    if n:
+        rec.chunk_ns.append(at)
+        rec.chunk_tokens.append(n)
+    legacy = c.get("speculative_decoding_stats")
+    if legacy is not None:
+        set_spec(rec, legacy)
 
 
 def _has_other_text(delta: dict) -> bool:

@@ -21,6 +21,9 @@ DRAFTS = "vllm:spec_decode_num_drafts"
 DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+SPEC_METRICS = (DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POS)  # vLLM's names (engine/vllm/ exposes them)
+# The lines two scrapes must agree on before a snapshot counts as settled (loadgen/measure.py).
+SETTLE_PREFIXES = ("vllm:spec_decode", "vllm:generation_tokens")
 
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 

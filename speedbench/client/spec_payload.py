@@ -1,4 +1,5 @@
-"""The usage chunk and the per-request spec-decode stats a server streams back.
+"""vLLM's per-request payload: the token-ids request field, the usage chunk and the
+per-request spec-decode stats a server streams back.
 
 vLLM 0.32 sends ``metrics.speculative_decoding`` next to the final ``usage`` (accepted
 inside ``usage`` too); older servers sent ``speculative_decoding_stats`` per choice.
@@ -13,6 +14,25 @@ import math
 from typing import Any
 
 from speedbench.records import EngineTiming, RequestRecord, SpecStats
+
+# vLLM's extension: each chunk carries its ``token_ids`` (exact tokens per chunk without a
+# tokenizer). Servers without it may answer 400 naming the field; the client then asks again
+# without it and counts text deltas instead (client/http.py).
+TOKEN_IDS_FIELD = "return_token_ids"
+
+
+def ask_token_ids(payload: dict, want: bool) -> None:
+    """Set or drop the token-ids field on a request body."""
+    if want:
+        payload[TOKEN_IDS_FIELD] = True
+    else:
+        payload.pop(TOKEN_IDS_FIELD, None)
+
+
+def refuses_token_ids(status: int, head: bytes) -> bool:
+    """Whether an error response refuses the token-ids field (a server without the extension)."""
+    return status == 400 and TOKEN_IDS_FIELD.encode() in head
+
 
 # vLLM 0.32's per-request timing fields (``--enable-per-request-metrics``) -> EngineTiming
 _TIMING_FIELDS = (("generation_time_ms", "generation_ms"), ("time_to_first_token_ms", "ttft_ms"),

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from speedbench.calibration.session import CalibrateRequest, calibrate, measured_scenario, store_from_run
+from speedbench.commands.run import print_plan
 from speedbench.errors import UsageError
+from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
 HELP = """\
@@ -61,8 +64,6 @@ def _floats(text: str | None) -> list[float] | None:
 
 
 def run(args) -> int:
-    from speedbench.calibration.session import CalibrateRequest, calibrate, measured_scenario, store_from_run
-
     console = Console(highlight=False)
     sc = load_scenario(Path(args.scenario), args.overrides)
     req = CalibrateRequest(scenario=sc, arm=args.arm, mode=args.mode, als=_floats(args.al),
@@ -70,9 +71,6 @@ def run(args) -> int:
                            model=args.model, source=args.source)
     folder = Path(args.output)
     if args.dry_run:
-        from speedbench.commands.run import print_plan
-        from speedbench.run.plan import build_plan
-
         print_plan(build_plan(measured_scenario(req)), console)
         return 0
     if args.from_run:

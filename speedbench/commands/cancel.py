@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from speedbench.executors.kinds import executor_of_run
+from speedbench.results import RunDir
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -18,10 +21,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.executors import slurm
-    from speedbench.results import RunDir
-
     rd = RunDir.open(args.run)
-    ids = slurm.cancel(rd, wait_s=args.wait)
+    ids = executor_of_run(rd).cancel(rd, wait_s=args.wait)
     Console(highlight=False).print(f"cancelled {len(ids)} jobs: {' '.join(ids) or '(none active)'}")
     return 0

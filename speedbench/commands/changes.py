@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from speedbench.errors import UsageError
+from speedbench.results import atomic_write
 
 HELP = """\
 Judge every nightly series under RESULTS_DIR (speedup and per-user TPS at each
@@ -46,9 +47,9 @@ def _since(text: str | None) -> dt.datetime | None:
 
 
 def run(args) -> int:
+    # matplotlib and the dashboard's renderers: only when this command runs, not at `speedbench --help`
     from speedbench.report.dashboard import results_verdicts
     from speedbench.report.verdicts import any_regression, as_json, text_lines
-    from speedbench.results import atomic_write
 
     console = Console(highlight=False)
     vs, problems = results_verdicts(args.results_dir, _since(args.since))

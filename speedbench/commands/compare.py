@@ -8,6 +8,14 @@ from pathlib import Path
 from rich.console import Console
 
 from speedbench.errors import UsageError
+from speedbench.report.compare import (
+    compare_arms,
+    compare_runs,
+    merge,
+    print_comparison,
+    render_comparison_html,
+)
+from speedbench.results import atomic_write, load_run
 
 HELP = """\
 Compare runs side by side: speedup per concurrency for every speculative arm (matched
@@ -33,14 +41,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.report.compare import (
-        compare_arms,
-        compare_runs,
-        print_comparison,
-        render_comparison_html,
-    )
-    from speedbench.results import atomic_write, load_run
-
     runs = [load_run(p) for p in args.runs]
     console = Console(highlight=False)
     if args.arms:
@@ -52,8 +52,6 @@ def run(args) -> int:
     for cmp in comparisons:
         print_comparison(cmp, console)
     if args.html:
-        from speedbench.report.compare import merge
-
         atomic_write(Path(args.html), render_comparison_html(merge(comparisons)))
         console.print(f"wrote {args.html}", markup=False, soft_wrap=True)
     return 0

@@ -24,7 +24,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.report.dashboard import build_dashboard
+    from speedbench.report.dashboard import build_dashboard  # matplotlib: not at `speedbench --help`
 
     console = Console(highlight=False)
     d = build_dashboard(args.results_dir, args.output)

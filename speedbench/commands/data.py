@@ -13,6 +13,7 @@ from speedbench.errors import UsageError
 from speedbench.records import Prompt
 from speedbench.scenario import WorkloadSpec
 from speedbench.workload import filter_prompts, is_placeholder, read_source, tag
+from speedbench.workload.chat import load_tokenizer
 from speedbench.workload.speed_bench import check_config
 
 
@@ -83,8 +84,6 @@ def run_inspect(args) -> int:
     rows = filter_prompts(rows, spec.categories, spec.entropy_tiers)
     tokenizer = None
     if args.tokenizer:
-        from speedbench.workload.chat import load_tokenizer
-
         tokenizer = load_tokenizer(args.tokenizer, trust_remote_code=args.trust_remote_code)
     console = Console(highlight=False)
     what = args.source + (f" (config {spec.config})" if spec.source == "speed_bench" else "")

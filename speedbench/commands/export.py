@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
+
+from rich.console import Console
+
+from speedbench.errors import UsageError
+from speedbench.results import load_run
+from speedbench.results.category_matrix import category_order, checkpoints, export_matrix, rich_table
+from speedbench.results.exports import export_run
+from speedbench.results.mlflow_export import export_mlflow
 
 HELP = """\
 Write a finished run in another shape:
-
   vllm                 one JSON per point with the keys of `vllm bench serve --save-result`
                        (vLLM 0.32), recomputed from the records with vLLM's definitions;
                        docs/results.md lists each key and where it differs from ours
@@ -43,12 +52,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    import os
-    from pathlib import Path
-
-    from speedbench.errors import UsageError
-    from speedbench.results import load_run
-
     if len(args.run) > 1 and args.format != "category-matrix":
         raise UsageError(f"--format {args.format} exports one run; several runs only with --format category-matrix")
     runs = [load_run(p) for p in args.run]
@@ -56,8 +59,6 @@ def run(args) -> int:
     assert first.path is not None  # load_run reads a folder
     out = Path(args.output) if args.output else first.path / "export" / args.format
     if args.format == "mlflow":
-        from speedbench.results.mlflow_export import export_mlflow
-
         uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
         if not uri:
             raise UsageError("--format mlflow needs --tracking-uri URI (or $MLFLOW_TRACKING_URI)")
@@ -66,7 +67,6 @@ def run(args) -> int:
         return 0
     if args.format == "category-matrix":
         return _matrix(runs, out, args.concurrency, args.variant)
-    from speedbench.results.exports import export_run
 
     for p in export_run(first, args.format, out):
         print(p)
@@ -74,10 +74,6 @@ def run(args) -> int:
 
 
 def _matrix(runs, out, concurrency: int | None, variant: str) -> int:
-    from rich.console import Console
-
-    from speedbench.results.category_matrix import category_order, checkpoints, export_matrix, rich_table
-
     written = export_matrix(runs, out, concurrency, variant)
     cps = checkpoints(runs, concurrency, variant)
     Console().print(rich_table(cps, category_order(cps)))

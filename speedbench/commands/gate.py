@@ -8,6 +8,17 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from speedbench.report.gate import (
+    evaluate_gates,
+    exit_code,
+    junit_xml,
+    load_gates,
+    summary_markdown,
+)
+from speedbench.results import atomic_write, load_run
 
 HELP = """\
 Check a run against gates from its scenario (`gates:`) or from --gates FILE (a YAML
@@ -35,25 +46,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from speedbench.report.gate import (
-        evaluate_gates,
-        exit_code,
-        junit_xml,
-        load_gates,
-        summary_markdown,
-    )
-    from speedbench.results import atomic_write, load_run
-
     t0 = time.monotonic()
     current = load_run(args.run)
     baseline = load_run(args.baseline_run) if args.baseline_run else None
     gates = load_gates(current, args.gates)
     history = None
     if args.history:
-        from speedbench.report.dashboard import scan
+        from speedbench.report.dashboard import scan  # matplotlib: not at `speedbench --help`
 
         history = [sr.run for sr in scan(Path(args.history))[0]]
     results = evaluate_gates(current, gates, baseline, history)

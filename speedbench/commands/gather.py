@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from rich.console import Console
 from rich.markup import escape
+
+from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_gates
+from speedbench.report.terminal import print_summary
+from speedbench.results import RunDir, atomic_write, load_run
+from speedbench.results.mlflow_export import track_finished_run
+from speedbench.results.summary import summarize_run_dir
+from speedbench.run.plan import build_plan
+from speedbench.scenario import validate_data
 
 
 def register(sub) -> None:
@@ -20,16 +31,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    import time
-    from pathlib import Path
-
-    from speedbench.run.plan import build_plan
-    from speedbench.report.render import write_report
-    from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_gates
-    from speedbench.report.terminal import print_summary
-    from speedbench.results import RunDir, atomic_write, load_run
-    from speedbench.scenario import validate_data
-    from speedbench.results.summary import summarize_run_dir
+    from speedbench.report.render import write_report  # matplotlib: not at `speedbench --help`
 
     t0 = time.monotonic()
     console = Console(highlight=False)
@@ -57,7 +59,6 @@ def run(args) -> int:
         if args.junit:
             atomic_write(Path(args.junit), junit_xml(results, run, time.monotonic() - t0))
         code = max(code, exit_code(results))
-    from speedbench.results.mlflow_export import track_finished_run
 
     track_finished_run(rd.path, sc, lambda line: console.print(line, markup=False, soft_wrap=True))
     console.print(f"gathered: {rd.path}", markup=False, soft_wrap=True)

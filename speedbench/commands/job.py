@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.run.session import ConsoleProgress, resume_run
+    from speedbench.run.session import ConsoleProgress, resume_run  # noqa: PLC0415 -- the whole run path: only when a job runs
 
     tag = args.tag or os.environ.get("SLURM_JOB_ID") or f"pid{os.getpid()}"
     return resume_run(Path(args.run), overrides=[], skip_doctor=args.skip_doctor,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from speedbench.report.terminal import print_report
+from speedbench.results import RunDir, load_run
+from speedbench.results.verify import verify_run
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -20,12 +24,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.report.render import write_report
-    from speedbench.report.terminal import print_report
-    from speedbench.results import load_run
-
-    from speedbench.results import RunDir
-    from speedbench.results.verify import verify_run
+    from speedbench.report.render import write_report  # matplotlib: not at `speedbench --help`
 
     console = Console(highlight=False)
     # Lost or damaged records would show as fewer requests, or a failed point: say so first.

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
+from rich.table import Table
+
+from speedbench.executors.kinds import executor_of_run
+from speedbench.results import RunDir
+from speedbench.scenario import validate_data
 
 
 def register(sub) -> None:
@@ -18,23 +25,15 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from rich.table import Table
-
-    from speedbench.executors import slurm
-    from speedbench.results import RunDir
-    from speedbench.scenario import validate_data
-
     console = Console(highlight=False)
     rd = RunDir.open(args.run)
     sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
-    jobs = slurm.arm_jobs(rd, sc)
+    executor = executor_of_run(rd)
+    jobs = executor.status(rd, sc)
     if args.json:
-        import dataclasses
-        import json
-
-        g = slurm.gather_job(rd)
+        g = executor.gather(rd)
         print(json.dumps({"run": str(rd.path),
-                          "jobs": [{**dataclasses.asdict(j), "died": j.died} for j in jobs],
+                          "jobs": [j.shown() for j in jobs],
                           "gather": {"job_id": g[0], "state": g[1]} if g else None}, indent=1))
         return 1 if any(j.died for j in jobs) else 0
     table = Table(title=f"jobs of {rd.path}", title_justify="left")
@@ -44,7 +43,7 @@ def run(args) -> int:
         state = f"[bold red]{j.state} (died)[/]" if j.died else j.state
         table.add_row(j.arm, j.job_id, state, j.node, f"{j.points_done}/{j.points_total}", j.reason)
     console.print(table)
-    g = slurm.gather_job(rd)
+    g = executor.gather(rd)
     if g:
         console.print(f"gather: job {g[0]} {g[1]}")
     died = [j for j in jobs if j.died]

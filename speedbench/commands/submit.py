@@ -8,6 +8,15 @@ from typing import Any
 
 from rich.console import Console
 
+from speedbench.commands.dashboard import run as dashboard
+from speedbench.errors import UsageError
+from speedbench.executors.base import Executor
+from speedbench.executors.kinds import executor_for
+from speedbench.executors.matrix import (cells, dashboard_script, load_matrix, promote_rule, promote_script,
+                                         promoted_cells, screening)
+from speedbench.results import RunDir, atomic_write
+from speedbench.scenario import resolved_dict
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -30,14 +39,12 @@ def register(sub) -> None:
 
 
 def _local(m, all_cells, root: Path, site: Path, args, console: Console) -> int:
-    from speedbench.commands.dashboard import run as dashboard
-    from speedbench.executors.matrix import promote_rule, promoted_cells, screening
-    from speedbench.run.session import ConsoleProgress, new_run
+    local = executor_for("local")
 
     def run_cell(c) -> tuple[int, Path | None]:
         sc = c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": "local"})})
         before = set((root / sc.name).glob("*")) if (root / sc.name).is_dir() else set()
-        code = new_run(sc, root, overrides=c.overrides, skip_doctor=args.skip_doctor, progress=ConsoleProgress(console))
+        code = local.submit(sc, root, console, overrides=c.overrides, skip_doctor=args.skip_doctor)
         made = sorted(set((root / sc.name).glob("*")) - before) if (root / sc.name).is_dir() else []
         return code, (made[-1] if made else None)
 
@@ -51,49 +58,37 @@ def _local(m, all_cells, root: Path, site: Path, args, console: Console) -> int:
     return max(codes)
 
 
-def _submit_cells(cells, root: Path, slurm, args, cwd: Path, console: Console) -> list[dict[str, Any]]:
-    from speedbench.executors.slurm import submit
-    from speedbench.results import RunDir
-    from speedbench.scenario import resolved_dict
-
+def _submit_cells(cells, root: Path, executor: Executor, args, cwd: Path, console: Console) -> list[dict[str, Any]]:
     record = []
     for c in cells:
         sc = c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": "slurm"})})
         rd = RunDir.create(root, sc.name)
         rd.write_scenario(resolved_dict(sc), c.overrides)
-        jobs = submit(sc, rd, skip_doctor=args.skip_doctor, slurm=slurm, cwd=cwd)
+        arm_jobs, gather = executor.submit_jobs(sc, rd, cwd=cwd, skip_doctor=args.skip_doctor)
         record.append({"scenario": sc.name, "checkpoint": c.checkpoint, "override": c.override,
-                       "run": str(rd.path), "arm_jobs": jobs["submissions"][-1]["arms"],
-                       "gather": jobs["gather"][-1]})
+                       "run": str(rd.path), "arm_jobs": arm_jobs, "gather": gather})
         console.print(f"  {c.label}: {rd.path} jobs {' '.join(record[-1]['arm_jobs'])} gather {record[-1]['gather']}",
                       markup=False, soft_wrap=True)
     return record
 
 
-def _dashboard_job(sc, root: Path, site: Path, cwd: Path, slurm, after: list[str], tag: str) -> str:
-    from speedbench.executors.matrix import dashboard_script
-    from speedbench.results import atomic_write
-
+def _dashboard_job(sc, root: Path, site: Path, cwd: Path, executor: Executor, after: list[str], tag: str) -> str:
     script = root / f"dashboard-{tag}.sbatch"
     atomic_write(script, dashboard_script(sc, root, site, cwd=cwd))
-    return slurm.sbatch(script, dependency="afterany:" + ":".join(after) if after else None)
+    return executor.submit_after(script, after)
 
 
 def _promote_from(record_path: Path, args, console: Console) -> int:
     """The promote job: every screening cell is gathered; submit the promoted ones in full."""
-    from speedbench.executors.matrix import cells, load_matrix, promoted_cells
-    from speedbench.executors.slurm import Slurm
-    from speedbench.results import atomic_write
-
     rec = json.loads(record_path.read_text(encoding="utf-8"))
     m = load_matrix(rec["matrix"])
     all_cells = cells(m, Path(rec["matrix"]).parent)
     runs = [(c, Path(r["run"])) for c, r in zip(all_cells, rec["cells"], strict=True)]
     full = promoted_cells(m, runs)
     console.print(f"promoted to a full run: {[c.label for c in full] or 'none'}", markup=False, soft_wrap=True)
-    slurm, cwd, root = Slurm(), Path(rec["cwd"]), Path(rec["root"])
-    promoted = _submit_cells(full, root, slurm, args, cwd, console)
-    dash = _dashboard_job(all_cells[0].scenario, root, Path(rec["site"]), cwd, slurm,
+    executor, cwd, root = executor_for("slurm"), Path(rec["cwd"]), Path(rec["root"])
+    promoted = _submit_cells(full, root, executor, args, cwd, console)
+    dash = _dashboard_job(all_cells[0].scenario, root, Path(rec["site"]), cwd, executor,
                           [r["gather"] for r in promoted], rec.get("promote_job", "promoted"))
     atomic_write(record_path, json.dumps({**rec, "promoted": promoted, "dashboard_job": dash}, indent=2) + "\n")
     console.print(f"dashboard job {dash} -> {rec['site']}/index.html", markup=False, soft_wrap=True)
@@ -101,11 +96,6 @@ def _promote_from(record_path: Path, args, console: Console) -> int:
 
 
 def run(args) -> int:
-    from speedbench.errors import UsageError
-    from speedbench.executors.matrix import (cells, dashboard_script, load_matrix, promote_rule, promote_script,
-                                             screening)
-    from speedbench.results import atomic_write
-
     console = Console(highlight=False)
     if args.promote_from:
         return _promote_from(Path(args.promote_from), args, console)
@@ -123,10 +113,8 @@ def run(args) -> int:
     if args.executor == "local":
         return _local(m, all_cells, root, site, args, console)
 
-    from speedbench.executors.slurm import Slurm
-
-    slurm = Slurm()
-    record = _submit_cells(all_cells, root, slurm, args, cwd, console)
+    executor = executor_for("slurm")
+    record = _submit_cells(all_cells, root, executor, args, cwd, console)
     gathers = [r["gather"] for r in record]
     meta = {"matrix": str(Path(args.matrix).resolve()), "cells": record, "site": str(site), "root": str(root),
             "cwd": str(cwd)}
@@ -135,12 +123,12 @@ def run(args) -> int:
         atomic_write(path, json.dumps(meta, indent=2) + "\n")
         script = root / f"promote-{gathers[0]}.sbatch"
         atomic_write(script, promote_script(all_cells[0].scenario, path, cwd=cwd, skip_doctor=args.skip_doctor))
-        job = slurm.sbatch(script, dependency="afterany:" + ":".join(gathers))
+        job = executor.submit_after(script, gathers)
         atomic_write(path, json.dumps({**meta, "promote_job": job}, indent=2) + "\n")
         console.print(f"promote job {job}: submits the promoted cells' full runs, then the dashboard",
                       markup=False, soft_wrap=True)
         return 0
-    dash = _dashboard_job(all_cells[0].scenario, root, site, cwd, slurm, gathers, gathers[0])
+    dash = _dashboard_job(all_cells[0].scenario, root, site, cwd, executor, gathers, gathers[0])
     atomic_write(root / f"matrix-{dash}.json", json.dumps({**meta, "dashboard_job": dash}, indent=2) + "\n")
     console.print(f"dashboard job {dash} -> {site}/index.html", markup=False, soft_wrap=True)
     return 0

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from speedbench.results import RunDir
+from speedbench.results.verify import verify_run
+
 HELP = """\
 Check a run folder without changing it: every finished round in points.json is compared
 with its records (how many lines were written and their digest), and every record line
@@ -21,9 +24,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.results import RunDir
-    from speedbench.results.verify import verify_run
-
     rd = RunDir.open(args.run)
     v = verify_run(rd)
     note = f" ({v.unverifiable} rounds from before record counts were kept: not checked)" if v.unverifiable else ""

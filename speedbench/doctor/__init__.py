@@ -8,11 +8,22 @@ never download, and never print a secret's value.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from speedbench.doctor import containers, cpu_checks, gpu_checks, host, models, servers, vllm_checks
+from speedbench.doctor import containers, cpu_checks, gpu_checks, host, models, servers
 from speedbench.doctor.base import Check, Context, Facts, Host, arm_argv, launched_arms
+from speedbench.engine import engine_for
+from speedbench.engine.vllm import checks as vllm_checks
 from speedbench.scenario import Scenario
+
+CheckFn = Callable[[Context], list[Check]]
+
+# Each engine's own checks, kept in its package (engine/vllm/checks.py), by engine name:
+# (what the scenario will run, as far as can be told; the engine's checks in table order).
+ENGINE_CHECKS: dict[str, tuple[Callable[[Scenario, Facts], Any], tuple[tuple[str, CheckFn], ...]]] = {
+    "vllm": (vllm_checks.resolve_engine, (("vllm", vllm_checks.check_vllm),
+                                          ("server args", vllm_checks.check_server_args))),
+}
 
 __all__ = ["Check", "Facts", "Host", "exit_code", "run_checks"]
 
@@ -23,11 +34,12 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
     ``output``: the results root, whose free space is compared with the run's estimated
     output; ``n_prompts``: prompts per point (None: the scenario's num_prompts)."""
     facts = (machine or Host()).facts()
+    resolve, engine_checks = ENGINE_CHECKS[engine_for(scenario).name]
     arms = launched_arms(scenario)
     ctx = Context(
         scenario=scenario,
         facts=facts,
-        engine=vllm_checks.resolve_engine(scenario, facts),
+        engine=resolve(scenario, facts),
         arms=arms,
         argv={a.name: arm_argv(scenario, a) for a in arms},
         output=output,
@@ -36,8 +48,7 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
     # Drafts first: what they are decides which vLLM the scenario needs.
     drafts = _guarded("draft", models.check_drafts, ctx)
     order = (
-        ("vllm", vllm_checks.check_vllm),
-        ("server args", vllm_checks.check_server_args),
+        *engine_checks,
         ("model", models.check_model),
         ("cpu kernel", cpu_checks.check_cpu),
         ("gpus", gpu_checks.check_gpus),
@@ -56,7 +67,7 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
     checks: list[Check] = []
     for name, fn in order:
         checks += _guarded(name, fn, ctx)
-        if name == "server args":
+        if name == engine_checks[-1][0]:  # the drafts' checks follow the engine's
             checks += drafts
     return checks
 

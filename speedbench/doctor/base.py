@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
-from speedbench.engine.command import launch_spec
+from speedbench.engine import engine_for
 from speedbench.engine.gpus import GPU, GPUProbe, probe_gpus
 from speedbench.engine.host_cpu import cpu_facts
 from speedbench.engine.probe import port_is_free
@@ -195,7 +195,7 @@ def launched_arms(sc: Scenario) -> list[ArmSpec]:
 
 
 def arm_argv(sc: Scenario, arm: ArmSpec) -> list[str]:
-    return launch_spec(sc, arm).argv
+    return engine_for(sc).launch_spec(sc, arm).argv
 
 
 def argv_value(argv: list[str], *flags: str) -> str | bool | None:

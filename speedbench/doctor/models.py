@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from speedbench.doctor.base import Check, Context
 from speedbench.doctor.support import is_supported, support
-from speedbench.engine.provenance import V31_FLAGS, draft_info
+from speedbench.engine.vllm.provenance import V31_FLAGS, draft_info
 
 NO_DRAFT_METHODS = ("ngram", "suffix")
 TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")

@@ -1,4 +1,5 @@
-"""Starting, watching and stopping vLLM servers (local process, docker, external endpoint)."""
+"""Starting, watching and stopping inference servers (local process, docker, external
+endpoint), and the engine a scenario runs (the Engine interface: engine/base.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,22 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from speedbench.engine.command import LaunchSpec, flag_value
+from speedbench.engine.base import Engine, LaunchSpec, flag_value
 from speedbench.engine.docker import DockerServer
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer, ProgressFn
+from speedbench.engine.vllm import VllmEngine
 from speedbench.scenario import Scenario
+
+# Engines by name; SGLang would be "sglang": SglangEngine() (engine/sglang/).
+ENGINES: dict[str, Engine] = {"vllm": VllmEngine()}
+
+
+def engine_for(scenario: Scenario) -> Engine:
+    """The engine that serves ``scenario``. Scenarios name no engine yet: every one runs vLLM
+    (a ``server.engine`` key would choose here)."""
+    return ENGINES["vllm"]
+
 
 class Server(Protocol):
     """What a run needs from a server, whoever started it. Use it as a context manager
@@ -75,4 +87,5 @@ def make_server(scenario: Scenario, launch_spec: LaunchSpec, log_path: Path,
                        grace_s=server.shutdown_grace_s, on_progress=on_progress, api_key=key)
 
 
-__all__ = ["DockerServer", "ExternalServer", "LaunchSpec", "LocalServer", "Server", "make_server"]
+__all__ = ["ENGINES", "DockerServer", "Engine", "ExternalServer", "LaunchSpec", "LocalServer", "Server", "engine_for",
+           "make_server"]

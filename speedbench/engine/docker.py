@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from speedbench.engine.command import LaunchSpec
+from speedbench.engine.base import LaunchSpec
 from speedbench.secrets import SECRET_ENV_NAMES, is_secret_name
 from speedbench.engine.local import LocalServer, ProgressFn
 from speedbench.errors import UsageError

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from speedbench.engine import watchdog
-from speedbench.engine.command import LaunchSpec, flag_value
+from speedbench.engine.base import LaunchSpec, flag_value
 from speedbench.engine.diagnose import Death, diagnose, memory_figures, signal_name
 from speedbench.engine.host_cpu import cpu_facts, normalise_dtype
 # free_port is looked up here at call time, so tests can make it racy.

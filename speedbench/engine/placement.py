@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from speedbench.engine.command import merged_args
+from speedbench.engine.vllm.command import merged_args
 from speedbench.errors import ScenarioError
 from speedbench.scenario import ArmSpec, Scenario
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -87,6 +88,4 @@ def dismiss(proc: subprocess.Popen | None) -> None:
 
 
 def owner_env(arm: str) -> dict[str, str]:
-    import socket
-
     return {OWNER_PID: str(os.getpid()), OWNER_HOST: socket.gethostname(), OWNER_ARM: arm}

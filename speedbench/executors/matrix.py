@@ -35,8 +35,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from speedbench.calibration.screen import promote
 from speedbench.errors import ScenarioError
-from speedbench.executors.slurm import speedbench_argv
+from speedbench.executors.base import speedbench_argv
 from speedbench.scenario import Scenario, load_scenario
 from speedbench.scenario.traffic import PromoteSpec
 
@@ -115,7 +116,7 @@ def dashboard_script(sc: Scenario, results: Path, site: Path, *, cwd: Path) -> s
     return ("#!/bin/bash\n# speedbench: nightly matrix dashboard (generated; docs/slurm.md)\n"
             + "".join(f"#SBATCH {h}\n" for h in head)
             + "".join(f"{ln}\n" for ln in spec.setup)
-            + shlex.join([*speedbench_argv(spec), "dashboard", str(results), "-o", str(site)]) + "\n")
+            + shlex.join([*speedbench_argv(spec.speedbench), "dashboard", str(results), "-o", str(site)]) + "\n")
 
 
 # ---- screening matrices: promote the best cells to a full run --------------------------
@@ -154,8 +155,6 @@ def cell_entries(runs: list[tuple[Cell, Path]]) -> list[dict]:
 
 def promoted_cells(m: Matrix, runs: list[tuple[Cell, Path]]) -> list[Cell]:
     """The promoted cells, best first, as full-run cells (same overrides, then FULL_RUN)."""
-    from speedbench.calibration.screen import promote
-
     cells = [c for c, _ in runs]
     names = promote(cell_entries(runs), promote_rule(m, cells), name="name")
     by_name = {cell_name(c): c for c in cells}
@@ -176,8 +175,8 @@ def promote_script(sc: Scenario, record: Path, *, cwd: Path, skip_doctor: bool) 
             "--nodes=1", "--ntasks=1", "--cpus-per-task=1"]
     head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos))
              if v]
-    argv = [*speedbench_argv(spec), "submit", "--promote-from", str(record)] + (["--skip-doctor"] if skip_doctor
-                                                                                 else [])
+    argv = [*speedbench_argv(spec.speedbench), "submit", "--promote-from", str(record)]
+    argv += ["--skip-doctor"] if skip_doctor else []
     return ("#!/bin/bash\n# speedbench: promote screened checkpoints to full runs (generated; docs/slurm.md)\n"
             + "".join(f"#SBATCH {h}\n" for h in head)
             + "".join(f"{ln}\n" for ln in spec.setup)

@@ -21,17 +21,23 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from speedbench.errors import ServerError, UsageError
-from speedbench.executors import ACTIVE_STATES, ArmJob
+from speedbench.executors.base import ArmJob, Executor
+from speedbench.executors.base import speedbench_argv as _speedbench_argv
 from speedbench.run.plan import build_plan
-from speedbench.results import atomic_write
-from speedbench.scenario import Scenario, SlurmSpec
+from speedbench.results import RunDir, atomic_write
+from speedbench.scenario import Scenario, SlurmSpec, resolved_dict, validate_data
+
+# Slurm's words for a job that is queued or running (scontrol's JobState)
+ACTIVE_STATES = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
+                 "REQUEUE_FED", "RESIZING", "SUSPENDED", "STAGE_OUT", "SIGNALING")
 
 DIR = "slurm"  # inside the run folder: scripts, jobs.json, job output, exit codes
 JOBS = "jobs.json"
@@ -40,7 +46,7 @@ REQUEUE_CAP = "requeue-cap"  # <jobid>.requeue-cap: the job stopped at max_reque
 
 
 def speedbench_argv(spec: SlurmSpec) -> list[str]:
-    return list(spec.speedbench or [sys.executable, "-m", "speedbench.cli"])
+    return _speedbench_argv(spec.speedbench)
 
 
 def _header(spec: SlurmSpec, *, name: str, output: str, cwd: Path, arm_job: bool) -> list[str]:
@@ -290,7 +296,8 @@ def _forgotten(run_path: Path, arm: str, job_id: str, slurm: Slurm) -> ArmJob:
     if isinstance(acct, dict):
         node = acct.get("NodeList", "")
         return ArmJob(arm=arm, job_id=job_id, state=acct["State"], node="" if node in ("None assigned", "") else node,
-                      reason=f"exit {acct.get('ExitCode', '?')}{speedbench_rc}, from sacct")
+                      reason=f"exit {acct.get('ExitCode', '?')}{speedbench_rc}, from sacct",
+                      active=acct["State"] in ACTIVE_STATES)
     state = "UNKNOWN" if rc is None else ("COMPLETED" if rc == "0" else "FAILED")
     return ArmJob(arm=arm, job_id=job_id, state=state,
                   reason=(f"exit {rc}; " if rc else "") + f"slurmctld no longer knows the job and {acct}")
@@ -318,7 +325,8 @@ def arm_jobs(run_dir: Any, sc: Scenario, slurm: Slurm | None = None) -> list[Arm
             if state not in ACTIVE_STATES:
                 reason = f"exit {info.get('ExitCode', '?')}" + (f" (speedbench exit {rc})" if rc else "")
             node = info.get("NodeList", "") if info.get("NodeList") != "(null)" else ""
-            job = ArmJob(arm=arm, job_id=job_id, state=state, node=node, reason="" if reason == "None" else reason)
+            job = ArmJob(arm=arm, job_id=job_id, state=state, node=node, reason="" if reason == "None" else reason,
+                         active=state in ACTIVE_STATES)
         job.points_done, job.points_total = done, len(keys)
         capped = requeue_cap_message(run_path, job_id)
         if capped and job.state not in ACTIVE_STATES:
@@ -356,3 +364,80 @@ def cancel(run_dir: Any, slurm: Slurm | None = None, wait_s: float = 120) -> lis
             return active
         time.sleep(0.5)
     raise ServerError(f"jobs {active} were cancelled but are still in the queue after {wait_s:.0f} s")
+
+
+# ---- the executor --------------------------------------------------------------------
+
+
+def _print_jobs(jobs: dict, run_path: Path, console: Console) -> None:
+    sub = jobs["submissions"][-1]
+    console.print(f"submitted {len(sub['arms'])} arm jobs ({' '.join(sub['arms'])}) and gather job {sub['gather']}")
+    console.print(f"  speedbench status {run_path}    speedbench cancel {run_path}", markup=False, soft_wrap=True)
+
+
+class SlurmExecutor(Executor):
+    """One sbatch job per arm and an afterany gather (``executor.kind: slurm``)."""
+
+    kind = "slurm"
+
+    def __init__(self, slurm: Slurm | None = None):
+        self.slurm = slurm
+
+    def plan(self, sc: Scenario, output_root: Path, console: Console, *, skip_doctor: bool = False) -> None:
+        """The exact batch scripts, as ``submit`` would write them."""
+        run_path = Path(output_root).resolve() / sc.name / "<run id>"
+        cwd = Path.cwd()
+        console.print("\n[bold]batch scripts[/bold] (written to the run folder's slurm/ and submitted with sbatch; "
+                      "the gather with --dependency=afterany:<every arm job>)")
+        for a in sc.arms:
+            console.print(f"\n# ---- {a.name}.sbatch", markup=False)
+            console.print(arm_script(sc, run_path, a.name, cwd=cwd, skip_doctor=skip_doctor),
+                          markup=False, highlight=False, soft_wrap=True, end="")
+        console.print("\n# ---- gather.sbatch", markup=False)
+        console.print(gather_script(sc, run_path, cwd=cwd), markup=False, highlight=False, soft_wrap=True, end="")
+
+    def submit(self, sc: Scenario, output_root: Path, console: Console, *, overrides: list[str],
+               skip_doctor: bool = False) -> int:
+        run_dir = RunDir.create(Path(output_root), sc.name)
+        run_dir.write_scenario(resolved_dict(sc), overrides)
+        console.print(f"run folder: {run_dir.path}", markup=False, soft_wrap=True)
+        _print_jobs(submit(sc, run_dir, skip_doctor=skip_doctor, slurm=self.slurm), run_dir.path, console)
+        return 0
+
+    def resume(self, run_path: Path, console: Console, *, overrides: list[str], skip_doctor: bool = False) -> int:
+        """Submit again the arms whose points are not all finished, and a new gather."""
+        if overrides:
+            raise UsageError("--set does not go with resuming a Slurm run: the jobs read the saved scenario")
+        run_dir = RunDir.open(run_path)
+        sc = validate_data(run_dir.load_scenario(), str(run_dir.scenario_path))
+        busy = [j for j in arm_jobs(run_dir, sc, self.slurm) if not j.died and j.points_done < j.points_total]
+        if busy:
+            raise UsageError(f"jobs still queued or running: "
+                             f"{', '.join(f'{j.arm}={j.job_id} {j.state}' for j in busy)}; "
+                             f"wait, or `speedbench cancel {run_path}` first")
+        done = run_dir.finished_points()
+        plan, rounds = build_plan(sc), run_dir.finished_rounds()
+        todo = [a.name for a in sc.arms if plan.unfinished(rounds, a.name)]
+        console.print(f"resuming {run_dir.path}: {len(done)} finished points are kept; arms to run: "
+                      f"{', '.join(todo) or 'none'}",
+                      markup=False, soft_wrap=True)
+        _print_jobs(submit(sc, run_dir, arms=todo, skip_doctor=skip_doctor, slurm=self.slurm), run_dir.path, console)
+        return 0
+
+    def status(self, run_dir: Any, sc: Scenario) -> list[ArmJob]:
+        return arm_jobs(run_dir, sc, self.slurm)
+
+    def gather(self, run_dir: Any) -> tuple[str, str] | None:
+        return gather_job(run_dir, self.slurm)
+
+    def cancel(self, run_dir: Any, wait_s: float = 120) -> list[str]:
+        return cancel(run_dir, self.slurm, wait_s=wait_s)
+
+    def submit_jobs(self, sc: Scenario, run_dir: Any, *, cwd: Path, skip_doctor: bool = False) -> tuple[list[str], str]:
+        self.slurm = self.slurm or Slurm()  # one Slurm for the whole matrix
+        jobs = submit(sc, run_dir, skip_doctor=skip_doctor, slurm=self.slurm, cwd=cwd)
+        return jobs["submissions"][-1]["arms"], jobs["gather"][-1]
+
+    def submit_after(self, script: Path, after: list[str]) -> str:
+        self.slurm = self.slurm or Slurm()
+        return self.slurm.sbatch(script, dependency="afterany:" + ":".join(after) if after else None)

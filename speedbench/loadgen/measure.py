@@ -11,6 +11,7 @@ from speedbench.errors import ServerError
 from speedbench.loadgen.job import PointJob, ServerAlive, Target
 from speedbench.loadgen.loops import ask
 from speedbench.loadgen.point import PointResult, run_pass
+from speedbench.client.scrape import SETTLE_PREFIXES
 from speedbench.client.scrape import scrape as scrape_metrics
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
@@ -98,4 +99,4 @@ async def _settled_scrape(scrape: Callable[[str], Awaitable[str]], base_url: str
 
 
 def _spec_part(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.startswith(("vllm:spec_decode", "vllm:generation_tokens"))]
+    return [ln for ln in text.splitlines() if ln.startswith(SETTLE_PREFIXES)]

@@ -10,7 +10,7 @@ from speedbench.results import Run
 
 def _find(d: Any, names: tuple[str, ...], depth: int = 3) -> Any:
     """First value under any of ``names`` in a nested provenance dict (its exact shape
-    belongs to engine/provenance.py; reports only need a few facts from it)."""
+    belongs to engine/vllm/provenance.py; reports only need a few facts from it)."""
     if not isinstance(d, dict) or depth < 0:
         return None
     for n in names:
@@ -53,7 +53,7 @@ def hardware(run: Run) -> str:
         return str(run.summary["hardware"])
     for prov in run.provenance.values():
         h = _find(prov, ("hardware",))
-        if isinstance(h, dict):  # engine/provenance.py: {"kind", "gpus" | "cpu", "summary"}
+        if isinstance(h, dict):  # engine/vllm/provenance.py: {"kind", "gpus" | "cpu", "summary"}
             h = h.get("summary") or h.get("cpu") or ", ".join(map(str, h.get("gpus") or []))
         if h:
             return str(h)

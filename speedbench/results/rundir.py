@@ -38,7 +38,7 @@ from speedbench.secrets import redact_override, redact_scenario
 
 # Bump when a summary key changes meaning or disappears; adding keys does not bump it.
 SCHEMA_VERSION = 1
-# The machine the run started on (engine/provenance.hardware()), written before any server.
+# The machine the run started on (engine/vllm/provenance.hardware()), written before any server.
 HOST_FILE = "host.json"
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 
 from speedbench.engine import Server, expected_model, make_server
-from speedbench.engine.provenance import collect_provenance
+from speedbench.engine.vllm.provenance import collect_provenance
 from speedbench.errors import OutputError, ServerError
 from speedbench.run.plan import ArmPlan
 from speedbench.records import PointKey

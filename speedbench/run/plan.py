@@ -11,9 +11,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from speedbench.engine.command import LaunchSpec, launch_spec
+from speedbench.engine.base import LaunchSpec
 from speedbench.engine.docker import container_labels, container_name, docker_run_argv
 from speedbench.engine.placement import schedule_scenario
+from speedbench.engine.vllm.command import launch_spec
 from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_env

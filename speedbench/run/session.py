@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from speedbench.doctor import exit_code, run_checks
 from speedbench.engine.gpus import detect_gpus
-from speedbench.engine.provenance import hardware
+from speedbench.engine.vllm.provenance import hardware
 from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan

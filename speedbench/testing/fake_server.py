@@ -25,7 +25,7 @@ import json
 import os
 import re
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from time import perf_counter_ns
 from typing import Any
 
@@ -149,98 +149,98 @@ class _Handlers:
                                   "usage": {"prompt_tokens": pt, "total_tokens": pt + n, "completion_tokens": n}})
 
     async def _stream(self, request, body, cfg: FakeConfig, fault: Fault | None, em: Emission, chat: bool, seq: int):
-        max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-        p: Plan = plan(cfg, max_tokens)
-        ids_on = bool(body.get("return_token_ids"))
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        p: Plan = plan(cfg, body.get("max_tokens", body.get("max_completion_tokens")))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         if not cfg.keep_alive:
             resp.force_close()
         # StreamResponse sends its headers now, as uvicorn does for vLLM's streaming
         # responses: the client sees them long before the first token.
         await resp.prepare(request)
-        head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
-                "object": "chat.completion.chunk" if chat else "text_completion",
-                "created": int(time.time()), "model": cfg.model}
+        st = _Stream(resp=resp, cfg=cfg, em=em, p=p, chat=chat, ids_on=bool(body.get("return_token_ids")),
+                     head={"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
+                           "object": "chat.completion.chunk" if chat else "text_completion",
+                           "created": int(time.time()), "model": cfg.model},
+                     engine=seq % max(1, self.s.config.engines))
         # vLLM's chat role chunk (no output token) goes out when the first token is ready;
         # /v1/completions has none.
-        role = _event({**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                            "finish_reason": None}]}) if chat else b""
-        t0 = em.t_arrival_ns
-        shift_ns = 0  # a stall delays everything after it
-        held: list[bytes] = []  # buffer_output: everything waits for the last step
-        engine = seq % max(1, self.s.config.engines)
-        tok = 0
-        sched_ns = 0  # with a step-cost model: the decode steps so far, from the first token
-        for i, st in enumerate(p.steps):
-            if fault and i == fault.at and fault.kind != "http_500":
-                if fault.kind == "stall":
-                    await asyncio.sleep(fault.stall_s)
-                    shift_ns += int(fault.stall_s * 1e9)
-                elif fault.kind == "malformed":
-                    await resp.write(b'data: {"choices": [{"index": 0, "delta": {"content": "oops"\n\n')
-                    return resp
-                elif fault.kind == "truncate":
-                    return resp  # a clean end of the HTTP body without [DONE]
-                elif fault.kind in ("disconnect", "die"):
-                    if fault.kind == "die" and self.s.allow_exit:
-                        os._exit(3)
-                    request.transport.abort()
-                    return resp
-                elif fault.kind == "error_event":
-                    await resp.write(_event({"error": {"object": "error", "message": "injected generation error",
-                                                       "type": "InternalServerError", "code": 500}}))
-                    await resp.write(b"data: [DONE]\n\n")
-                    return resp
-            if cfg.cost_model and i > 0:
-                # the step's cost depends on the batch running when it starts
-                sched_ns += int(cfg.step_s(self.s.active) * 1e9)
-            due_ns = t0 + shift_ns + (int(cfg.ttft_s * 1e9) + sched_ns if cfg.cost_model else int(st.t_s * 1e9))
-            delay = (due_ns - perf_counter_ns()) / 1e9
-            if delay > 0:
-                await asyncio.sleep(delay)
-            ids = list(range(100 + tok, 100 + tok + st.tokens))
-            text = "".join(f" w{t}" for t in ids)
-            last = i == len(p.steps) - 1
-            choice: dict = {"index": 0}
-            if chat:
-                choice["delta"] = {"content": text}
+        st.role = _event({**st.head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                                  "logprobs": None, "finish_reason": None}]}) if chat else b""
+        for i, step in enumerate(st.p.steps):
+            if fault and i == fault.at and fault.kind != "http_500" and await self._fault(request, st, fault):
+                return resp
+            await self._step(st, i, step)
+        await self._finish(st, body)
+        # returning lets aiohttp write the chunked terminator in its own write, after
+        # [DONE], as uvicorn does at the end of a StreamingResponse
+        return resp
+
+    async def _fault(self, request, st: _Stream, fault: Fault) -> bool:
+        """The scripted fault at this step; True when it ended the response."""
+        resp = st.resp
+        if fault.kind == "stall":
+            await asyncio.sleep(fault.stall_s)
+            st.shift_ns += int(fault.stall_s * 1e9)
+            return False
+        if fault.kind == "malformed":
+            await resp.write(b'data: {"choices": [{"index": 0, "delta": {"content": "oops"\n\n')
+        elif fault.kind == "truncate":
+            pass  # a clean end of the HTTP body without [DONE]
+        elif fault.kind in ("disconnect", "die"):
+            if fault.kind == "die" and self.s.allow_exit:
+                os._exit(3)
+            request.transport.abort()
+        elif fault.kind == "error_event":
+            await resp.write(_event({"error": {"object": "error", "message": "injected generation error",
+                                               "type": "InternalServerError", "code": 500}}))
+            await resp.write(b"data: [DONE]\n\n")
+        else:
+            return False
+        return True
+
+    async def _step(self, st: _Stream, i: int, step: Any) -> None:
+        """One decode step: wait until it is due, then write its chunk (or hold it)."""
+        cfg, em = st.cfg, st.em
+        if cfg.cost_model and i > 0:
+            # the step's cost depends on the batch running when it starts
+            st.sched_ns += int(cfg.step_s(self.s.active) * 1e9)
+        due_ns = em.t_arrival_ns + st.shift_ns + (int(cfg.ttft_s * 1e9) + st.sched_ns if cfg.cost_model
+                                                  else int(step.t_s * 1e9))
+        delay = (due_ns - perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        data = _event({**st.head, "choices": [st.choice(i, step)]})
+        # With a step-cost model the engine is the model: a step is ready when its schedule
+        # says, however late a loaded machine lets this loop write it (vLLM's engine
+        # clock likewise keeps its own time when the API server falls behind).
+        em.produced_ns.append(due_ns if cfg.cost_model else perf_counter_ns())
+        if st.role:
+            if cfg.role_with_first or cfg.buffer_output:
+                data = st.role + data  # one TCP write
             else:
-                choice["text"] = text
-            choice.update({"logprobs": None, "finish_reason": "length" if last else None})
-            if ids_on:
-                choice["token_ids"] = ids
-            if last and cfg.spec_shape == "legacy" and p.legacy_payload():
-                choice["speculative_decoding_stats"] = p.legacy_payload()
-            data = _event({**head, "choices": [choice]})
-            # With a step-cost model the engine is the model: a step is ready when its schedule
-            # says, however late a loaded machine lets this loop write it (vLLM's engine
-            # clock likewise keeps its own time when the API server falls behind).
-            em.produced_ns.append(due_ns if cfg.cost_model else perf_counter_ns())
-            if role:
-                if cfg.role_with_first or cfg.buffer_output:
-                    data = role + data  # one TCP write
-                else:
-                    await resp.write(role)
-                role = b""
-            em.tokens.append(st.tokens)
-            if cfg.buffer_output:
-                held.append(data)
-            else:
-                em.emit_ns.append(perf_counter_ns())
-                await resp.write(data)
-            tok += st.tokens
-            if i > 0 and p.k > 0:
-                self.s.count_step(engine, p.k, st.reported)
-        if held:
+                await st.resp.write(st.role)
+            st.role = b""
+        em.tokens.append(step.tokens)
+        if cfg.buffer_output:
+            st.held.append(data)
+        else:
+            em.emit_ns.append(perf_counter_ns())
+            await st.resp.write(data)
+        st.tok += step.tokens
+        if i > 0 and st.p.k > 0:
+            self.s.count_step(st.engine, st.p.k, step.reported)
+
+    async def _finish(self, st: _Stream, body: dict) -> None:
+        """The held chunks (buffer_output), the usage chunk, [DONE]."""
+        cfg, em, resp, tok = st.cfg, st.em, st.resp, st.tok
+        if st.held:
             now = perf_counter_ns()
-            em.emit_ns.extend([now] * len(held))
-            await resp.write(b"".join(held))
-        em.spec = p.spec_payload()
-        if include_usage:
+            em.emit_ns.extend([now] * len(st.held))
+            await resp.write(b"".join(st.held))
+        em.spec = st.p.spec_payload()
+        if (body.get("stream_options") or {}).get("include_usage"):
             pt = _prompt_tokens(body)
-            usage: dict[str, Any] = {**head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok,
-                                                      "completion_tokens": tok}}
+            usage: dict[str, Any] = {**st.head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok,
+                                                         "completion_tokens": tok}}
             metrics: dict = _timing(em, tok) if cfg.per_request_metrics else {}
             if em.spec and cfg.spec_shape == "current":
                 metrics["speculative_decoding"] = em.spec
@@ -250,9 +250,41 @@ class _Handlers:
         await resp.write(b"data: [DONE]\n\n")
         if cfg.eof_gap_s > 0:
             await asyncio.sleep(cfg.eof_gap_s)
-        # returning lets aiohttp write the chunked terminator in its own write, after
-        # [DONE], as uvicorn does at the end of a StreamingResponse
-        return resp
+
+
+@dataclass
+class _Stream:
+    """One streamed response while it is written."""
+
+    resp: web.StreamResponse
+    cfg: FakeConfig
+    em: Emission
+    p: Plan
+    chat: bool
+    ids_on: bool  # the request asked for token ids
+    head: dict
+    engine: int  # which of the fake's engines counts this request's steps
+    role: bytes = b""  # the chat role chunk, until it is written
+    shift_ns: int = 0  # a stall delays everything after it
+    held: list[bytes] = field(default_factory=list)  # buffer_output: everything waits for the last step
+    tok: int = 0
+    sched_ns: int = 0  # with a step-cost model: the decode steps so far, from the first token
+
+    def choice(self, i: int, step: Any) -> dict:
+        ids = list(range(100 + self.tok, 100 + self.tok + step.tokens))
+        text = "".join(f" w{t}" for t in ids)
+        last = i == len(self.p.steps) - 1
+        choice: dict = {"index": 0}
+        if self.chat:
+            choice["delta"] = {"content": text}
+        else:
+            choice["text"] = text
+        choice.update({"logprobs": None, "finish_reason": "length" if last else None})
+        if self.ids_on:
+            choice["token_ids"] = ids
+        if last and self.cfg.spec_shape == "legacy" and self.p.legacy_payload():
+            choice["speculative_decoding_stats"] = self.p.legacy_payload()
+        return choice
 
 
 def _timing(em: Emission, tokens: int) -> dict:

@@ -21,9 +21,9 @@ from types import SimpleNamespace
 import pytest
 
 from speedbench.engine import make_server
-from speedbench.engine.command import launch_spec
+from speedbench.engine.vllm.command import launch_spec
 from speedbench.engine.local import _group_alive
-from speedbench.engine.provenance import collect_provenance
+from speedbench.engine.vllm.provenance import collect_provenance
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.scenario import load_raw, validate_data
 
@@ -211,7 +211,8 @@ def test_usage_chunk_shape_matches_the_fake(server):
 
     import aiohttp
 
-    from speedbench.testing import FakeConfig, FakeServer
+    from speedbench.testing import FakeConfig
+    from speedbench.testing.hosting import FakeServer
 
     async def final_chunk(base_url: str, model: str) -> dict:
         body = {"model": model, "max_tokens": 8, "temperature": 0, "stream": True,
@@ -233,7 +234,8 @@ def test_plain_answer_shape_matches_the_fake(server):
     """stream: false (the readiness request) gets one JSON body from vLLM; the fake answers
     it in the same shape (it used to stream everything)."""
     from speedbench.engine.probe import http_json
-    from speedbench.testing import FakeConfig, FakeServer
+    from speedbench.testing import FakeConfig
+    from speedbench.testing.hosting import FakeServer
 
     def answer(base_url: str, model: str) -> dict:
         body = {"model": model, "max_tokens": 1, "temperature": 0, "messages": [{"role": "user", "content": "def f(x):"}]}

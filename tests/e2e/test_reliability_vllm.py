@@ -28,7 +28,8 @@ import yaml
 
 from speedbench.engine.local import _group_alive
 from speedbench.fixtures.assemble import ensure_tiny
-from speedbench.testing import FakeConfig, FakeServer
+from speedbench.testing import FakeConfig
+from speedbench.testing.hosting import FakeServer
 
 pytestmark = [
     pytest.mark.vllm,

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from speedbench.records import Prompt
-from speedbench.testing import FakeConfig, FakeServer
+from speedbench.testing import FakeConfig
+from speedbench.testing.hosting import FakeServer
 
 
 class FakeBuilder:

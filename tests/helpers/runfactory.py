@@ -226,7 +226,7 @@ def make_run(root: str | Path, *, scenario: str = "cpu_tiny", arms: list[dict[st
     rd.write_scenario({"name": scenario, "description": "synthetic", "server": {"model": model}, "arms": arm_dicts,
                        "baseline": baseline, "concurrency": list(concurrencies), "reference": reference,
                        "gates": gates or []})
-    # the shape of engine/provenance.py's collect_provenance
+    # the shape of engine/vllm/provenance.py's collect_provenance
     rd.write_provenance({a["name"]: {"arm": a["name"], "model": model, "vllm_version": "0.32.0",
                                      "argv": ["vllm", "serve", model], "speculative": bool(a.get("al")),
                                      "eagle_version": a.get("eagle_version", ""),

@@ -19,7 +19,8 @@ from speedbench.metrics import PointInfo, request_table, summarize
 from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.records import PointKey
 from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
-from speedbench.testing import FakeConfig, FakeProcess, true_per_user_tps
+from speedbench.testing import FakeConfig, true_per_user_tps
+from speedbench.testing.hosting import FakeProcess
 
 # 49 tokens: decode windows of ~0.5 s (base) and ~0.23 s (spec), long enough that a
 # few ms of scheduling noise on a busy machine stays well inside 2%.

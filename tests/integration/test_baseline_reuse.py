@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from speedbench.cli import main
-from speedbench.testing import FakeConfig, FakeProcess
+from speedbench.testing import FakeConfig
+from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
 
 N_PROMPTS, CONCURRENCY = 12, [1, 4]

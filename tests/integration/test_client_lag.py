@@ -22,7 +22,8 @@ from speedbench.cli import main
 from speedbench.loadgen import run_async
 from speedbench.metrics import request_table, summarize
 from speedbench.results import RunDir
-from speedbench.testing import FakeConfig, FakeProcess
+from speedbench.testing import FakeConfig
+from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
 
 # baseline: 1 token per 20 ms step; speculative: 4 tokens per 30 ms step, no noise: the

@@ -15,13 +15,14 @@ import psutil
 import pytest
 
 from speedbench.engine import make_server
-from speedbench.engine.command import LaunchSpec, launch_spec
+from speedbench.engine.base import LaunchSpec
+from speedbench.engine.vllm.command import launch_spec
 from speedbench.engine.docker import DockerServer, container_name, docker_run_argv, vllm_args_for_image
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer
 from speedbench.engine.probe import free_port, port_is_free
 from speedbench.engine.placement import describe, gpus_per_server, schedule, schedule_scenario
-from speedbench.engine.provenance import collect_provenance, draft_info
+from speedbench.engine.vllm.provenance import collect_provenance, draft_info
 from speedbench.errors import ScenarioError, ServerError, UsageError
 from speedbench.secrets import REDACTED
 from speedbench.scenario import ArmSpec, DockerSpec, validate_data

@@ -18,7 +18,8 @@ from speedbench.client.http import ClientConfig
 from speedbench.metrics import PointInfo, request_table, summarize
 from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.records import PointKey
-from speedbench.testing import FakeConfig, FakeProcess
+from speedbench.testing import FakeConfig
+from speedbench.testing.hosting import FakeProcess
 
 BASE = FakeConfig(ttft_s=0.01, t_step_s=0.008, output_tokens=33)
 SPEC = FakeConfig(ttft_s=0.01, t_step_s=0.010, output_tokens=33, k=3, acceptance=(3, 1, 2, 0))

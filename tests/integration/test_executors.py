@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from speedbench.executors import ArmJob
+from speedbench.executors.base import ArmJob
 from speedbench.executors.matrix import cells, load_matrix
 from speedbench.executors.slurm import Slurm, arm_jobs, arm_script, gather_script, submit
 from speedbench.records import RequestRecord

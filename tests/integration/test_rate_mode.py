@@ -164,7 +164,7 @@ def test_rate_mode_run_end_to_end_on_the_fake(tmp_path):
     import yaml
 
     from speedbench.cli import main
-    from speedbench.testing import FakeServer
+    from speedbench.testing.hosting import FakeServer
 
     lines = [json.dumps({"id": f"q{i}", "prompt": f"question {i}"}) for i in range(6)]
     (tmp_path / "p.jsonl").write_text("\n".join(lines) + "\n")

@@ -11,7 +11,8 @@ import pytest
 
 from speedbench.engine.probe import probe_ready
 from speedbench.errors import ServerError
-from speedbench.testing import FakeConfig, FakeServer
+from speedbench.testing import FakeConfig
+from speedbench.testing.hosting import FakeServer
 from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
 from tests.integration.test_reliability import assert_no_orphans, out_of, records, sb, tag, the_run  # noqa: F401
 

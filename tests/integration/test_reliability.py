@@ -32,10 +32,11 @@ import pytest
 import yaml
 from aiohttp import web
 
-from speedbench.engine.command import LaunchSpec
+from speedbench.engine.base import LaunchSpec
 from speedbench.secrets import REDACTED
 from speedbench.engine.local import LocalServer, _group_alive
-from speedbench.testing import FakeConfig, FakeServer
+from speedbench.testing import FakeConfig
+from speedbench.testing.hosting import FakeServer
 from tests.helpers.cli_runs import TAG_VAR, fake_local, scenario, tagged, write_prompts, write_yaml
 
 # Stands in for `vllm serve` where a test needs a server that misbehaves at start.

@@ -21,7 +21,7 @@ from speedbench.analysis.drift import (
     series_of,
     speculative_config_flag,
 )
-from speedbench.engine.command import launch_spec
+from speedbench.engine.vllm.command import launch_spec
 from speedbench.report.drift import (
     drift_section_html,
     drift_section_md,

@@ -19,7 +19,7 @@ from speedbench.doctor.table import print_checks
 from speedbench.doctor import Check, Host, exit_code, run_checks
 from speedbench.doctor.models import hf_cache_root
 from speedbench.doctor.support import SUPPORT_TABLE, image_version, parse_version, read_registry
-from speedbench.engine.command import vllm_argv
+from speedbench.engine.vllm.command import vllm_argv
 from speedbench.engine.gpus import (
     APPS_QUERY,
     GPU_QUERY,
@@ -250,7 +250,7 @@ def test_per_request_metrics_needs_032(host):
 
 
 def test_per_request_metrics_in_server_args_is_not_given_to_the_baseline(host):
-    # engine.command drops the spec-only flag for non-speculative arms, so no arm fails.
+    # engine/vllm/command.py drops the spec-only flag for non-speculative arms, so no arm fails.
     sc = make(server={"args": {"per-request-spec-decode-metrics": "summary"}},
               arms=[{"name": "baseline"}, {"name": "eagle3.1", "speculative_config": SPEC}])
     checks = run_checks(sc, host)
@@ -561,7 +561,7 @@ def test_print_checks_groups_per_arm_and_keeps_brackets():
 
 def test_baseline_never_gets_the_per_request_flag():
     # vLLM 0.32 refuses --per-request-spec-decode-metrics without --speculative-config.
-    from speedbench.engine.command import launch_spec
+    from speedbench.engine.vllm.command import launch_spec
 
     sc = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml")
     base, spec = launch_spec(sc, sc.arm("baseline")), launch_spec(sc, sc.arm("eagle3"))
@@ -573,7 +573,7 @@ def test_baseline_never_gets_the_per_request_flag():
 
 
 def test_measurement_flags_can_be_switched_off_and_respect_the_scenario():
-    from speedbench.engine.command import launch_spec
+    from speedbench.engine.vllm.command import launch_spec
 
     path = ROOT / "scenarios" / "cpu_tiny.yaml"
     off = load_scenario(path, ["server.measurement_flags=false"])

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from speedbench.engine.command import launch_spec
+from speedbench.engine.vllm.command import launch_spec
 from speedbench.run.plan import build_plan, display_env
 from speedbench.scenario import apply_overrides, validate_data
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from speedbench.cli import main
-from speedbench.engine.command import args_to_argv, launch_spec
+from speedbench.engine.vllm.command import args_to_argv, launch_spec
 from speedbench.errors import ScenarioError
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario

@@ -186,8 +186,8 @@ def test_fingerprint_of_other_sources_never_raises(tmp_path):
 
 
 def test_provenance_records_the_data_hash(tmp_path):
-    from speedbench.engine.command import launch_spec
-    from speedbench.engine.provenance import collect_provenance
+    from speedbench.engine.vllm.command import launch_spec
+    from speedbench.engine.vllm.provenance import collect_provenance
     from speedbench.scenario import validate_data
 
     nemo_skills_out(tmp_path, "qualitative")

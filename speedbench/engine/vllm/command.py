@@ -1,4 +1,5 @@
-"""Turn a scenario's server spec and an arm into the argv and environment that start vLLM.
+"""vLLM's launch command: a scenario's server spec and an arm -> the argv and environment
+that start vLLM, with the measurement flags speedbench adds.
 
 Pure functions: no processes are started here, so ``--dry-run`` and the tests can show
 exactly what would run.
@@ -7,10 +8,9 @@ exactly what would run.
 from __future__ import annotations
 
 import json
-import shlex
-from dataclasses import dataclass, field
 from typing import Any
 
+from speedbench.engine.base import LaunchSpec
 from speedbench.scenario import ArmSpec, Scenario, ServerSpec
 
 def args_to_argv(args: dict[str, Any]) -> list[str]:
@@ -33,16 +33,6 @@ def args_to_argv(args: dict[str, Any]) -> list[str]:
         else:
             argv += [flag, str(value)]
     return argv
-
-
-def flag_value(argv: list[str], flag: str) -> str | None:
-    """The value given to ``flag`` in ``argv`` (``--flag v`` or ``--flag=v``), or None."""
-    for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
-    return None
 
 
 # Flags that vLLM rejects at start unless speculative decoding is on (0.32 raises in
@@ -107,34 +97,6 @@ def _model_positional(server: ServerSpec) -> bool:
     if server.model_arg != "auto":
         return server.model_arg == "positional"
     return server.command[-1] == "serve"
-
-
-@dataclass
-class LaunchSpec:
-    """Everything needed to start one arm's server, before a port is chosen."""
-
-    arm: str
-    argv: list[str]  # without --host/--port; the measurement flags come last
-    env: dict[str, str] = field(default_factory=dict)  # only what the scenario sets
-    host: str = "127.0.0.1"
-    port: int | None = None
-    gpus: list[int] | None = None
-    base_url: str | None = None  # external endpoint: nothing to launch
-    measurement: list[str] = field(default_factory=list)  # the measurement flags at argv's end
-    measurement_env: dict[str, str] = field(default_factory=dict)  # speedbench's, apart from env
-
-    def argv_with_port(self, port: int) -> list[str]:
-        return [*self.argv, "--host", self.host, "--port", str(port)]
-
-    def env_with_gpus(self) -> dict[str, str]:
-        env = {**self.measurement_env, **self.env}
-        if self.gpus is not None and "CUDA_VISIBLE_DEVICES" not in env:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
-        return env
-
-    def shell(self, port: int | None = None) -> str:
-        argv = self.argv_with_port(port) if port is not None else self.argv
-        return shlex.join(argv)
 
 
 def vllm_argv(server: ServerSpec, arm: ArmSpec) -> list[str]:

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import __version__
-from speedbench.engine.command import LaunchSpec, flag_value
+from speedbench.engine.base import LaunchSpec, flag_value
 from speedbench.engine.host_cpu import cpu_facts, server_attention
 from speedbench.engine.probe import http_json
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_argv, redact_env, scrub, secret_values
+from speedbench.workload import source_fingerprint
 
 EAGLE3_METHODS = ("eagle3",)
 V31_FLAGS = ("fc_norm", "norm_output", "norm_before_fc")
@@ -147,7 +148,7 @@ def cpu_attention(argv: list[str], model: str) -> dict[str, Any]:
 
 
 def git_commit() -> dict[str, Any]:
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
     dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)) if commit else False
     return {"commit": commit, "dirty": dirty}
@@ -220,6 +221,4 @@ def cluster_job(environ: dict[str, str] | None = None) -> dict[str, str]:
 def _data_fingerprint(scenario: Scenario) -> dict[str, Any]:
     # Prepared SPEED-Bench copies differ by who prepared them and when (sources change);
     # the hash says whether two runs read the same bytes.
-    from speedbench.workload import source_fingerprint
-
     return source_fingerprint(scenario.workload)

@@ -32,13 +32,29 @@ def test_export_takes_dash_o(flag, tmp_path):
 
 def test_status_json(tmp_path, capsys, monkeypatch):
     from tests.helpers.runfactory import make_run
-    from speedbench.executors import ArmJob, slurm
+    from speedbench.executors import kinds
+    from speedbench.executors.base import ArmJob
+    from speedbench.executors.slurm import SlurmExecutor
+
+    class Jobs(SlurmExecutor):  # the run folder's kind (local here) looked up, Slurm's answers faked
+        def status(self, run_dir, sc):
+            return [ArmJob("baseline", "17", "FAILED", "n1", "exit 1", 1, 3)]
+
+        def gather(self, run_dir):
+            return ("18", "PENDING")
 
     run = make_run(tmp_path / "results")
-    monkeypatch.setattr(slurm, "arm_jobs", lambda rd, sc: [ArmJob("baseline", "17", "FAILED", "n1", "exit 1", 1, 3)])
-    monkeypatch.setattr(slurm, "gather_job", lambda rd: ("18", "PENDING"))
+    monkeypatch.setitem(kinds.EXECUTORS, "local", Jobs)
     assert main(["status", str(run.path), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"][0] == {"arm": "baseline", "job_id": "17", "state": "FAILED", "node": "n1", "reason": "exit 1",
                                "points_done": 1, "points_total": 3, "died": True}
     assert data["gather"] == {"job_id": "18", "state": "PENDING"}
+
+
+def test_status_of_a_local_run_says_it_has_no_jobs(tmp_path, capsys):
+    from tests.helpers.runfactory import make_run
+
+    run = make_run(tmp_path / "results")
+    assert main(["status", str(run.path)]) == 2
+    assert "ran here, not as cluster jobs" in capsys.readouterr().err
