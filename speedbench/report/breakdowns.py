@@ -71,7 +71,7 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
     """Per speculative point (title, rows): one row per question_id, slowest speedup
     first, so a regression leads to the prompts that caused it. From the records."""
     # Here, not at the top: speedbench.metrics loads pandas, which no other table needs.
-    from speedbench.metrics import prompt_rows
+    from speedbench.metrics.breakdown import prompt_rows
 
     rows = prompt_rows(run.records, run.baseline)
     out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}

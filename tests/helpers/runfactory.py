@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.metrics import category_rows
+from speedbench.metrics.breakdown import category_rows
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.results import RunDir
 

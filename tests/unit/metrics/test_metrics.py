@@ -7,17 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from speedbench.metrics import (
-    ArmInfo,
-    PointInfo,
-    CATEGORY_KEYS,
-    category_rows,
-    prompt_rows,
-    itl_values,
-    per_position_rates,
-    request_table,
-    summarize,
-)
+from speedbench.metrics.acceptance import per_position_rates
+from speedbench.metrics.breakdown import CATEGORY_KEYS, category_rows, prompt_rows
+from speedbench.metrics.rows import ArmInfo, PointInfo, summarize
+from speedbench.metrics.table import itl_values, request_table
 from speedbench.metrics.registry import row_keys
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.client.scrape import SpecCounters
