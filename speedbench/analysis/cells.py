@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -38,3 +39,17 @@ def al_of(row: dict[str, Any] | None) -> tuple[float, str]:
         if math.isfinite(v):
             return v, source
     return math.nan, ""
+
+
+def pool_by_n_ok(values: Iterable[tuple[Any, Any]], floor: float = 1.0) -> float:
+    """The mean of (value, n_ok) pairs weighted by each point's successful requests: how
+    acceptance is pooled over concurrency levels (it does not depend on the batch).
+    Non-finite values are skipped; a point without a positive n_ok weighs ``floor``
+    (0: it does not count). NaN when nothing counts."""
+    total = weight = 0.0
+    for v, n_ok in values:
+        x, n = num(v), num(n_ok)
+        w = n if n > 0 else floor
+        if math.isfinite(x) and w > 0:
+            total, weight = total + x * w, weight + w
+    return total / weight if weight else math.nan

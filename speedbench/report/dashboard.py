@@ -27,6 +27,7 @@ from speedbench.report import tables
 from speedbench.report import verdicts as verdict_block
 from speedbench.report.nightly import checkpoint, pooled_al
 from speedbench.results import Run, atomic_write, load_run
+from speedbench.results.files import started_at
 
 MAX_LATEST = 50  # rows in the "latest runs" table
 
@@ -47,13 +48,9 @@ class Dashboard:
 
 
 def _created(run: Run) -> dt.datetime:
-    for text in (run.created_utc, run.run_id[:16]):
-        for fmt in (None, "%Y%m%dT%H%M%SZ"):
-            try:
-                t = dt.datetime.fromisoformat(text) if fmt is None else dt.datetime.strptime(text, fmt)
-                return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
-            except (ValueError, TypeError):
-                continue
+    t = started_at(run.created_utc) or started_at(run.run_id[:16])
+    if t is not None:
+        return t
     ts = run.dir.summary_path.stat().st_mtime if run.dir else 0
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc)
 

@@ -19,7 +19,7 @@ from speedbench.metrics.rows import RowExtras, summarize
 from speedbench.metrics.sequential import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
-from speedbench.results.files import atomic_write
+from speedbench.results.files import atomic_write, started_at
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
 
@@ -37,11 +37,8 @@ def _hardware(provenance: dict[str, Any], host: Any = None) -> str:
 
 def _created(run_dir: RunDir) -> str:
     """The run's start time, from its folder name (``YYYYmmddTHHMMSSZ-xxxxxx``)."""
-    try:
-        t = _dt.datetime.strptime(run_dir.path.name.split("-")[0], "%Y%m%dT%H%M%SZ")
-        return t.replace(tzinfo=_dt.timezone.utc).isoformat(timespec="seconds")
-    except ValueError:
-        return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t = started_at(run_dir.path.name.split("-")[0]) or _dt.datetime.now(_dt.timezone.utc)
+    return t.isoformat(timespec="seconds")
 
 
 def _prom_deltas(run_dir: RunDir, points: dict) -> dict:
