@@ -20,10 +20,10 @@ S = 1_000_000_000  # ns per second
 nan = math.nan
 
 
-MK_MORE = {"warmup": False, "conc": 1, "turn": 0, "repeat": 0, "category": "", "variant": "", "queued": None}
+MK_MORE = {"error": None, "warmup": False, "conc": 1, "turn": 0, "repeat": 0, "category": "", "variant": "", "queued": None}
 
 
-def mk(arm="a", idx=0, sent=1.0, chunks=(), end=None, out=None, spec=None, error=None, **more) -> RequestRecord:
+def mk(arm="a", idx=0, sent=1.0, chunks=(), end=None, out=None, spec=None, **more) -> RequestRecord:
     """chunks: [(time_s, tokens)]; times are seconds on an arbitrary clock; ``more``: any of MK_MORE."""
     assert set(more) <= set(MK_MORE), set(more) - set(MK_MORE)
     o = {**MK_MORE, **more}
@@ -34,7 +34,7 @@ def mk(arm="a", idx=0, sent=1.0, chunks=(), end=None, out=None, spec=None, error
         arm=arm, concurrency=o["conc"], prompt_index=idx, prompt_id=f"p{idx}", variant=o["variant"],
         repeat=o["repeat"], turn=o["turn"], category=o["category"], warmup=o["warmup"], t_queued_ns=int(queued * S),
         t_sent_ns=int(sent * S), t_end_ns=int(end * S), chunk_ns=chunk_ns, chunk_tokens=[n for _, n in chunks],
-        output_tokens=out, spec=spec, error=error,
+        output_tokens=out, spec=spec, error=o["error"],
     )
 
 
