@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from speedbench.metrics.keys import GOODPUT
 from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, wall_s
@@ -197,7 +198,7 @@ def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
             "burstiness": row.get("burstiness") if row.get("burstiness") is not None else 1.0,
             "max_concurrency": None if isinstance(rate, (int, float)) and math.isfinite(rate) else key.concurrency,
         }
-        goodput = row.get("goodput")
+        goodput = row.get(GOODPUT)
         out[key] = vllm_result(recs, wall_s=float(wall), percentiles=percentiles, header=header, prom=_prom(run, key),
                                request_goodput=goodput if isinstance(goodput, (int, float)) and math.isfinite(goodput)
                                else None)
