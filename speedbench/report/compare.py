@@ -13,11 +13,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.markup import escape
+from rich.table import Table
+
 from speedbench.analysis.cells import al_of
 from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
 from speedbench.results import Run
+from speedbench.errors import UsageError
+from speedbench.report import html
+from speedbench.report import plots
 
 
 @dataclass
@@ -207,8 +213,6 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
     """Two arms of one run against the same baseline on the same prompts."""
     for a in (arm_a, arm_b):
         if a not in run.arms():
-            from speedbench.errors import UsageError
-
             raise UsageError(f"arm '{a}' is not in run {run.run_id}; its arms are {run.arms()}")
     cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
@@ -260,9 +264,6 @@ def merge(comparisons: list[Comparison]) -> Comparison:
 
 
 def print_comparison(cmp: Comparison, console) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     console.print(f"[bold]{escape(cmp.title)}[/bold]")
     for sec in cmp.sections:
         t = Table(title=escape(sec.title), title_justify="left", header_style="bold")
@@ -278,9 +279,6 @@ def print_comparison(cmp: Comparison, console) -> None:
 
 
 def render_comparison_html(cmp: Comparison) -> str:
-    from speedbench.report import html
-    from speedbench.report import plots
-
     body = [f'<header class="top"><h1>{html.esc(cmp.title)}</h1></header>']
     if cmp.notes:
         body.append(html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(n)}</li>" for n in cmp.notes) + "</ul>"),

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
 from speedbench.metrics.keys import AL_REQUESTS, AL_TOKENS, N_OK, SPEEDUP_CI_HIGH, SPEEDUP_CI_LOW, SPEEDUP_MEAN
 from speedbench.errors import UsageError
 from speedbench.results.run import Run
@@ -191,8 +193,6 @@ def export_matrix(runs: list[Run], out: Path, concurrency: int | None = None, va
 def rich_table(cps: list[Checkpoint], cats: list[str]):
     """The console view: a row per category, a column per checkpoint, each cell both ALs,
     the acceptance rate and the speedup with its CI."""
-    from rich.table import Table
-
     t = Table(title="category matrix: AL per step / per request, acceptance rate, speedup [95% CI]",
               title_justify="left", header_style="bold")
     t.add_column("category")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.formats import write_parquet
 from speedbench.results.run import Run
+from speedbench.results.profile import write_profiles
 
 
 # ---- speedbench export ------------------------------------------------------------------
@@ -226,8 +228,6 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
             raise UsageError(f"{run.path}: no measured records to export")
         return written
     if fmt == "speculation-profile":
-        from speedbench.results.profile import write_profiles
-
         written = write_profiles(run, out)
         if not written:
             raise UsageError(f"{run.path}: no speculative arm to describe")
@@ -236,7 +236,7 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
         p = out / "summary.json"
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
-    import pandas as pd
+    import pandas as pd  # function-local: only the csv and parquet formats need pandas
 
     tables = {"summary": run.rows, "categories": run.categories}
     for name, rows in tables.items():
@@ -254,8 +254,6 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
             df.to_parquet(p, index=False)
         written.append(p)
     if fmt == "parquet" and run.records and run.dir is not None:
-        import shutil
-
         if run.dir.parquet_path.exists():
             written.append(Path(shutil.copyfile(run.dir.parquet_path, out / "records.parquet")))
         else:
