@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from speedbench.metrics import request_table  # noqa: E402
+from speedbench.metrics.table import request_table  # noqa: E402
 from speedbench.testing.accuracy import run_matrix  # noqa: E402
 
 

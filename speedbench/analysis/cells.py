@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
+
+from speedbench.metrics.keys import AL_PROMETHEUS, AL_TOKENS
 
 
 def num(x: Any) -> float:
@@ -33,8 +36,22 @@ def al_of(row: dict[str, Any] | None) -> tuple[float, str]:
     the Prometheus AL otherwise ("tokens" / "prometheus"; NaN and "" without either)."""
     if not row:
         return math.nan, ""
-    for key, source in (("al_tokens", "tokens"), ("al_prometheus", "prometheus")):
+    for key, source in ((AL_TOKENS, "tokens"), (AL_PROMETHEUS, "prometheus")):
         v = num(row.get(key))
         if math.isfinite(v):
             return v, source
     return math.nan, ""
+
+
+def pool_by_n_ok(values: Iterable[tuple[Any, Any]], floor: float = 1.0) -> float:
+    """The mean of (value, n_ok) pairs weighted by each point's successful requests: how
+    acceptance is pooled over concurrency levels (it does not depend on the batch).
+    Non-finite values are skipped; a point without a positive n_ok weighs ``floor``
+    (0: it does not count). NaN when nothing counts."""
+    total = weight = 0.0
+    for v, n_ok in values:
+        x, n = num(v), num(n_ok)
+        w = n if n > 0 else floor
+        if math.isfinite(x) and w > 0:
+            total, weight = total + x * w, weight + w
+    return total / weight if weight else math.nan

@@ -18,6 +18,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from speedbench.metrics.keys import (
+    AL_PROMETHEUS, AL_TOKENS, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT, PER_USER_TPS_MEAN, PROXY_SPEEDUP,
+    SPEEDUP_CI_HIGH, SPEEDUP_CI_LOW, SPEEDUP_MEAN
+)
 from speedbench.analysis.cells import al_of, as_list, num
 
 # Two AL curves "separate" where they differ by more than this fraction of arm A's AL
@@ -50,10 +54,10 @@ def conditional_of(row: dict) -> list[float]:
     joint[i] = accepted_at_pos[i] / drafts, so joint[i] / joint[i-1] =
     accepted_at_pos[i] / accepted_at_pos[i-1], the conditional rate.
     """
-    cond = as_list(row.get("per_position_conditional"))
+    cond = as_list(row.get(PER_POSITION_CONDITIONAL))
     if cond:
         return cond
-    joint = as_list(row.get("per_position_joint"))
+    joint = as_list(row.get(PER_POSITION_JOINT))
     out = joint[:1]
     for prev, cur in zip(joint, joint[1:]):
         out.append(cur / prev if prev > 0 else math.nan)
@@ -192,9 +196,9 @@ def optimal_k(rows: list[dict], template: str | None = None,
         if len(by_k) < 2 or (template is not None and template not in (tmpl, series)):
             continue
         points = [
-            KPoint(k=k, arm=str(r.get("arm")), speedup=num(r.get("speedup_mean")), ci_low=num(r.get("speedup_ci_low")),
-                   ci_high=num(r.get("speedup_ci_high")), per_user_tps=num(r.get("per_user_tps_mean")),
-                   proxy_speedup=num(r.get("proxy_speedup")),
+            KPoint(k=k, arm=str(r.get("arm")), speedup=num(r.get(SPEEDUP_MEAN)), ci_low=num(r.get(SPEEDUP_CI_LOW)),
+                   ci_high=num(r.get(SPEEDUP_CI_HIGH)), per_user_tps=num(r.get(PER_USER_TPS_MEAN)),
+                   proxy_speedup=num(r.get(PROXY_SPEEDUP)),
                    al=al_of(r)[0])
             for k, r in sorted(by_k.items())
         ]
@@ -247,7 +251,7 @@ def depth_curves(rows: list[dict]) -> list[DepthCurve]:
             template=template, series=series, variant=variant, concurrency=concurrency,
             eagle_version=str(rs[0].get("eagle_version") or ""), ks=tuple(ks), al=tuple(al_of(r)[0] for r in rs),
             conditional=tuple(tuple(conditional_of(r)) for r in rs),
-            joint=tuple(tuple(as_list(r.get("per_position_joint"))) for r in rs),
+            joint=tuple(tuple(as_list(r.get(PER_POSITION_JOINT))) for r in rs),
         ))
     return out
 
@@ -301,7 +305,7 @@ def context_curves(rows: list[dict], variant_tokens: dict[str, int]) -> list[Con
             eagle_version=str(rs[0].get("eagle_version") or ""),
             variants=tuple(str(r.get("variant")) for r in rs),
             tokens=tuple(variant_tokens[str(r.get("variant"))] for r in rs),
-            al=tuple(al_of(r)[0] for r in rs), speedup=tuple(num(r.get("speedup_mean")) for r in rs),
+            al=tuple(al_of(r)[0] for r in rs), speedup=tuple(num(r.get(SPEEDUP_MEAN)) for r in rs),
         ))
     return out
 
@@ -332,7 +336,7 @@ class Separation:
 
 
 def _disagreement(r: dict) -> float:
-    t, p = num(r.get("al_tokens")), num(r.get("al_prometheus"))
+    t, p = num(r.get(AL_TOKENS)), num(r.get(AL_PROMETHEUS))
     return abs(t - p) if math.isfinite(t) and math.isfinite(p) else 0.0
 
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from speedbench.metrics.keys import AL_TOKENS, SPEEDUP_MEAN
 from speedbench.analysis.cells import num
 
 Model = Literal["origin", "affine"]
@@ -113,12 +114,12 @@ def fit_curve(points: Sequence[CurvePoint], concurrency: int, model: Model = "or
 def point_from_row(row: dict[str, Any], source: str = "engine") -> CurvePoint | None:
     """A summary row -> a curve point: ``al_tokens`` and the engine-side speedup
     (``source="engine"``; the client's when the engine's is missing) or the client's."""
-    al = num(row.get("al_tokens"))
+    al = num(row.get(AL_TOKENS))
     prefix = "speedup_engine" if source == "engine" else "speedup"
     s = num(row.get(f"{prefix}_mean"))
     if source == "engine" and not math.isfinite(s):
         prefix = "speedup"
-        s = num(row.get("speedup_mean"))
+        s = num(row.get(SPEEDUP_MEAN))
     if not (math.isfinite(al) and math.isfinite(s)):
         return None
     return CurvePoint(al, s, num(row.get(f"{prefix}_ci_low")), num(row.get(f"{prefix}_ci_high")),

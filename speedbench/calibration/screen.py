@@ -13,13 +13,16 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from speedbench.metrics.keys import (
+    AL_PROMETHEUS, AL_REQUESTS, AL_TOKENS, N_OK, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT
+)
 from speedbench.analysis.cells import num
 from speedbench.calibration.store import predict
 from speedbench.scenario import Scenario
 from speedbench.scenario.traffic import PromoteSpec
 
-_COPIED = ("arm", "concurrency", "variant", "n_ok", "al_tokens", "al_requests", "al_prometheus",
-           "draft_acceptance_rate", "per_position_joint", "per_position_conditional")
+_COPIED = ("arm", "concurrency", "variant", N_OK, AL_TOKENS, AL_REQUESTS, AL_PROMETHEUS,
+           "draft_acceptance_rate", PER_POSITION_JOINT, PER_POSITION_CONDITIONAL)
 
 
 def screening_rows(rows: Sequence[dict[str, Any]], sc: Scenario,
@@ -33,7 +36,7 @@ def screening_rows(rows: Sequence[dict[str, Any]], sc: Scenario,
         cal = calibrations.get(r["arm"])
         predicted = []
         for c in sc.concurrency:
-            s, lo, hi = predict(cal, c, r.get("al_tokens"), str(r.get("variant") or "")) if cal else (math.nan,) * 3
+            s, lo, hi = predict(cal, c, r.get(AL_TOKENS), str(r.get("variant") or "")) if cal else (math.nan,) * 3
             predicted.append({"concurrency": c, "speedup": s, "ci_low": lo, "ci_high": hi})
         out.append({**{k: r.get(k) for k in _COPIED}, "predicted": predicted,
                     "calibration": cal.get("file") if cal else None, "promoted": False})

@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from speedbench.calibration.fit import Curve
 from speedbench.results.files import atomic_write, finite
+from speedbench.records import PointKey
 from speedbench.scenario import Scenario
 
 SCHEMA = 1
@@ -115,12 +117,12 @@ def matching(folder: Path, sc: Scenario, provenance: dict[str, Any]) -> dict[str
     return out
 
 
-def apply(rows: list[dict[str, Any]], calibrations: dict[str, dict[str, Any]]) -> None:
-    """Fill ``speedup_predicted`` (and its interval) of the rows whose arm has a calibration
-    with a curve at the row's concurrency and variant, at the row's pooled AL."""
-    for r in rows:
-        cal = calibrations.get(r.get("arm", ""))
+def predictor(calibrations: dict[str, dict[str, Any]]) -> Callable[[PointKey, Any], tuple[float, float, float]]:
+    """``(point, AL) -> (speedup, low, high)`` for summary rows: the point's arm's
+    calibration at its concurrency and variant; NaN where the arm has none."""
+    def predict_point(key: PointKey, al: Any) -> tuple[float, float, float]:
+        cal = calibrations.get(key.arm)
         if cal is None:
-            continue
-        s, lo, hi = predict(cal, r["concurrency"], r.get("al_tokens"), str(r.get("variant") or ""))
-        r["speedup_predicted"], r["speedup_predicted_ci_low"], r["speedup_predicted_ci_high"] = s, lo, hi
+            return (math.nan, math.nan, math.nan)
+        return predict(cal, key.concurrency, al, str(key.variant or ""))
+    return predict_point

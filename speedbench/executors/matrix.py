@@ -36,6 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from speedbench.calibration.screen import promote
+from speedbench.metrics.keys import AL_TOKENS
 from speedbench.errors import ScenarioError
 from speedbench.executors.base import speedbench_argv
 from speedbench.scenario import Scenario, load_scenario
@@ -146,9 +147,9 @@ def cell_entries(runs: list[tuple[Cell, Path]]) -> list[dict]:
             entries = json.loads((Path(run) / "summary.json").read_text(encoding="utf-8")).get("screening") or []
         except (OSError, ValueError):
             continue
-        scored = [e for e in entries if isinstance(e.get("al_tokens"), (int, float)) and math.isfinite(e["al_tokens"])]
+        scored = [e for e in entries if isinstance(e.get(AL_TOKENS), (int, float)) and math.isfinite(e[AL_TOKENS])]
         if scored:
-            best = max(scored, key=lambda e: e["al_tokens"])
+            best = max(scored, key=lambda e: e[AL_TOKENS])
             out.append({**best, "name": cell_name(cell), "run": str(run)})
     return out
 

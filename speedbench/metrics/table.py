@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,55 +45,63 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
     window longer / shorter by that lag, the range its true value lies in when the first
     and last stamps are each late by at most ``lag_ms`` (inf when the lag is as long as the
     window; both equal ``per_user_tps`` without a recorded lag). See metrics/lag.py."""
-    rows = []
-    for r in records:
-        n = r.n_output
-        first = r.chunk_ns[0] if r.chunk_ns else None
-        last = r.chunk_ns[-1] if r.chunk_ns else None
-        decode_ns = (last - first) if first is not None and last is not None else 0
-        timed = n >= 2 and decode_ns > 0  # (n-1)/(t_last-t_first) needs both
-        e2e = (r.t_end_ns - r.t_sent_ns) / 1e9 if r.t_end_ns and r.t_sent_ns else NAN
-        sp = r.spec
-        n_reads = len(set(r.chunk_ns))
-        eng = r.engine
-        gen_ms = eng.generation_ms if eng is not None else None
-        compressed = bool(gen_ms) and decode_ns / 1e6 < COMPRESSED_WINDOW * (gen_ms or 0.0)
-        burst = r.error is None and n >= 2 and (n_reads == 1 or compressed)
-        tps = (n - 1) / (decode_ns / 1e9) if timed and not burst else NAN
-        lag_ns = r.loop_lag_ns or 0
-        rows.append({
-            "arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, "repeat": r.repeat,
-            "prompt_index": r.prompt_index, "prompt_id": r.prompt_id, "turn": r.turn,
-            "category": r.category, "warmup": r.warmup, "error": r.error, "ok": r.error is None,
-            "n_out": n, "n_chunks": len(r.chunk_ns), "n_reads": n_reads,
-            "burst": burst,
-            "engine_tps": (n - 1) / (gen_ms / 1e3) if gen_ms and n >= 2 else NAN,
-            "engine_ttft_ms": eng.ttft_ms if eng is not None and eng.ttft_ms is not None else NAN,
-            "ttft_ms": (first - r.t_sent_ns) / 1e6 if first is not None else NAN,
-            "e2e_s": e2e,
-            "decode_s": decode_ns / 1e9 if first is not None else NAN,
-            "tpot_ms": decode_ns / (n - 1) / 1e6 if timed else NAN,
-            "per_user_tps": tps,
-            "lag_ms": r.loop_lag_ns / 1e6 if r.loop_lag_ns is not None else NAN,
-            "tps_lag_low": (n - 1) / ((decode_ns + lag_ns) / 1e9) if math.isfinite(tps) else NAN,
-            "tps_lag_high": ((n - 1) / ((decode_ns - lag_ns) / 1e9) if decode_ns > lag_ns else math.inf)
-            if math.isfinite(tps) else NAN,
-            "per_user_e2e_tps": n / e2e if e2e and e2e > 0 else NAN,
-            "queue_wait_ms": (r.t_sent_ns - r.t_queued_ns) / 1e6 if r.t_queued_ns else NAN,
-            "t_sent_ns": r.t_sent_ns, "t_end_ns": r.t_end_ns,
-            "spec_steps": sp.num_spec_steps if sp else 0,
-            "spec_accepted": sp.num_accepted_tokens if sp else 0,
-            "spec_draft_tokens": sp.num_draft_tokens if sp else 0,
-            "spec_hist": list(sp.acceptance_histogram) if sp else [],
-            "has_spec": sp is not None and sp.num_spec_steps > 0,
-            "spec_malformed": r.spec_error is not None,
-            # Tokens the server's counters imply (the prefill token, then 1 + accepted
-            # per step) minus the tokens delivered: > 0 when EOS or max_tokens cut a
-            # step inside its accepted drafts, which vLLM still counts as accepted.
-            "spec_overcount": (1 + sp.num_spec_steps + sp.num_accepted_tokens - n)
-            if sp is not None and sp.num_spec_steps > 0 and r.output_tokens is not None else 0,
-        })
-    return pd.DataFrame(rows, columns=_COLUMNS)
+    return pd.DataFrame([{**_timing_cells(r), **_spec_cells(r)} for r in records], columns=_COLUMNS)
+
+
+def _timing_cells(r: RequestRecord) -> dict[str, Any]:
+    """One record's identity, times and throughput cells."""
+    n = r.n_output
+    first = r.chunk_ns[0] if r.chunk_ns else None
+    last = r.chunk_ns[-1] if r.chunk_ns else None
+    decode_ns = (last - first) if first is not None and last is not None else 0
+    timed = n >= 2 and decode_ns > 0  # (n-1)/(t_last-t_first) needs both
+    e2e = (r.t_end_ns - r.t_sent_ns) / 1e9 if r.t_end_ns and r.t_sent_ns else NAN
+    n_reads = len(set(r.chunk_ns))
+    eng = r.engine
+    gen_ms = eng.generation_ms if eng is not None else None
+    compressed = bool(gen_ms) and decode_ns / 1e6 < COMPRESSED_WINDOW * (gen_ms or 0.0)
+    burst = r.error is None and n >= 2 and (n_reads == 1 or compressed)
+    tps = (n - 1) / (decode_ns / 1e9) if timed and not burst else NAN
+    lag_ns = r.loop_lag_ns or 0
+    return {
+        "arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, "repeat": r.repeat,
+        "prompt_index": r.prompt_index, "prompt_id": r.prompt_id, "turn": r.turn,
+        "category": r.category, "warmup": r.warmup, "error": r.error, "ok": r.error is None,
+        "n_out": n, "n_chunks": len(r.chunk_ns), "n_reads": n_reads,
+        "burst": burst,
+        "engine_tps": (n - 1) / (gen_ms / 1e3) if gen_ms and n >= 2 else NAN,
+        "engine_ttft_ms": eng.ttft_ms if eng is not None and eng.ttft_ms is not None else NAN,
+        "ttft_ms": (first - r.t_sent_ns) / 1e6 if first is not None else NAN,
+        "e2e_s": e2e,
+        "decode_s": decode_ns / 1e9 if first is not None else NAN,
+        "tpot_ms": decode_ns / (n - 1) / 1e6 if timed else NAN,
+        "per_user_tps": tps,
+        "lag_ms": r.loop_lag_ns / 1e6 if r.loop_lag_ns is not None else NAN,
+        "tps_lag_low": (n - 1) / ((decode_ns + lag_ns) / 1e9) if math.isfinite(tps) else NAN,
+        "tps_lag_high": ((n - 1) / ((decode_ns - lag_ns) / 1e9) if decode_ns > lag_ns else math.inf)
+        if math.isfinite(tps) else NAN,
+        "per_user_e2e_tps": n / e2e if e2e and e2e > 0 else NAN,
+        "queue_wait_ms": (r.t_sent_ns - r.t_queued_ns) / 1e6 if r.t_queued_ns else NAN,
+        "t_sent_ns": r.t_sent_ns, "t_end_ns": r.t_end_ns,
+    }
+
+
+def _spec_cells(r: RequestRecord) -> dict[str, Any]:
+    """One record's per-request spec-decode cells."""
+    sp = r.spec
+    return {
+        "spec_steps": sp.num_spec_steps if sp else 0,
+        "spec_accepted": sp.num_accepted_tokens if sp else 0,
+        "spec_draft_tokens": sp.num_draft_tokens if sp else 0,
+        "spec_hist": list(sp.acceptance_histogram) if sp else [],
+        "has_spec": sp is not None and sp.num_spec_steps > 0,
+        "spec_malformed": r.spec_error is not None,
+        # Tokens the server's counters imply (the prefill token, then 1 + accepted
+        # per step) minus the tokens delivered: > 0 when EOS or max_tokens cut a
+        # step inside its accepted drafts, which vLLM still counts as accepted.
+        "spec_overcount": (1 + sp.num_spec_steps + sp.num_accepted_tokens - r.n_output)
+        if sp is not None and sp.num_spec_steps > 0 and r.output_tokens is not None else 0,
+    }
 
 
 def itl_values(records: Iterable[RequestRecord]) -> tuple[np.ndarray, np.ndarray]:

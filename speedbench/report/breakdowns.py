@@ -71,7 +71,7 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
     """Per speculative point (title, rows): one row per question_id, slowest speedup
     first, so a regression leads to the prompts that caused it. From the records."""
     # Here, not at the top: speedbench.metrics loads pandas, which no other table needs.
-    from speedbench.metrics import prompt_rows
+    from speedbench.metrics.breakdown import prompt_rows  # function-local: pandas, only these tables need it
 
     rows = prompt_rows(run.records, run.baseline)
     out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
@@ -97,7 +97,7 @@ def _workload_variant(row: dict[str, Any]) -> str:
     """A rate point's variant label without its rate (``code@2rps`` -> ``code``)."""
     # Here, not at the top: speedbench.scenario loads pydantic, which rendering a report
     # otherwise never needs.
-    from speedbench.scenario import rate_label
+    from speedbench.scenario import rate_label  # function-local: pydantic; only rate-mode runs need it
 
     v = str(row.get("variant") or "")
     tag = rate_label(num(row.get("request_rate")))

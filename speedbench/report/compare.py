@@ -13,11 +13,17 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.markup import escape
+from rich.table import Table
+
 from speedbench.analysis.cells import al_of
 from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
 from speedbench.results import Run
+from speedbench.errors import UsageError
+from speedbench.report import html
+from speedbench.report import plots
 
 
 @dataclass
@@ -107,54 +113,73 @@ def compare_runs(runs: list[Run]) -> Comparison:
         missing = [lab for lab, r in labels if arm not in r.arms()]
         if missing:
             cmp.notes.append(f"arm {arm} is missing from {', '.join(missing)}")
-        headers = ["c"] + [f"{lab} speedup [95% CI]" for lab in present]
-        diffs = [lab for lab in present if lab != "R1"] if "R1" in present else []
-        headers += [f"Δ speedup {lab}−R1 [95% CI]" for lab in diffs] + [f"significant {lab}" for lab in diffs]
-        headers += [f"Δ per-user TPS {lab}−R1" for lab in diffs]
-        sec = Section(title=f"Speedup: {arm}", headers=headers, rows=[])
-        keys = sorted({k for lab, r in labels if lab in present for k in _keys(r, arm)})
-        for c, v in keys:
-            row = [f"{c}" + (f" [{v}]" if v else "")]
-            for lab, r in labels:
-                if lab in present:
-                    x = r.row(arm, c, v) or {}
-                    row.append(tables.fmt_speedup(x.get("speedup_mean"), x.get("speedup_ci_low"),
-                                                  x.get("speedup_ci_high")))
-            sig_cells, tps_cells, any_sig = [], [], False
-            base_row = first.row(arm, c, v) or {}
-            for lab in diffs:
-                i = int(lab[1:]) - 1
-                other_row = runs[i].row(arm, c, v) or {}
-                if noise.rounds(base_row) >= 2 or noise.rounds(other_row) >= 2:
-                    iv = _ci_diff(base_row, other_row)
-                    tv = significance.tps_diff_runs(first, runs[i], arm, c,
-                                                    v) if rec[0] and rec[i] else significance.NAN_INTERVAL
-                elif rec[0] and rec[i]:
-                    iv = significance.speedup_diff_runs(first, runs[i], arm, c, v)
-                    tv = significance.tps_diff_runs(first, runs[i], arm, c, v)
-                else:
-                    iv = _ci_overlap(base_row, other_row)
-                    tv = significance.NAN_INTERVAL
-                row.append(_fmt_diff(iv))
-                sig_cells.append(_sig(iv))
-                tps_cells.append(_fmt_diff(tv, tables.num(base_row.get("per_user_tps_mean"))))
-                any_sig |= iv.excludes_zero
-                sec.note = f"test: {iv.test}" if math.isfinite(iv.value) else sec.note
-            if any_sig:
-                sec.significant_rows.add(len(sec.rows))
-            sec.rows.append(row + sig_cells + tps_cells)
-        cmp.sections.append(sec)
-        for lab, r in labels:
-            if arm in r.arms():
-                for t in tables.speedup_tables(r):
-                    if t.arm == arm:
-                        cmp.speedups[f"{lab} {tables.label(arm, t.variant)}"] = [
-                            (x.concurrency, x.speedup, x.ci_low, x.ci_high) for x in t.rows]
-                for (a, v), curve in tables.position_curves(r).items():
-                    if a == arm:
-                        cmp.curves[f"{lab} {tables.label(a, v)}"] = curve
+        cmp.sections.append(_arm_section(runs, rec, arm, present))
+        _arm_figures(cmp, labels, arm)
     _category_and_positions(cmp, [(lab, r, None) for lab, r in labels])
     return cmp
+
+
+def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str]) -> Section:
+    """One arm's speedup in each run that has it, and each later run's difference from R1."""
+    labels = [(f"R{i + 1}", r) for i, r in enumerate(runs)]
+    headers = ["c"] + [f"{lab} speedup [95% CI]" for lab in present]
+    diffs = [lab for lab in present if lab != "R1"] if "R1" in present else []
+    headers += [f"Δ speedup {lab}−R1 [95% CI]" for lab in diffs] + [f"significant {lab}" for lab in diffs]
+    headers += [f"Δ per-user TPS {lab}−R1" for lab in diffs]
+    sec = Section(title=f"Speedup: {arm}", headers=headers, rows=[])
+    keys = sorted({k for lab, r in labels if lab in present for k in _keys(r, arm)})
+    for c, v in keys:
+        row = [f"{c}" + (f" [{v}]" if v else "")]
+        for lab, r in labels:
+            if lab in present:
+                x = r.row(arm, c, v) or {}
+                row.append(tables.fmt_speedup(x.get("speedup_mean"), x.get("speedup_ci_low"),
+                                              x.get("speedup_ci_high")))
+        sig_cells, tps_cells, any_sig = [], [], False
+        for lab in diffs:
+            iv, tv, base_row = _diff(runs, rec, int(lab[1:]) - 1, arm, (c, v))
+            row.append(_fmt_diff(iv))
+            sig_cells.append(_sig(iv))
+            tps_cells.append(_fmt_diff(tv, tables.num(base_row.get("per_user_tps_mean"))))
+            any_sig |= iv.excludes_zero
+            sec.note = f"test: {iv.test}" if math.isfinite(iv.value) else sec.note
+        if any_sig:
+            sec.significant_rows.add(len(sec.rows))
+        sec.rows.append(row + sig_cells + tps_cells)
+    return sec
+
+
+def _diff(runs: list[Run], rec: list[bool], i: int, arm: str, point: tuple[int, str]
+          ) -> tuple[significance.Interval, significance.Interval, dict[str, Any]]:
+    """Run i's speedup and per-user TPS minus R1's at one point (intervals), and R1's row:
+    from the rounds when either run has 2 or more, else from the records, else from the CIs."""
+    first, (c, v) = runs[0], point
+    base_row = first.row(arm, c, v) or {}
+    other_row = runs[i].row(arm, c, v) or {}
+    if noise.rounds(base_row) >= 2 or noise.rounds(other_row) >= 2:
+        iv = _ci_diff(base_row, other_row)
+        tv = significance.tps_diff_runs(first, runs[i], arm, c,
+                                        v) if rec[0] and rec[i] else significance.NAN_INTERVAL
+    elif rec[0] and rec[i]:
+        iv = significance.speedup_diff_runs(first, runs[i], arm, c, v)
+        tv = significance.tps_diff_runs(first, runs[i], arm, c, v)
+    else:
+        iv = _ci_overlap(base_row, other_row)
+        tv = significance.NAN_INTERVAL
+    return iv, tv, base_row
+
+
+def _arm_figures(cmp: Comparison, labels: list[tuple[str, Run]], arm: str) -> None:
+    """One arm's speedup curves and per-position curves, per run."""
+    for lab, r in labels:
+        if arm in r.arms():
+            for t in tables.speedup_tables(r):
+                if t.arm == arm:
+                    cmp.speedups[f"{lab} {tables.label(arm, t.variant)}"] = [
+                        (x.concurrency, x.speedup, x.ci_low, x.ci_high) for x in t.rows]
+            for (a, v), curve in tables.position_curves(r).items():
+                if a == arm:
+                    cmp.curves[f"{lab} {tables.label(a, v)}"] = curve
 
 
 def _category_and_positions(cmp: Comparison, sources: list[tuple[str, Run, list[str] | None]]) -> None:
@@ -188,8 +213,6 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
     """Two arms of one run against the same baseline on the same prompts."""
     for a in (arm_a, arm_b):
         if a not in run.arms():
-            from speedbench.errors import UsageError
-
             raise UsageError(f"arm '{a}' is not in run {run.run_id}; its arms are {run.arms()}")
     cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
@@ -241,9 +264,6 @@ def merge(comparisons: list[Comparison]) -> Comparison:
 
 
 def print_comparison(cmp: Comparison, console) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
     console.print(f"[bold]{escape(cmp.title)}[/bold]")
     for sec in cmp.sections:
         t = Table(title=escape(sec.title), title_justify="left", header_style="bold")
@@ -259,9 +279,6 @@ def print_comparison(cmp: Comparison, console) -> None:
 
 
 def render_comparison_html(cmp: Comparison) -> str:
-    from speedbench.report import html
-    from speedbench.report import plots
-
     body = [f'<header class="top"><h1>{html.esc(cmp.title)}</h1></header>']
     if cmp.notes:
         body.append(html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(n)}</li>" for n in cmp.notes) + "</ul>"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from speedbench.errors import SpeedbenchError
+from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.report import html
 from speedbench.report import leaderboard
 from speedbench.report import nightly
@@ -27,6 +27,8 @@ from speedbench.report import tables
 from speedbench.report import verdicts as verdict_block
 from speedbench.report.nightly import checkpoint, pooled_al
 from speedbench.results import Run, atomic_write, load_run
+from speedbench.results.files import started_at
+from speedbench.report.render import render_report
 
 MAX_LATEST = 50  # rows in the "latest runs" table
 
@@ -47,13 +49,9 @@ class Dashboard:
 
 
 def _created(run: Run) -> dt.datetime:
-    for text in (run.created_utc, run.run_id[:16]):
-        for fmt in (None, "%Y%m%dT%H%M%SZ"):
-            try:
-                t = dt.datetime.fromisoformat(text) if fmt is None else dt.datetime.strptime(text, fmt)
-                return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
-            except (ValueError, TypeError):
-                continue
+    t = started_at(run.created_utc) or started_at(run.run_id[:16])
+    if t is not None:
+        return t
     ts = run.dir.summary_path.stat().st_mtime if run.dir else 0
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc)
 
@@ -99,8 +97,6 @@ def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
         elif src.exists():
             shutil.copyfile(src, dest)
         else:  # never rendered (e.g. the run was interrupted): render the copy only
-            from speedbench.report.render import render_report
-
             atomic_write(dest, render_report(sr.run)[1])
         sr.report = quote(dest.relative_to(site).as_posix())
     except (OSError, SpeedbenchError, ValueError) as e:
@@ -254,8 +250,6 @@ def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
     """The verdicts over every run folder under results_dir (``speedbench changes``)."""
     results = Path(results_dir).resolve()
     if not results.is_dir():
-        from speedbench.errors import UsageError
-
         raise UsageError(f"results folder not found: {results}")
     runs, problems = scan(results)
     by_scenario: dict[str, list[SiteRun]] = {}
@@ -267,8 +261,6 @@ def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
 def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     results, site = Path(results_dir).resolve(), Path(site_dir).resolve()
     if not results.is_dir():
-        from speedbench.errors import UsageError
-
         raise UsageError(f"results folder not found: {results}")
     runs, problems = scan(results, skip=site)
     site.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ from speedbench.report import significance
 from speedbench.report import tables
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
+from speedbench.report.markdown import md, md_table
 
 
 
@@ -274,8 +275,6 @@ def junit_xml(results: list[GateResult], run: Run, elapsed_s: float = 0.0) -> st
 
 
 def summary_markdown(results: list[GateResult], run: Run, baseline: Run | None = None) -> str:
-    from speedbench.report.markdown import md, md_table
-
     n_fail = sum(r.status == "fail" for r in results)
     n_skip = sum(r.status == "skip" for r in results)
     verdict = "FAILED" if n_fail else "passed"

@@ -183,6 +183,14 @@ def speedup_card(t: tables.SpeedupTable, baseline: str | None) -> Safe:
 
 
 def render_html(run: Run, drift_html: str = "") -> str:
+    b = _summary_blocks(run) + _point_blocks(run) + _breakdown_blocks(run)
+    if drift_html:
+        b.append(drift_html)  # built by report/drift.py, which escapes its own strings
+    return page(f"speedbench · {run.scenario_name} · {run.run_id}", "".join(b))
+
+
+def _summary_blocks(run: Run) -> list[str]:
+    """The header, noise, speedup, screening, warnings, what was measured, request rate."""
     b = [f'<header class="top"><h1>speedbench report: {esc(run.scenario_name)}</h1>'
          f'<div class="sub">run {esc(run.run_id)}'
          + (f" · {esc(run.created_utc)}" if run.created_utc else "")
@@ -207,7 +215,12 @@ def render_html(run: Run, drift_html: str = "") -> str:
         b += ["<h2>Request rate (open loop)</h2>",
               card(Safe(f"<p class=\"muted\">{esc(markdown.RATE_NOTE)}</p>"
                         + table(breakdowns.RATE_HEADERS, rate_rows)))]
-    b.append("<h2>Plots</h2><div class=\"grid\">")
+    return b
+
+
+def _point_blocks(run: Run) -> list[str]:
+    """Plots, every point, the failures."""
+    b = ["<h2>Plots</h2><div class=\"grid\">"]
     b += [card(Safe(svg), caption) for caption, svg in run_plots(run)]
     b.append("</div><h2>All points</h2>")
     rows = markdown.detail_rows(run)
@@ -219,6 +232,12 @@ def render_html(run: Run, drift_html: str = "") -> str:
         b.append(card(table(["arm", "concurrency", "failure"], [[a, c, Cell(f, cls="l")] for a, c, f in failures],
                             left=1),
                       "Failures"))
+    return b
+
+
+def _breakdown_blocks(run: Run) -> list[str]:
+    """Latency, category, per-question and per-position tables."""
+    b: list[str] = []
     headers, rows = breakdowns.latency_table(run)
     if rows:
         b += ["<h2>Latency distributions</h2>",
@@ -243,6 +262,4 @@ def render_html(run: Run, drift_html: str = "") -> str:
               card(Safe("<p class=\"muted\">Joint: P(at least i drafts accepted in a step). "
                         "Conditional: P(position i accepted | position i-1 accepted).</p>"
                         + table(headers, rows, left=2)))]
-    if drift_html:
-        b.append(drift_html)  # built by report/drift.py, which escapes its own strings
-    return page(f"speedbench · {run.scenario_name} · {run.run_id}", "".join(b))
+    return b

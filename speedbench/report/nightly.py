@@ -21,7 +21,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from speedbench.analysis.cells import al_of, num
+from speedbench.analysis.cells import al_of, num, pool_by_n_ok
 from speedbench.analysis.changepoints import (
     IMPROVEMENT,
     MIN_BASELINE,
@@ -86,14 +86,8 @@ def checkpoint(run: Run, arm: str) -> str:
 
 def pooled_al(run: Run, arm: str, variant: str) -> float:
     """AL pooled over concurrency: the points' AL weighted by their completed requests."""
-    total = weight = 0.0
-    for r in run.rows:
-        if r.get("arm") == arm and (r.get("variant") or "") == variant:
-            al, n = al_of(r)[0], num(r.get("n_ok"))
-            if math.isfinite(al):
-                w = n if n > 0 else 1.0
-                total, weight = total + al * w, weight + w
-    return total / weight if weight else math.nan
+    return pool_by_n_ok((al_of(r)[0], r.get("n_ok")) for r in run.rows
+                        if r.get("arm") == arm and (r.get("variant") or "") == variant)
 
 
 def _floors(run: Run) -> dict[tuple[int, str], float]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
-from speedbench.analysis.cells import al_of, num
+from speedbench.analysis.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
 from speedbench.report.facts import cpu_attention, draft_model, hardware, target_model, vllm_version
@@ -324,20 +324,19 @@ def category_al(run: Run) -> tuple[list[str], dict[tuple[str, str], dict[str, fl
     back to the pooled ``al_tokens``), pooled over concurrency levels weighted by
     successful requests (acceptance does not depend on the batch)."""
     cats: list[str] = []
-    acc: dict[tuple[str, str], dict[str, list[float]]] = {}
+    acc: dict[tuple[str, str], dict[str, list[tuple[float, Any]]]] = {}
     for c in run.categories:
         al = num(c.get("al_requests"))
         if not math.isfinite(al):
             al = num(c.get("al_tokens"))
-        cat, n = str(c.get("category") or ""), num(c.get("n_ok"))
-        if not math.isfinite(al) or not n > 0:
+        cat = str(c.get("category") or "")
+        if not math.isfinite(al) or not num(c.get("n_ok")) > 0:
             continue
         if cat not in cats:
             cats.append(cat)
-        cell = acc.setdefault((str(c.get("arm")), str(c.get("variant") or "")), {}).setdefault(cat, [0.0, 0.0])
-        cell[0] += al * n
-        cell[1] += n
-    return cats, {k: {cat: s / n for cat, (s, n) in v.items()} for k, v in acc.items()}
+        acc.setdefault((str(c.get("arm")), str(c.get("variant") or "")), {}).setdefault(cat, []).append(
+            (al, c.get("n_ok")))
+    return cats, {k: {cat: pool_by_n_ok(pairs) for cat, pairs in v.items()} for k, v in acc.items()}
 
 
 def position_curves(run: Run) -> dict[tuple[str, str], tuple[list[float], list[float]]]:
@@ -353,9 +352,10 @@ def position_curves(run: Run) -> dict[tuple[str, str], tuple[list[float], list[f
             curves = []
             for key in ("per_position_joint", "per_position_conditional"):
                 n = min(len(r.get(key) or []) for r in rows)
-                w = [max(num(r.get("n_ok")), 1.0) if ok(r.get("n_ok")) else 1.0 for r in rows]
-                curves.append([sum(num((r.get(key) or [0] * n)[i]) * wi for r, wi in zip(rows, w)) / sum(w)
-                               for i in range(n)])
+                cols = [[(r.get(key) or [0] * n)[i] for r in rows] for i in range(n)]
+                # a missing rate at one level leaves the position without a pooled value
+                curves.append([pool_by_n_ok(zip(c, (r.get("n_ok") for r in rows))) if all(ok(x) for x in c)
+                               else math.nan for c in cols])
             out[(arm, v)] = (curves[0], curves[1])
     return out
 

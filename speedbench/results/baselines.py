@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speedbench.results.files import started_at
 from speedbench.results.rundir import RunDir
 from speedbench.scenario import Scenario, validate_data
 
@@ -146,8 +147,4 @@ def _scenario(rd: RunDir) -> Scenario | None:
 
 
 def _created(text: Any) -> _dt.datetime:
-    try:
-        t = _dt.datetime.fromisoformat(str(text))
-    except ValueError:
-        return _dt.datetime.fromtimestamp(0, _dt.timezone.utc)
-    return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+    return started_at(str(text)) or _dt.datetime.fromtimestamp(0, _dt.timezone.utc)

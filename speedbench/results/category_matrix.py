@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table
+
+from speedbench.metrics.keys import AL_REQUESTS, AL_TOKENS, N_OK, SPEEDUP_CI_HIGH, SPEEDUP_CI_LOW, SPEEDUP_MEAN
 from speedbench.errors import UsageError
 from speedbench.results.run import Run
 
@@ -33,10 +36,10 @@ from speedbench.results.run import Run
 AIPERF_CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning", "roleplay", "stem",
                      "summarization", "writing")
 # (file, figure) in AIPerf's layout; the first is AIPerf's own default file name.
-AIPERF_FILES = (("speed_bench_report.csv", "al_tokens"), ("speed_bench_report_al_requests.csv", "al_requests"),
+AIPERF_FILES = (("speed_bench_report.csv", AL_TOKENS), ("speed_bench_report_al_requests.csv", AL_REQUESTS),
                 ("speed_bench_report_accept_rate.csv", "acceptance_rate"),
-                ("speed_bench_report_speedup.csv", "speedup_mean"))
-FIGURES = ("al_tokens", "al_requests", "acceptance_rate", "speedup_mean", "speedup_ci_low", "speedup_ci_high", "n_ok")
+                ("speed_bench_report_speedup.csv", SPEEDUP_MEAN))
+FIGURES = (AL_TOKENS, AL_REQUESTS, "acceptance_rate", SPEEDUP_MEAN, SPEEDUP_CI_LOW, SPEEDUP_CI_HIGH, N_OK)
 MATRIX_FILE = "category_matrix.csv"
 
 
@@ -190,8 +193,6 @@ def export_matrix(runs: list[Run], out: Path, concurrency: int | None = None, va
 def rich_table(cps: list[Checkpoint], cats: list[str]):
     """The console view: a row per category, a column per checkpoint, each cell both ALs,
     the acceptance rate and the speedup with its CI."""
-    from rich.table import Table
-
     t = Table(title="category matrix: AL per step / per request, acceptance rate, speedup [95% CI]",
               title_justify="left", header_style="bold")
     t.add_column("category")
@@ -206,5 +207,5 @@ def _cell_text(cell: dict[str, Any]) -> str:
     def f(key: str, fmt: str) -> str:
         v = _num(cell.get(key))
         return format(v, fmt) if v is not None else "-"
-    speed = f"x{f('speedup_mean', '.2f')} [{f('speedup_ci_low', '.2f')}, {f('speedup_ci_high', '.2f')}]"
-    return f"AL {f('al_tokens', '.2f')} / {f('al_requests', '.2f')}\nrate {f('acceptance_rate', '.2f')}\n{speed}"
+    speed = f"x{f(SPEEDUP_MEAN, '.2f')} [{f(SPEEDUP_CI_LOW, '.2f')}, {f(SPEEDUP_CI_HIGH, '.2f')}]"
+    return f"AL {f(AL_TOKENS, '.2f')} / {f(AL_REQUESTS, '.2f')}\nrate {f('acceptance_rate', '.2f')}\n{speed}"

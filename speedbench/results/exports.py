@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from speedbench.metrics.keys import GOODPUT
 from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.formats import write_parquet
 from speedbench.results.run import Run
+from speedbench.results.profile import write_profiles
 
 
 # ---- speedbench export ------------------------------------------------------------------
@@ -197,7 +200,7 @@ def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
             "burstiness": row.get("burstiness") if row.get("burstiness") is not None else 1.0,
             "max_concurrency": None if isinstance(rate, (int, float)) and math.isfinite(rate) else key.concurrency,
         }
-        goodput = row.get("goodput")
+        goodput = row.get(GOODPUT)
         out[key] = vllm_result(recs, wall_s=float(wall), percentiles=percentiles, header=header, prom=_prom(run, key),
                                request_goodput=goodput if isinstance(goodput, (int, float)) and math.isfinite(goodput)
                                else None)
@@ -225,8 +228,6 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
             raise UsageError(f"{run.path}: no measured records to export")
         return written
     if fmt == "speculation-profile":
-        from speedbench.results.profile import write_profiles
-
         written = write_profiles(run, out)
         if not written:
             raise UsageError(f"{run.path}: no speculative arm to describe")
@@ -235,7 +236,7 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
         p = out / "summary.json"
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
-    import pandas as pd
+    import pandas as pd  # function-local: only the csv and parquet formats need pandas
 
     tables = {"summary": run.rows, "categories": run.categories}
     for name, rows in tables.items():
@@ -253,8 +254,6 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
             df.to_parquet(p, index=False)
         written.append(p)
     if fmt == "parquet" and run.records and run.dir is not None:
-        import shutil
-
         if run.dir.parquet_path.exists():
             written.append(Path(shutil.copyfile(run.dir.parquet_path, out / "records.parquet")))
         else:

@@ -24,7 +24,22 @@ def new_run_id(now: _dt.datetime | None = None) -> str:
     """``YYYYmmddTHHMMSSZ-<6 hex>``: sorts by time, and the hex part keeps two runs
     started in the same second apart."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    return now.astimezone(_dt.timezone.utc).strftime(RUN_ID_TIME) + "-" + secrets.token_hex(3)
+
+
+RUN_ID_TIME = "%Y%m%dT%H%M%SZ"
+
+
+def started_at(text: Any) -> _dt.datetime | None:
+    """A run's start time from an ISO time (``created_utc``, ``measured_utc``) or a run id's
+    time part (``YYYYmmddTHHMMSSZ``); UTC when it names no zone, None when it is neither."""
+    for parse in (_dt.datetime.fromisoformat, lambda t: _dt.datetime.strptime(t, RUN_ID_TIME)):
+        try:
+            t = parse(text)
+        except (ValueError, TypeError):
+            continue
+        return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+    return None
 
 
 def finite(obj: Any) -> Any:

@@ -33,7 +33,7 @@ from typing import Any
 
 from speedbench.errors import UsageError
 from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
-from speedbench.results.run import Run
+from speedbench.results.run import Run, load_run
 
 RUN_KEY_TAG = "speedbench.run_arm"
 # Row keys that name the point or the arm rather than measure it.
@@ -44,7 +44,7 @@ BATCH = 100  # log_batch's per-call limit on params and tags (metrics: 1000)
 
 def _client(tracking_uri: str):
     try:
-        from mlflow import MlflowClient
+        from mlflow import MlflowClient  # function-local: mlflow is optional (speedbench[mlflow])
     except ImportError as e:
         raise UsageError("--format mlflow needs the mlflow package: pip install 'speedbench[mlflow]'") from e
     return MlflowClient(tracking_uri=tracking_uri)
@@ -147,7 +147,7 @@ def _batches(items: list, size: int) -> Iterable[list]:
 
 def _log_values(client, run_id: str, existing, params: dict[str, str], metrics: dict[str, float],
                 tags: dict[str, str]) -> None:
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param, RunTag  # function-local: mlflow is optional
 
     # Now, not the run's start: MLflow shows the value with the latest timestamp, so a
     # changed value logged on a re-export must be the later one.
@@ -226,8 +226,6 @@ def track_finished_run(run_path: Path, sc, say) -> None:
     is about the measurement, not the tracking server."""
     if sc.mlflow is None:
         return
-    from speedbench.results import load_run
-
     uri = scenario_tracking_uri(sc.mlflow)
     # the variable's value may carry credentials: name it rather than print it
     shown = sc.mlflow.tracking_uri or "$MLFLOW_TRACKING_URI"

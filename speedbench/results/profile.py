@@ -25,6 +25,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from speedbench.metrics.keys import (
+    AL_AGREE, AL_PROMETHEUS, AL_REQUESTS, AL_TOKENS, N_OK, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT
+)
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.run import Run
 
@@ -90,7 +93,7 @@ def _al_by_k(run: Run, row: dict[str, Any], draft: str) -> dict[str, float]:
         if (r.get("concurrency"), r.get("variant") or "", r.get("method")) != \
                 (row.get("concurrency"), row.get("variant") or "", row.get("method")):
             continue
-        al, k = _num(r.get("al_tokens")), r.get("num_speculative_tokens")
+        al, k = _num(r.get(AL_TOKENS)), r.get("num_speculative_tokens")
         if al is not None and isinstance(k, int) and _draft_model(run, r["arm"]) == draft:
             out.setdefault(str(k), al)
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
@@ -117,7 +120,7 @@ def _conditions(run: Run, row: dict[str, Any]) -> dict[str, Any]:
             "concurrency": row.get("concurrency"),
             "variant": row.get("variant") or None, "engine": "vllm", "engine_version": prov.get("vllm_version"),
             "hardware": run.summary.get("hardware"), "temperature": workload.get("temperature"),
-            "max_tokens": workload.get("max_tokens"), "num_requests": row.get("n_ok")}
+            "max_tokens": workload.get("max_tokens"), "num_requests": row.get(N_OK)}
 
 
 def _checkpoints(run: Run, arm: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -134,14 +137,14 @@ def speculation_profile(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     """One speculative summary row as a specdec_bench speculation profile."""
     k = int(row.get("num_speculative_tokens") or 0)
     method = str(row.get("method") or "") or None
-    conditional = _rates(row.get("per_position_conditional"), k)
-    marginal = _rates(row.get("per_position_joint"), k)
-    per_step, per_request = _num(row.get("al_tokens")), _num(row.get("al_requests"))
+    conditional = _rates(row.get(PER_POSITION_CONDITIONAL), k)
+    marginal = _rates(row.get(PER_POSITION_JOINT), k)
+    per_step, per_request = _num(row.get(AL_TOKENS)), _num(row.get(AL_REQUESTS))
     measured = per_step is not None
     chain = bool(method) and str(method).lower() in CHAIN_METHODS
     draft, target = _checkpoints(run, row["arm"])
     hist = row.get("acceptance_histogram") or []
-    per_category = {c["category"]: _num(c.get("al_requests")) for c in run.categories
+    per_category = {c["category"]: _num(c.get(AL_REQUESTS)) for c in run.categories
                     if (c.get("arm"), c.get("concurrency"), c.get("variant") or "")
                     == (row["arm"], row.get("concurrency"), row.get("variant") or "")}
     return {
@@ -168,7 +171,7 @@ def _extension(run: Run, row: dict[str, Any], marginal: list[float], chain: bool
     delta = abs(per_step - per_request) if per_step is not None and per_request is not None else None
     return {"run_id": run.run_id, "scenario": run.scenario_name, "arm": row["arm"],
             "concurrency": row.get("concurrency"), "variant": row.get("variant") or "",
-            "al_prometheus": _num(row.get("al_prometheus")), "al_agree": row.get("al_agree"),
+            AL_PROMETHEUS: _num(row.get(AL_PROMETHEUS)), AL_AGREE: row.get(AL_AGREE),
             "draft_acceptance_rate": _num(row.get("draft_acceptance_rate")),
             "accept_length_extrapolated_by_k": extrapolate_over_k(marginal) if chain and per_step is not None
             else None,

@@ -12,12 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from speedbench import metrics
+from speedbench.metrics.breakdown import category_rows
+from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.noise_floor import noise_floor
-from speedbench.stopping.summary import stopping_rows, widen_rows
+from speedbench.metrics.rows import RowExtras, summarize
+from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
-from speedbench.results.files import atomic_write
+from speedbench.results.files import atomic_write, started_at
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
 
@@ -35,11 +37,8 @@ def _hardware(provenance: dict[str, Any], host: Any = None) -> str:
 
 def _created(run_dir: RunDir) -> str:
     """The run's start time, from its folder name (``YYYYmmddTHHMMSSZ-xxxxxx``)."""
-    try:
-        t = _dt.datetime.strptime(run_dir.path.name.split("-")[0], "%Y%m%dT%H%M%SZ")
-        return t.replace(tzinfo=_dt.timezone.utc).isoformat(timespec="seconds")
-    except ValueError:
-        return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t = started_at(run_dir.path.name.split("-")[0]) or _dt.datetime.now(_dt.timezone.utc)
+    return t.isoformat(timespec="seconds")
 
 
 def _prom_deltas(run_dir: RunDir, points: dict) -> dict:
@@ -56,7 +55,7 @@ def _point_infos(points: dict) -> dict:
         status = p.get("status")
         # An interrupted point has partial data; it is reported as failed so nobody
         # mistakes it for a complete measurement.
-        infos[key] = metrics.PointInfo(
+        infos[key] = PointInfo(
             wall_s=p.get("wall_s"),
             loop_lag_ms_max=lag,
             status="failed" if status in ("failed", "interrupted") else None,
@@ -93,20 +92,19 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     for arm in sc.arms:
         prov = provenance.get(arm.name) or {}
         failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
-        arm_info[arm.name] = metrics.ArmInfo.from_arm(
+        arm_info[arm.name] = ArmInfo.from_arm(
             arm,
             eagle_version=str(prov.get("eagle_version") or ""),
             status="failed" if failed else "ok",
             failure=(failed[0].get("failure") if failed else None),
         )
-    rows = metrics.summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
-                             percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None)
     stopping: list[dict[str, Any]] = []
     if sc.stop is not None:  # intervals of stopped points are taken at the look level
         stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
-        widen_rows(rows, stopping)
     cals = calibrations(run_dir, sc, provenance, write)
-    calib_store.apply(rows, cals)
+    rows = summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
+                     percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
+                     extra=RowExtras(stopping, calib_store.predictor(cals)))
     screening, promoted = calib_screen.screening_block(rows, sc, cals)
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -126,7 +124,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "stopping": stopping,
         "baseline_source": run_dir.read_json("baseline.json") or {"reused": False},
         "rows": rows,
-        "categories": metrics.category_rows(records, sc.baseline_arm),
+        "categories": category_rows(records, sc.baseline_arm),
     }
     if write:
         run_dir.write_summary(summary)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from speedbench.metrics.keys import E2E_S_MEAN
 from speedbench.doctor.base import parallel_size
 from speedbench.run.plan import ArmPlan, Plan
 
@@ -91,8 +92,8 @@ def estimate(plan: Plan, output_root: Path | None = None) -> list[ArmCost]:
     starts: dict[str, float] = {}
     if past:
         for r in past.get("rows") or []:
-            if isinstance(r.get("e2e_s_mean"), (int, float)):
-                e2e[(r["arm"], int(r["concurrency"]))] = float(r["e2e_s_mean"])
+            if isinstance(r.get(E2E_S_MEAN), (int, float)):
+                e2e[(r["arm"], int(r["concurrency"]))] = float(r[E2E_S_MEAN])
         for arm, a in (past.get("arms") or {}).items():
             if a.get("server_start_s"):
                 starts[arm] = sum(a["server_start_s"]) / len(a["server_start_s"])

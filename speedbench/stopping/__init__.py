@@ -5,7 +5,7 @@
 - point.py    one round of one point on the run path: its batches, the decision after each look,
               the baseline's records read as they grow (each look reads only the new ones)
 - batches.py  a point sent in batches that end at the looks, scrapes around all of them
-- summary.py  summary.json's ``stopping`` block and the look-level widening of a stopped point's rows
+- summary.py  summary.json's ``stopping`` block (the look-level widening is in metrics/formulas.py)
 
 Import the submodules; this file imports nothing, so the summary side does not load the
 load generator.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speedbench.client.http import ClientConfig
-from speedbench.metrics import PointInfo, summarize
+from speedbench.metrics.rows import PointInfo, summarize
 from speedbench.records import PointKey, Prompt
 from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters

@@ -129,7 +129,7 @@ def test_rate_mode_point_reports_goodput(server, scenario):
 
     from speedbench.loadgen.arrivals import arrival_offsets
     from speedbench.client.http import ClientConfig
-    from speedbench.metrics import ArmInfo, PointInfo, summarize
+    from speedbench.metrics.rows import ArmInfo, PointInfo, summarize
     from speedbench.loadgen import PointJob, Target, run_pass
     from speedbench.records import PointKey
     from speedbench.workload import load_workload

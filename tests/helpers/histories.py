@@ -114,11 +114,24 @@ def night(summary: dict[str, Any], prov: dict[str, Any], i: int, nights: int, pl
     return s, p
 
 
+@dataclass(frozen=True)
+class Nights:
+    """The history's source run and folders: ``dtype`` picks the real run it starts from;
+    ``report``: each folder with a small report.html of its own (the dashboard copies it
+    instead of rendering one)."""
+
+    dtype: str = "float16"
+    scenario: str = "cpu_tiny"
+    start: dt.datetime = START
+    report: bool = True
+
+
 def write_history(root: str | Path, nights: int = 30, plants: list[Plant] | tuple[Plant, ...] = (), sd: float = 0.015,
-                  seed: int = 0, dtype: str = "float16", scenario: str = "cpu_tiny",
-                  start: dt.datetime = START, report: bool = True) -> list[Path]:
-    """``nights`` run folders under root/scenario/, one a day from ``start``; ``report``:
-    with a small report.html of their own (the dashboard copies it instead of rendering one)."""
+                  seed: int = 0, **options: Any) -> list[Path]:
+    """``nights`` run folders under root/scenario/, one a day from ``start``; ``options``:
+    :class:`Nights` fields."""
+    o = Nights(**options)
+    dtype, scenario, start, report = o.dtype, o.scenario, o.start, o.report
     summary, prov, resolved = real_run(dtype)
     rng = np.random.default_rng(seed)
     out = []

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from speedbench.metrics import category_rows
-from speedbench.records import RequestRecord, SpecStats
+from speedbench.metrics.breakdown import category_rows
+from speedbench.records import PointKey, RequestRecord, SpecStats
 from speedbench.results import RunDir
 
 K = 3  # num_speculative_tokens of every synthetic speculative arm
@@ -47,7 +48,22 @@ def _accept_prob(mean_accepted: float) -> float:
     return (lo + hi) / 2
 
 
-def _make_record(rng, *, arm, c, v, i, cat, t0, tps, n_out, al, error=None) -> RequestRecord:
+@dataclass(frozen=True)
+class _Request:
+    """One synthetic request: its point, prompt, start, speed, length and AL."""
+
+    key: PointKey
+    i: int
+    cat: str
+    t0: int
+    tps: float
+    n_out: int
+    al: float | None
+    error: str | None = None
+
+
+def _make_record(rng, q: _Request) -> RequestRecord:
+    (arm, c, v), i, cat, t0, tps, n_out, al, error = q.key, q.i, q.cat, q.t0, q.tps, q.n_out, q.al, q.error
     spec = None
     if al:
         q = _accept_prob(min(max(al - 1, 0.0), K - 0.01))
@@ -117,11 +133,18 @@ def _row(arm, c, v, recs, base_recs, rng, failed_msg=None) -> dict[str, Any]:
         row.update(speedup_pairs=0, al_agree=None, acceptance_histogram=[], per_position_joint=[],
                    per_position_conditional=[])
         return row
+    row.update(_measured_cells(arm, recs, ok, rng))
+    row.update(_speedup_cells(spec, ok, base_recs, rng))
+    row.update(_acceptance_cells(spec, ok))
+    return row
+
+
+def _measured_cells(arm, recs, ok, rng) -> dict[str, Any]:
     tps = np.array([_tps(r) for r in ok])
     n_err = len(recs) - len(ok)
     wall = (max(r.t_end_ns for r in recs) - min(r.t_sent_ns for r in recs)) / 1e9
     ttft = np.array([(r.chunk_ns[0] - r.t_sent_ns) / 1e6 for r in ok])
-    row.update(
+    return dict(
         status="partial" if n_err else "ok", failure=None, n_requests=len(recs), n_ok=len(ok), n_errors=n_err,
         error_rate=n_err / len(recs), per_user_tps_mean=float(tps.mean()), per_user_tps_median=float(np.median(tps)),
         per_user_tps_p10=float(np.percentile(tps, 10)), per_user_tps_p90=float(np.percentile(tps, 90)),
@@ -134,110 +157,144 @@ def _row(arm, c, v, recs, base_recs, rng, failed_msg=None) -> dict[str, Any]:
         e2e_s_mean=float(np.mean([(r.t_end_ns - r.t_sent_ns) / 1e9 for r in ok])),
         loop_lag_ms_max=float(rng.uniform(0.2, 3.0)),
     )
+
+
+def _speedup_cells(spec, ok, base_recs, rng) -> dict[str, Any]:
+    nan = math.nan
     if spec and base_recs:
         base = {r.prompt_index: _tps(r) for r in base_recs if r.ok}
         spec_tps = np.array([_tps(r) for r in ok if r.prompt_index in base])
         base_tps = np.array([base[r.prompt_index] for r in ok if r.prompt_index in base])
         lo, hi = _boot_ci(spec_tps, base_tps, rng)
         sp = float(spec_tps.mean() / base_tps.mean())
-        row.update(speedup_mean=sp, speedup_median=float(np.median(spec_tps) / np.median(base_tps)),
-                   speedup_ci_low=lo, speedup_ci_high=hi, speedup_pairs=len(spec_tps), proxy_speedup=sp * 0.97)
-    else:
-        row.update(speedup_mean=nan, speedup_median=nan, speedup_ci_low=nan, speedup_ci_high=nan, speedup_pairs=0,
-                   proxy_speedup=nan)
+        return dict(speedup_mean=sp, speedup_median=float(np.median(spec_tps) / np.median(base_tps)),
+                    speedup_ci_low=lo, speedup_ci_high=hi, speedup_pairs=len(spec_tps), proxy_speedup=sp * 0.97)
+    return dict(speedup_mean=nan, speedup_median=nan, speedup_ci_low=nan, speedup_ci_high=nan, speedup_pairs=0,
+                proxy_speedup=nan)
+
+
+def _acceptance_cells(spec, ok) -> dict[str, Any]:
+    nan = math.nan
     if spec:
         hist = np.sum([r.spec.acceptance_histogram for r in ok], axis=0)
         steps = hist.sum()
         joint = [float(hist[i + 1:].sum() / steps) for i in range(K)]
         cond = [joint[0]] + [joint[i] / joint[i - 1] if joint[i - 1] else 0.0 for i in range(1, K)]
         al = _al(ok)
-        row.update(al_tokens=al, al_requests=float(np.mean([r.spec.mean_acceptance_length for r in ok])),
-                   al_prometheus=al * 1.002, al_agree=True,
-                   draft_acceptance_rate=sum(r.spec.num_accepted_tokens for r in ok)
-                   / sum(r.spec.num_draft_tokens for r in ok),
-                   acceptance_histogram=[int(x) for x in hist], per_position_joint=joint,
-                   per_position_conditional=cond)
-    else:
-        row.update(al_tokens=nan, al_requests=nan, al_prometheus=nan, al_agree=None, draft_acceptance_rate=nan,
-                   acceptance_histogram=[], per_position_joint=[], per_position_conditional=[])
-    return row
+        return dict(al_tokens=al, al_requests=float(np.mean([r.spec.mean_acceptance_length for r in ok])),
+                    al_prometheus=al * 1.002, al_agree=True,
+                    draft_acceptance_rate=sum(r.spec.num_accepted_tokens for r in ok)
+                    / sum(r.spec.num_draft_tokens for r in ok),
+                    acceptance_histogram=[int(x) for x in hist], per_position_joint=joint,
+                    per_position_conditional=cond)
+    return dict(al_tokens=nan, al_requests=nan, al_prometheus=nan, al_agree=None, draft_acceptance_rate=nan,
+                acceptance_histogram=[], per_position_joint=[], per_position_conditional=[])
 
 
-def make_run(root: str | Path, *, scenario: str = "cpu_tiny", arms: list[dict[str, Any]] | None = None,
-             concurrencies: tuple[int, ...] = (1, 4, 16), categories: tuple[str, ...] = ("coding", "math"),
-             variants: tuple[str, ...] = ("",), n_prompts: int = 12, created: dt.datetime | None = None,
-             seed: int = 0, model: str = "tiny/target", hardware: str = "1x NVIDIA H200 (synthetic)",
-             failed_arms: tuple[str, ...] = (), base_tps: float = 100.0, noise: float = 0.05,
-             error_arms: dict[str, int] | None = None, reference: dict[str, Any] | None = None,
-             gates: list[dict[str, Any]] | None = None, write_records: bool = True) -> RunDir:
-    """A complete run folder (no report files); speculative arms are those with ``al``."""
-    arms = arms if arms is not None else DEFAULT_ARMS
-    rng = np.random.default_rng(seed)
-    created = created or dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
-    rd = RunDir.create(root, scenario, now=created)
+@dataclass
+class RunSpec:
+    """What make_run builds; speculative arms are those with ``al``."""
+
+    scenario: str = "cpu_tiny"
+    arms: list[dict[str, Any]] | None = None  # None: DEFAULT_ARMS
+    concurrencies: tuple[int, ...] = (1, 4, 16)
+    categories: tuple[str, ...] = ("coding", "math")
+    variants: tuple[str, ...] = ("",)
+    n_prompts: int = 12
+    created: dt.datetime | None = None  # None: 2026-11-30 12:00 UTC
+    seed: int = 0
+    model: str = "tiny/target"
+    hardware: str = "1x NVIDIA H200 (synthetic)"
+    failed_arms: tuple[str, ...] = ()
+    base_tps: float = 100.0
+    noise: float = 0.05
+    error_arms: dict[str, int] | None = None
+    reference: dict[str, Any] | None = None
+    gates: list[dict[str, Any]] | None = None
+    write_records: bool = True
+
+
+def make_run(root: str | Path, spec: RunSpec | None = None, **overrides: Any) -> RunDir:
+    """A complete run folder (no report files). ``overrides``: RunSpec fields."""
+    spec = replace(spec or RunSpec(), **overrides)
+    arms = spec.arms if spec.arms is not None else DEFAULT_ARMS
+    rng = np.random.default_rng(spec.seed)
+    created = spec.created or dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
+    rd = RunDir.create(root, spec.scenario, now=created)
+    rows, all_recs = _measure(rd, spec, arms, rng)
+    # per-category rows as summary.py writes them (per-user TPS, paired speedup, both ALs)
+    cat_rows = category_rows([r for recs in all_recs for r in recs], arms[0]["name"])
+    if spec.write_records:
+        for recs in all_recs:
+            for r in recs:
+                rd.append_record(r)
+    reference = _write_setup(rd, spec, arms)
+    rd.write_summary({"scenario": spec.scenario, "run_id": rd.name, "created_utc": created.isoformat(),
+                      "hardware": spec.hardware, "baseline": arms[0]["name"], "reference": reference, "rows": rows,
+                      "categories": cat_rows})
+    return rd
+
+
+def _measure(rd: RunDir, spec: RunSpec, arms: list[dict[str, Any]], rng) -> tuple[list, list[list[RequestRecord]]]:
+    """Every point's records and summary row; points.json marked as a run marks it."""
     baseline = arms[0]["name"]
-    prompt_diff = rng.uniform(0.8, 1.2, size=n_prompts)
-    lengths = rng.integers(40, 90, size=n_prompts)
-    rows, cat_rows, all_recs = [], [], []
+    prompt_diff = rng.uniform(0.8, 1.2, size=spec.n_prompts)
+    lengths = rng.integers(40, 90, size=spec.n_prompts)
+    rows: list[dict[str, Any]] = []
+    all_recs: list[list[RequestRecord]] = []
     t0 = 1_000_000_000_000
     for arm in arms:
-        for v in variants:
-            base_recs: dict[int, list[RequestRecord]] = {}
-            for c in concurrencies:
+        for v in spec.variants:
+            for c in spec.concurrencies:
                 recs: list[RequestRecord] = []
-                if arm["name"] not in failed_arms:
-                    n_err = (error_arms or {}).get(arm["name"], 0)
-                    for i in range(n_prompts):
-                        cat = categories[i % len(categories)]
+                if arm["name"] not in spec.failed_arms:
+                    n_err = (spec.error_arms or {}).get(arm["name"], 0)
+                    for i in range(spec.n_prompts):
+                        cat = spec.categories[i % len(spec.categories)]
                         al = arm.get("al")
                         al_req = al + CATEGORY_AL_OFFSET.get(cat, 0.0) + rng.normal(0, 0.05) if al else None
-                        tps = base_tps * prompt_diff[i] / (1 + 0.1 * math.log2(c)) * _speedup_at(arm, c)
-                        tps *= 1 + noise * rng.normal()
-                        recs.append(_make_record(rng, arm=arm["name"], c=c, v=v, i=i, cat=cat,
-                                                 t0=t0 + i * 10_000_000, tps=tps, n_out=int(lengths[i]), al=al_req,
-                                                 error="http_status" if i < n_err else None))
+                        tps = spec.base_tps * prompt_diff[i] / (1 + 0.1 * math.log2(c)) * _speedup_at(arm, c)
+                        tps *= 1 + spec.noise * rng.normal()
+                        recs.append(_make_record(rng, _Request(PointKey(arm["name"], c, v), i, cat,
+                                                               t0 + i * 10_000_000, tps, int(lengths[i]), al_req,
+                                                               "http_status" if i < n_err else None)))
                     t0 += 100_000_000_000
-                if arm["name"] == baseline:
-                    base_recs[c] = recs
-                else:
-                    base_recs[c] = [r for a in all_recs for r in a if r.arm == baseline and r.concurrency == c
-                                    and r.variant == v]
-                msg = f"arm {arm['name']} failed to start: exit code 1" if arm["name"] in failed_arms else None
-                rows.append(_row(arm, c, v, recs, base_recs[c] if arm["name"] != baseline else [], rng, msg))
+                base_recs = [] if arm["name"] == baseline else [
+                    r for a in all_recs for r in a if r.arm == baseline and r.concurrency == c and r.variant == v]
+                msg = f"arm {arm['name']} failed to start: exit code 1" if arm["name"] in spec.failed_arms else None
+                rows.append(_row(arm, c, v, recs, base_recs, rng, msg))
                 all_recs.append(recs)
                 status = "failed" if msg else ("partial" if any(not r.ok for r in recs) else "ok")
                 rd.mark_point((arm["name"], c, v), status, failure=msg, wall_s=3.0, loop_lag_ms={"max": 1.0},
                               n_records=len(recs))
-    # per-category rows as summary.py writes them (per-user TPS, paired speedup, both ALs)
-    cat_rows = category_rows([r for recs in all_recs for r in recs], baseline)
-    if write_records:
-        for recs in all_recs:
-            for r in recs:
-                rd.append_record(r)
+    return rows, all_recs
+
+
+def _write_setup(rd: RunDir, spec: RunSpec, arms: list[dict[str, Any]]) -> dict[str, Any]:
+    """scenario.yaml and provenance.json; the reference the summary repeats."""
     arm_dicts = []
     for a in arms:
         d: dict[str, Any] = {"name": a["name"], "description": a.get("description", "")}
         if a.get("al"):
-            d["speculative_config"] = {"method": "eagle3", "model": a.get("draft", "draft"), "num_speculative_tokens": K}
+            d["speculative_config"] = {"method": "eagle3", "model": a.get("draft", "draft"),
+                                       "num_speculative_tokens": K}
         arm_dicts.append(d)
-    reference = reference if reference is not None else {
+    reference = spec.reference if spec.reference is not None else {
         "source": "synthetic reference", "arm": arms[-1]["name"] if len(arms) > 1 else None,
         "speedup": {"1": 2.03, "4": 1.71, "16": 1.66}, "acceptance_length": {"coding": 3.013, "math": 3.403}}
-    rd.write_scenario({"name": scenario, "description": "synthetic", "server": {"model": model}, "arms": arm_dicts,
-                       "baseline": baseline, "concurrency": list(concurrencies), "reference": reference,
-                       "gates": gates or []})
+    rd.write_scenario({"name": spec.scenario, "description": "synthetic", "server": {"model": spec.model},
+                       "arms": arm_dicts, "baseline": arms[0]["name"], "concurrency": list(spec.concurrencies),
+                       "reference": reference, "gates": spec.gates or []})
     # the shape of engine/vllm/provenance.py's collect_provenance
-    rd.write_provenance({a["name"]: {"arm": a["name"], "model": model, "vllm_version": "0.32.0",
-                                     "argv": ["vllm", "serve", model], "speculative": bool(a.get("al")),
+    hw = spec.hardware
+    rd.write_provenance({a["name"]: {"arm": a["name"], "model": spec.model, "vllm_version": "0.32.0",
+                                     "argv": ["vllm", "serve", spec.model], "speculative": bool(a.get("al")),
                                      "eagle_version": a.get("eagle_version", ""),
                                      "draft": {"model": a.get("draft", ""), "eagle_version": a.get("eagle_version", "")}
                                      if a.get("al") else {},
-                                     "hardware": {"kind": "gpu", "gpus": [hardware], "summary": hardware}}
-                         for a in arms if a["name"] not in failed_arms})
-    rd.write_summary({"scenario": scenario, "run_id": rd.name, "created_utc": created.isoformat(),
-                      "hardware": hardware, "baseline": baseline, "reference": reference, "rows": rows,
-                      "categories": cat_rows})
-    return rd
+                                     "hardware": {"kind": "gpu", "gpus": [hw], "summary": hw}}
+                         for a in arms if a["name"] not in spec.failed_arms})
+    return reference
 
 
 PLANTED = ("<script>document.title='PWNED';document.body.setAttribute('data-pwned','1');window.__pwned=1</script>"

@@ -15,7 +15,8 @@ import pytest
 from tests.helpers.fakes import FakeBuilder, prompts
 
 from speedbench.client.http import ClientConfig
-from speedbench.metrics import PointInfo, request_table, summarize
+from speedbench.metrics.rows import PointInfo, summarize
+from speedbench.metrics.table import request_table
 from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.records import PointKey
 from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters

@@ -364,7 +364,7 @@ def test_headers_and_chunked_terminators_never_stand_for_a_token():
 def test_counted_but_truncated_drafts_show_in_the_overcount(srv):
     """vLLM counts drafts a step accepted past EOS/max_tokens; the fake does too with
     count_truncated, and the per-request table sees the gap."""
-    from speedbench.metrics import request_table
+    from speedbench.metrics.table import request_table
 
     srv.config = FakeConfig(t_step_s=0.002, output_tokens=10, k=3, acceptance=(3,), count_truncated=True)
     rec = _send(srv.base_url, _body())

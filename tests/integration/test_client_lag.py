@@ -20,7 +20,8 @@ import yaml
 import speedbench.run.point
 from speedbench.cli import main
 from speedbench.loadgen import run_async
-from speedbench.metrics import request_table, summarize
+from speedbench.metrics.rows import summarize
+from speedbench.metrics.table import request_table
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess

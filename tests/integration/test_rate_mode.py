@@ -14,7 +14,9 @@ from tests.helpers.fakes import FakeBuilder, fake_server, max_overlap, prompts
 from speedbench.loadgen.arrivals import arrival_offsets
 from speedbench.client.http import ClientConfig
 from speedbench.errors import ScenarioError
-from speedbench.metrics import PointInfo, good_requests, request_table, summarize
+from speedbench.metrics.latency import good_requests
+from speedbench.metrics.rows import PointInfo, summarize
+from speedbench.metrics.table import request_table
 from speedbench.run.plan import build_plan
 from speedbench.records import PointKey, RequestRecord
 from speedbench.loadgen import PointJob, Target, run_pass

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from speedbench.cli import main
-from speedbench.metrics import request_table
+from speedbench.metrics.table import request_table
 from speedbench.stopping.looks import prompt_order
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from speedbench.metrics import request_table
+from speedbench.metrics.table import request_table
 from speedbench.testing.accuracy import KEYS, measure, run_matrix, servers
 
 

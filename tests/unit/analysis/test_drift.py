@@ -46,15 +46,21 @@ class FakeRun:
     scenario: dict | None = None
 
 
-def row(arm, k=None, c=1, variant="", *, template=None, speedup=NAN, lo=NAN, hi=NAN, tps=NAN,
-        proxy=NAN, al=NAN, al_prom=NAN, cond=(), joint=(), eagle="", method="draft_model", status="ok"):
+ROW_DEFAULTS = {"template": None, "speedup": NAN, "lo": NAN, "hi": NAN, "tps": NAN, "proxy": NAN, "al": NAN,
+                "al_prom": NAN, "cond": (), "joint": (), "eagle": "", "method": "draft_model", "status": "ok"}
+
+
+def row(arm, k=None, c=1, variant="", **given):
+    """A summary row; ``given``: any of ROW_DEFAULTS."""
+    assert set(given) <= set(ROW_DEFAULTS), set(given) - set(ROW_DEFAULTS)
+    o = {**ROW_DEFAULTS, **given}
     return {
-        "arm": arm, "template": template or arm, "concurrency": c, "variant": variant,
-        "speculative": k is not None, "method": method if k is not None else "", "num_speculative_tokens": k,
-        "eagle_version": eagle, "status": status, "failure": "", "per_user_tps_mean": tps,
-        "speedup_mean": speedup, "speedup_ci_low": lo, "speedup_ci_high": hi, "proxy_speedup": proxy,
-        "al_tokens": al, "al_prometheus": al_prom, "per_position_conditional": list(cond),
-        "per_position_joint": list(joint),
+        "arm": arm, "template": o["template"] or arm, "concurrency": c, "variant": variant,
+        "speculative": k is not None, "method": o["method"] if k is not None else "", "num_speculative_tokens": k,
+        "eagle_version": o["eagle"], "status": o["status"], "failure": "", "per_user_tps_mean": o["tps"],
+        "speedup_mean": o["speedup"], "speedup_ci_low": o["lo"], "speedup_ci_high": o["hi"],
+        "proxy_speedup": o["proxy"], "al_tokens": o["al"], "al_prometheus": o["al_prom"],
+        "per_position_conditional": list(o["cond"]), "per_position_joint": list(o["joint"]),
     }
 
 

@@ -11,6 +11,7 @@ from speedbench.calibration.fit import CurvePoint, fit_curve
 from speedbench.calibration.screen import promote, screening_block
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
 from speedbench.errors import ScenarioError
+from speedbench.records import PointKey
 from speedbench.scenario import validate_data
 from speedbench.scenario.traffic import PromoteSpec
 
@@ -47,18 +48,16 @@ def test_the_key_ignores_the_checkpoint_and_the_measurement_flags_but_not_the_sy
     assert all(math.isnan(v) for v in store.predict(data, 4, 3.0))  # no curve at c=4: no prediction
 
 
-def test_matching_and_apply_fill_only_calibrated_arms_at_calibrated_levels(tmp_path):
+def test_matching_and_the_predictor_fill_only_calibrated_arms_at_calibrated_levels(tmp_path):
     sc = _sc()
     key = store.calibration_key(_prov(), store.system_args(sc.server.args, {}))
     store.save(tmp_path, key, [fit_curve([CurvePoint(1.0, 0.5, 0.49, 0.51)], 1)], {})
     prov = {"base": _prov(method="", num_speculative_tokens=None), "e3": _prov(), "self": _prov(method="draft_model")}
     cals = store.matching(tmp_path, sc, prov)
     assert list(cals) == ["e3"]
-    rows = [{"arm": "e3", "concurrency": 1, "al_tokens": 2.0}, {"arm": "e3", "concurrency": 4, "al_tokens": 2.0},
-            {"arm": "self", "concurrency": 1, "al_tokens": 4.0}]
-    store.apply(rows, cals)
-    assert rows[0]["speedup_predicted"] == pytest.approx(1.0)
-    assert math.isnan(rows[1]["speedup_predicted"]) and "speedup_predicted" not in rows[2]
+    predict = store.predictor(cals)
+    assert predict(PointKey("e3", 1), 2.0)[0] == pytest.approx(1.0)
+    assert all(math.isnan(v) for v in predict(PointKey("e3", 4), 2.0) + predict(PointKey("self", 1), 4.0))
 
 
 def test_synthetic_sweep_forces_each_al_on_the_arms_own_server():

@@ -10,7 +10,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from speedbench.metrics import request_table, summarize
+from speedbench.metrics.rows import summarize
+
+from speedbench.metrics.table import request_table
 from speedbench.metrics.lag import LAG_WARN_SHARE, LagRange, lag_range, lag_warning
 from speedbench.stopping.looks import narrow_enough, speedup_look
 from speedbench.records import EngineTiming, RequestRecord

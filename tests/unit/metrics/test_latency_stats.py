@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from speedbench.errors import ScenarioError
-from speedbench.metrics import summarize
+from speedbench.metrics.rows import summarize
 from speedbench.metrics.registry import ROW_KEYS, latency_keys, percentile_tag, row_keys
 from speedbench.records import RequestRecord
 from speedbench.scenario import validate_data

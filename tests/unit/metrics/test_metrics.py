@@ -7,17 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from speedbench.metrics import (
-    ArmInfo,
-    PointInfo,
-    CATEGORY_KEYS,
-    category_rows,
-    prompt_rows,
-    itl_values,
-    per_position_rates,
-    request_table,
-    summarize,
-)
+from speedbench.metrics.acceptance import per_position_rates
+from speedbench.metrics.breakdown import CATEGORY_KEYS, category_rows, prompt_rows
+from speedbench.metrics.rows import ArmInfo, PointInfo, summarize
+from speedbench.metrics.table import itl_values, request_table
 from speedbench.metrics.registry import row_keys
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.client.scrape import SpecCounters
@@ -27,16 +20,21 @@ S = 1_000_000_000  # ns per second
 nan = math.nan
 
 
-def mk(arm="a", idx=0, sent=1.0, chunks=(), end=None, out=None, spec=None, error=None, warmup=False,
-       conc=1, turn=0, repeat=0, category="", variant="", queued=None) -> RequestRecord:
-    """chunks: [(time_s, tokens)]; times are seconds on an arbitrary clock."""
+MK_MORE = {"error": None, "warmup": False, "conc": 1, "turn": 0, "repeat": 0, "category": "", "variant": "", "queued": None}
+
+
+def mk(arm="a", idx=0, sent=1.0, chunks=(), end=None, out=None, spec=None, **more) -> RequestRecord:
+    """chunks: [(time_s, tokens)]; times are seconds on an arbitrary clock; ``more``: any of MK_MORE."""
+    assert set(more) <= set(MK_MORE), set(more) - set(MK_MORE)
+    o = {**MK_MORE, **more}
     chunk_ns = [int(t * S) for t, _ in chunks]
     end = end if end is not None else (chunks[-1][0] if chunks else sent) + 0.01
+    queued = o["queued"] if o["queued"] is not None else sent
     return RequestRecord(
-        arm=arm, concurrency=conc, prompt_index=idx, prompt_id=f"p{idx}", variant=variant, repeat=repeat, turn=turn,
-        category=category, warmup=warmup, t_queued_ns=int((queued if queued is not None else sent) * S),
+        arm=arm, concurrency=o["conc"], prompt_index=idx, prompt_id=f"p{idx}", variant=o["variant"],
+        repeat=o["repeat"], turn=o["turn"], category=o["category"], warmup=o["warmup"], t_queued_ns=int(queued * S),
         t_sent_ns=int(sent * S), t_end_ns=int(end * S), chunk_ns=chunk_ns, chunk_tokens=[n for _, n in chunks],
-        output_tokens=out, spec=spec, error=error,
+        output_tokens=out, spec=spec, error=o["error"],
     )
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from speedbench.stopping.looks import (EXHAUSTED, MAX_PROMPTS, REACHED, Look, look_level, look_schedule, prompt_order,
                                       resamples, run_rule, speedup_look)
-from speedbench.stopping.summary import widen_rows
 
 FIXED = 880  # SPEED-Bench qualitative: the fixed prompt count a point spends without stopping
 TRUE_SPEEDUP = 2.0
@@ -104,18 +103,3 @@ def test_reasons_when_the_target_is_not_reached():
     assert run_rule(s, b, 0.001, look_schedule(100, 16, None)).reason == EXHAUSTED
     stop = run_rule(s, b, 0.001, look_schedule(100, 16, 40))
     assert stop.reason == MAX_PROMPTS and stop.prompts == 40 and stop.look == stop.n_looks == 3
-
-
-def test_widen_rows_takes_the_look_level_interval():
-    rows = [{"arm": "spec", "concurrency": 4, "variant": "", "speedup_ci_low": 1.95, "speedup_ci_high": 2.05,
-             "warnings": []},
-            {"arm": "base", "concurrency": 4, "variant": "", "speedup_ci_low": math.nan,
-             "speedup_ci_high": math.nan, "warnings": []}]
-    stopping = [{"arm": "spec", "concurrency": 4, "variant": "", "reason": REACHED, "prompts": 64, "look": 3,
-                 "n_looks": 5, "level": 0.99, "ci_low": 1.93, "ci_high": 2.06},
-                {"arm": "base", "concurrency": 4, "variant": "", "reason": MAX_PROMPTS, "prompts": 128, "look": 5,
-                 "n_looks": 5, "level": 0.99, "ci_low": math.nan, "ci_high": math.nan}]
-    widen_rows(rows, stopping)
-    assert (rows[0]["speedup_ci_low"], rows[0]["speedup_ci_high"]) == (1.93, 2.06)
-    assert "after 64 prompts" in rows[0]["warnings"][0] and "Bonferroni" in rows[0]["warnings"][0]
-    assert rows[1]["warnings"] == [] and math.isnan(rows[1]["speedup_ci_low"])
