@@ -9,7 +9,7 @@ from typing import Any
 
 from speedbench.analysis.cells import num
 from speedbench.metrics.registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
-from speedbench.records import PointKey
+from speedbench.records import PointKey, rate_label
 from speedbench.report.tables import fmt, fmt_speedup, label, ok, spec_arms
 from speedbench.results import Run
 
@@ -95,10 +95,8 @@ RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", "per-us
 
 def _workload_variant(row: dict[str, Any]) -> str:
     """A rate point's variant label without its rate (``code@2rps`` -> ``code``)."""
-    # Here, not at the top: speedbench.scenario loads pydantic, which rendering a report
-    # otherwise never needs.
-    from speedbench.scenario import rate_label  # function-local: pydantic; only rate-mode runs need it
-
+    # summary.json's rows carry the label, not the workload (its schema is fixed): the label
+    # is built again from the row's own rate and taken off, never parsed for a number.
     v = str(row.get("variant") or "")
     tag = rate_label(num(row.get("request_rate")))
     return v[: -len(tag)].rstrip("@") if v.endswith(tag) else v

@@ -104,10 +104,10 @@ def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
 
 
 def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str, str]) -> str:
-    # panel (concurrency) -> series (checkpoint) -> [(time, value)]
-    speed: dict[str, dict[str, list]] = {}
+    # panel (concurrency, an int: labelled only when drawn) -> series (checkpoint) -> [(time, value)]
+    speed: dict[int, dict[str, list]] = {}
     al: dict[str, dict[str, list]] = {"pooled over concurrency": {}}
-    tps: dict[str, dict[str, list]] = {}
+    tps: dict[int, dict[str, list]] = {}
     # what each run cost: GPU-hours (0 on CPU hosts) and server wall hours, summed over arms
     cost: dict[str, dict[str, list]] = {"GPU-hours": {}, "server hours (any device)": {}}
     latest_curves: dict[str, tuple[list[float], list[float]]] = {}
@@ -117,21 +117,21 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str
         for e in screening:  # predicted, not measured: a series of its own, named so
             ck = tables.label(checkpoint(run, str(e.get("arm"))), str(e.get("variant") or "")) + " (predicted)"
             for p in e.get("predicted") or []:
-                speed.setdefault(f"concurrency {p['concurrency']}", {}).setdefault(ck, []).append(
+                speed.setdefault(int(p['concurrency']), {}).setdefault(ck, []).append(
                     (sr.created, tables.num(p.get("speedup")), tables.num(p.get("ci_low")),
                      tables.num(p.get("ci_high"))))
         for r in run.rows:
-            arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), r.get("concurrency")
+            arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), int(r["concurrency"])
             ck = tables.label(checkpoint(run, arm), v)
-            tps.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(
+            tps.setdefault(c, {}).setdefault(ck, []).append(
                 (sr.created, tables.num(r.get("per_user_tps_mean"))))
             if tables.is_speculative(r) and not screening:  # a screening run measured no speedup
                 point = (sr.created, tables.num(r.get("speedup_mean")), tables.num(r.get("speedup_ci_low")),
                          tables.num(r.get("speedup_ci_high")))
-                speed.setdefault(f"concurrency {c}", {}).setdefault(ck, []).append(point)
+                speed.setdefault(c, {}).setdefault(ck, []).append(point)
                 pred = tables.num(r.get("speedup_predicted"))
                 if math.isfinite(pred):  # a calibrated full run: the model's figure beside the measured one
-                    speed[f"concurrency {c}"].setdefault(ck + " (predicted)", []).append(
+                    speed[c].setdefault(ck + " (predicted)", []).append(
                         (sr.created, pred, tables.num(r.get("speedup_predicted_ci_low")),
                          tables.num(r.get("speedup_predicted_ci_high"))))
         arms_cost = run.summary.get("arms") or {}
@@ -147,8 +147,8 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str
         for (arm, v), curve in tables.position_curves(run).items():
             latest_curves[tables.label(checkpoint(run, arm), v)] = curve  # runs are in time order: last wins
 
-    def by_c(d: dict) -> dict:
-        return dict(sorted(d.items(), key=lambda kv: int(kv[0].split()[-1])))
+    def by_c(d: dict[int, dict[str, list]]) -> dict[str, dict[str, list]]:
+        return {f"concurrency {c}": series for c, series in sorted(d.items())}
 
     charts = [
         ("Speedup in per-user TPS over time: bars are each run's 95% interval, shading each level's "

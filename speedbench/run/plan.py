@@ -11,10 +11,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from speedbench.engine import engine_for
 from speedbench.engine.base import LaunchSpec
 from speedbench.engine.docker import container_labels, container_name, docker_run_argv
 from speedbench.engine.placement import schedule_scenario
-from speedbench.engine.vllm.command import launch_spec
 from speedbench.records import PointKey
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_env
@@ -108,7 +108,7 @@ def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: i
                overrides: list[str] | None = None) -> Plan:
     gpu_sets, waves = _schedule(sc, inventory)
     arms = [
-        ArmPlan(arm=a, launch=launch_spec(sc, a, gpu_sets.get(a.name)))
+        ArmPlan(arm=a, launch=engine_for(sc).launch_spec(sc, a, gpu_sets.get(a.name)))
         for a in sc.arms
     ]
     return Plan(
