@@ -3,8 +3,9 @@ night), and whether each is real.
 
 Two steps, kept apart on purpose:
 
-1. Candidates: ruptures' PELT with a least-squares cost proposes where the level moves.
-   Its penalty is set low on purpose (it proposes; it does not decide).
+1. Candidates: ruptures' PELT with a least-squares cost proposes where the level moves
+   (:mod:`speedbench.analysis.pelt`). Its penalty is set low on purpose (it proposes; it
+   does not decide).
 2. The judgement, one candidate at a time, left to right. The nights before the
    candidate (back to the last accepted change, at most ``WINDOW`` of them) are the
    baseline; the nights from it to the next candidate are the new level. A change is
@@ -38,7 +39,6 @@ WINDOW = 14  # baseline / new-level nights compared at most
 MIN_BASELINE = 5  # nights before a change needed to judge it (fewer: their sd is a guess)
 K_SIGMA = 2.0  # a change smaller than this many night-to-night sds is not worth a look
 Z_CALL = 3.5  # the means' difference in standard errors needed to call it (as a normal's level; t pays for few nights)
-PELT_BETA = 2.0  # penalty = PELT_BETA · sd² · log(n): generous, the judgement filters
 
 REGRESSION, IMPROVEMENT, SUSPICIOUS = "regression", "improvement", "suspicious"
 
@@ -78,22 +78,6 @@ def robust_sd(values: Sequence[float] | np.ndarray) -> float:
     return float(np.median(d) * 1.4826 / math.sqrt(2))
 
 
-def candidates(values: Sequence[float] | np.ndarray, sd: float) -> list[int]:
-    """Indices where PELT starts a new level, plus the last night (a one-night change must
-    be judged even when PELT cannot see it yet)."""
-    n = len(values)
-    found: list[int] = []
-    if sd > 0 and n >= 3:
-        import ruptures  # function-local: it brings scipy, and only this needs it
-
-        y = np.asarray(values, dtype=float).reshape(-1, 1)
-        pen = PELT_BETA * sd * sd * math.log(n)
-        found = [b for b in ruptures.Pelt(model="l2", min_size=1, jump=1).fit(y).predict(pen=pen) if b < n]
-    if n - 1 not in found:
-        found.append(n - 1)
-    return sorted(found)
-
-
 def _mean_hw(half_widths: Sequence[float]) -> float:
     """95% half-width of a mean of independent nights from their own half-widths."""
     hw = [h for h in half_widths if math.isfinite(h)]
@@ -102,16 +86,9 @@ def _mean_hw(half_widths: Sequence[float]) -> float:
     return math.sqrt(sum(h * h for h in hw)) / len(hw)
 
 
-def _critical(df: int) -> float:
-    """Student's t at the two-sided level Z_CALL has for a normal: with few nights the
-    spread is itself a guess, and t pays for that."""
-    from scipy import stats  # function-local: scipy is heavy (ruptures brings it anyway)
-
-    return float(stats.t.isf(stats.norm.sf(Z_CALL), df))
-
-
 def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_all: float,
-           floor_rel: float, higher_is_better: bool) -> Change | None:
+           floor_rel: float, higher_is_better: bool, critical: float) -> Change | None:
+    """``critical``: Student's t for the two windows' degrees of freedom (len(base) + len(new) - 2)."""
     b, a = y[base], y[new]
     # night-to-night sd: the baseline's and the new level's nights, each about its own
     # mean (so the step itself widens nothing), no smaller than the series' robust spread
@@ -123,7 +100,7 @@ def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_al
         sd = 1e-9 * max(abs(float(b.mean())), 1e-9)
     t = d / (sd * math.sqrt(1 / len(b) + 1 / len(a)))
     b_hw, a_hw = _mean_hw(list(hw[base])), _mean_hw(list(hw[new]))
-    if abs(t) <= _critical(df) or abs(d) <= K_SIGMA * sd:
+    if abs(t) <= critical or abs(d) <= K_SIGMA * sd:
         return None
     if math.isfinite(b_hw) and math.isfinite(a_hw) and abs(d) <= math.hypot(b_hw, a_hw):
         return None  # inside the nights' own intervals
@@ -142,7 +119,13 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
     y = np.asarray(values, dtype=float)
     hw = np.asarray(half_widths if half_widths is not None else [math.nan] * len(y), dtype=float)
     sd_all = robust_sd(y)
-    cands = candidates(y, sd_all)
+    if len(y) <= MIN_BASELINE:
+        return []  # no night has MIN_BASELINE nights before it (and no need to load PELT)
+    # function-local: ruptures and scipy take about half a second to import, and this module
+    # is loaded at `speedbench --help` (commands/gate -> report/gate -> report/noise)
+    from speedbench.analysis import pelt
+
+    cands = pelt.candidates(y, sd_all)
     ends = [c for c in cands if c != len(y) - 1] + [len(y)]  # the last night alone never cuts a window
     changes: list[Change] = []
     start, outliers = 0, set()
@@ -152,7 +135,8 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
         new = list(range(tau, min(end, tau + WINDOW)))
         if len(base) < MIN_BASELINE:
             continue
-        change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better)
+        critical = pelt.t_critical(Z_CALL, len(base) + len(new) - 2)
+        change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better, critical)
         if change is None:
             continue
         if change.nights == 1 and tau < len(y) - 1:

@@ -47,19 +47,19 @@ def _since(text: str | None) -> dt.datetime | None:
 
 
 def run(args) -> int:
-    # matplotlib and the dashboard's renderers: only when this command runs, not at `speedbench --help`
-    from speedbench.report.dashboard import results_verdicts
-    from speedbench.report.verdicts import any_regression, as_json, text_lines
+    # function-local: the dashboard's renderers load matplotlib; only when this command
+    # runs, not at `speedbench --help`
+    from speedbench.report import dashboard, verdicts
 
     console = Console(highlight=False)
-    vs, problems = results_verdicts(args.results_dir, _since(args.since))
+    vs, problems = dashboard.results_verdicts(args.results_dir, _since(args.since))
     for p in problems:
         console.print(f"warning: {p}", markup=False, soft_wrap=True)
     if args.json:
-        out = json.dumps(as_json(vs), indent=1, ensure_ascii=False) + "\n"
+        out = json.dumps(verdicts.as_json(vs), indent=1, ensure_ascii=False) + "\n"
     else:
-        out = "\n".join(text_lines(vs) or ["no run folders"]) + "\n"
+        out = "\n".join(verdicts.text_lines(vs) or ["no run folders"]) + "\n"
     console.print(out, markup=False, soft_wrap=True, end="")
     if args.output:
         atomic_write(Path(args.output), out)
-    return 1 if any_regression(vs) else 0
+    return 1 if verdicts.any_regression(vs) else 0

@@ -25,7 +25,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from speedbench.run.session import ConsoleProgress, resume_run  # noqa: PLC0415 -- the whole run path: only when a job runs
+    # function-local: the whole run path (pandas, the doctor, the engine), only when a job runs
+    from speedbench.run.session import ConsoleProgress, resume_run
 
     tag = args.tag or os.environ.get("SLURM_JOB_ID") or f"pid{os.getpid()}"
     return resume_run(Path(args.run), overrides=[], skip_doctor=args.skip_doctor,

@@ -13,6 +13,7 @@ from speedbench.errors import SpeedbenchError
 from speedbench.fixtures.weights import verify
 from speedbench.results.files import free_space, human_bytes
 from speedbench.run.plan import build_plan
+from speedbench.workload import check_source as workload_check
 
 # What a run folder takes, measured on runs of the CPU fixtures and the fake server: a
 # record line is about 0.7 KB plus ~40 B per output token (its chunk stamps and text),
@@ -105,12 +106,6 @@ def _gpu_runtime(info: str) -> Check:
 def check_workload(ctx: Context) -> list[Check]:
     check_source: Callable[[Any], Any] | None = ctx.facts.check_source
     if check_source is None:
-        try:
-            # Lazy: the workload package may pull in heavy loaders, and doctor must still
-            # run when it is broken or not there yet.
-            from speedbench.workload import check_source as workload_check
-        except ImportError as e:
-            return [Check("workload", "warn", f"workload check unavailable ({e})")]
         check_source = workload_check
     spec = ctx.scenario.workload
     try:

@@ -20,17 +20,14 @@ class LocalExecutor(Executor):
 
     def submit(self, sc: Scenario, output_root: Path, console: Console, *, overrides: list[str],
                skip_doctor: bool = False) -> int:
-        # the run path pulls in pandas, the doctor and the engine: loaded only when a run starts
-        from speedbench.run.session import ConsoleProgress, new_run  # noqa: PLC0415
-
-        return new_run(sc, output_root, overrides=overrides, skip_doctor=skip_doctor,
-                       progress=ConsoleProgress(console))
+        session = _session()
+        return session.new_run(sc, output_root, overrides=overrides, skip_doctor=skip_doctor,
+                               progress=session.ConsoleProgress(console))
 
     def resume(self, run_path: Path, console: Console, *, overrides: list[str], skip_doctor: bool = False) -> int:
-        from speedbench.run.session import ConsoleProgress, resume_run  # noqa: PLC0415 -- as in submit: only when a run starts
-
-        return resume_run(run_path, overrides=overrides, skip_doctor=skip_doctor,
-                       progress=ConsoleProgress(console))
+        session = _session()
+        return session.resume_run(run_path, overrides=overrides, skip_doctor=skip_doctor,
+                                  progress=session.ConsoleProgress(console))
 
     def status(self, run_dir: Any, sc: Scenario) -> list[ArmJob]:
         raise UsageError(f"{run_dir.path} ran here, not as cluster jobs: it has no jobs to show")
@@ -41,3 +38,12 @@ class LocalExecutor(Executor):
     def cancel(self, run_dir: Any, wait_s: float = 120) -> list[str]:
         # a local run stops with Ctrl-C / SIGTERM to its own process
         raise UsageError(f"{run_dir.path} ran here, not as cluster jobs: it has no jobs to cancel")
+
+
+def _session():
+    """speedbench.run.session, the whole run path."""
+    # function-local: the run path pulls in pandas, the doctor and the engine; loaded only
+    # when a run starts, not when the CLI builds its parser
+    from speedbench.run import session
+
+    return session

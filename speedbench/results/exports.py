@@ -31,7 +31,7 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.results.files import atomic_write, finite, safe_part
-from speedbench.results.formats import write_parquet
+from speedbench.results.formats import data_frame, write_parquet
 from speedbench.results.run import Run
 from speedbench.results.profile import write_profiles
 
@@ -236,11 +236,9 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
         p = out / "summary.json"
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
-    import pandas as pd  # function-local: only the csv and parquet formats need pandas
-
     tables = {"summary": run.rows, "categories": run.categories}
     for name, rows in tables.items():
-        df = pd.DataFrame(rows)
+        df = data_frame(rows)
         p = out / f"{name}.{fmt}"
         if fmt == "csv":
             for c in df.columns:  # lists as JSON text, as summary.csv writes them

@@ -10,10 +10,13 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from speedbench.records import RequestRecord
 from speedbench.results.files import atomic_write, atomic_write_with, finite
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def write_summary_csv(path: Path, rows: list[dict[str, Any]], fsync: bool = False) -> Path:
@@ -30,10 +33,17 @@ def write_summary_csv(path: Path, rows: list[dict[str, Any]], fsync: bool = Fals
     return path
 
 
+def data_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """``rows`` as a pandas table, for the csv and parquet files."""
+    # function-local: pandas takes about a second to import, and the results package (loaded
+    # by most commands) needs it only to write csv and parquet tables
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
 def write_parquet(path: Path, records: list[RequestRecord], fsync: bool = False) -> Path:
     """One row per request; the spec counters flattened to ``spec_*`` columns."""
-    import pandas as pd  # heavy; only this export needs it
-
     rows = []
     for r in records:
         d = r.to_dict()
@@ -44,7 +54,7 @@ def write_parquet(path: Path, records: list[RequestRecord], fsync: bool = False)
         d["tags"] = json.dumps(d.get("tags") or {})  # parquet cannot store an empty struct
         d["n_output"] = r.n_output
         rows.append(d)
-    df = pd.DataFrame(rows)
+    df = data_frame(rows)
     atomic_write_with(path, lambda f: df.to_parquet(f, index=False), fsync)
     return path
 

@@ -42,12 +42,13 @@ PARAM_MAX = 500  # MLflow's limit on a param value before 2.x raised it; the saf
 BATCH = 100  # log_batch's per-call limit on params and tags (metrics: 1000)
 
 
-def _client(tracking_uri: str):
+def _mlflow(tracking_uri: str):
+    """A client for ``tracking_uri`` and ``mlflow.entities`` (Metric, Param, RunTag for log_batch)."""
     try:
-        from mlflow import MlflowClient  # function-local: mlflow is optional (speedbench[mlflow])
+        from mlflow import MlflowClient, entities  # function-local: mlflow is optional (speedbench[mlflow])
     except ImportError as e:
         raise UsageError("--format mlflow needs the mlflow package: pip install 'speedbench[mlflow]'") from e
-    return MlflowClient(tracking_uri=tracking_uri)
+    return MlflowClient(tracking_uri=tracking_uri), entities
 
 
 def _ms(iso: str) -> int:
@@ -145,10 +146,8 @@ def _batches(items: list, size: int) -> Iterable[list]:
         yield items[i:i + size]
 
 
-def _log_values(client, run_id: str, existing, params: dict[str, str], metrics: dict[str, float],
+def _log_values(client, entities, run_id: str, existing, params: dict[str, str], metrics: dict[str, float],
                 tags: dict[str, str]) -> None:
-    from mlflow.entities import Metric, Param, RunTag  # function-local: mlflow is optional
-
     # Now, not the run's start: MLflow shows the value with the latest timestamp, so a
     # changed value logged on a re-export must be the later one.
     ts = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
@@ -159,13 +158,13 @@ def _log_values(client, run_id: str, existing, params: dict[str, str], metrics: 
         if k in old_params and old_params[k] != v:
             print(f"mlflow: param {k!r} of {run_id} stays {old_params[k]!r} (MLflow keeps params; now {v!r})",
                   file=sys.stderr)
-    new_params = [Param(k, v) for k, v in params.items() if k not in old_params]
-    new_metrics = [Metric(k, v, ts, 0) for k, v in metrics.items() if old_metrics.get(k) != v]
+    new_params = [entities.Param(k, v) for k, v in params.items() if k not in old_params]
+    new_metrics = [entities.Metric(k, v, ts, 0) for k, v in metrics.items() if old_metrics.get(k) != v]
     for chunk in _batches(new_params, BATCH):
         client.log_batch(run_id, params=chunk)
     for chunk in _batches(new_metrics, 1000):
         client.log_batch(run_id, metrics=chunk)
-    for chunk in _batches([RunTag(k, v) for k, v in tags.items()], BATCH):
+    for chunk in _batches([entities.RunTag(k, v) for k, v in tags.items()], BATCH):
         client.log_batch(run_id, tags=chunk)
 
 
@@ -184,7 +183,7 @@ def _log_artifacts(client, run_id: str, run: Run, arm: str) -> None:
 
 def export_mlflow(run: Run, tracking_uri: str, experiment: str | None = None) -> list[str]:
     """Log each arm of ``run``; returns one line per arm: its MLflow run id and what happened."""
-    client = _client(tracking_uri)
+    client, entities = _mlflow(tracking_uri)
     exp_id = experiment_id(client, experiment or f"speedbench/{run.scenario_name}")
     start, lines = _ms(run.created_utc), []
     for arm in run.arms():
@@ -194,7 +193,7 @@ def export_mlflow(run: Run, tracking_uri: str, experiment: str | None = None) ->
         existing = find_run(client, exp_id, tags[RUN_KEY_TAG])
         run_id = existing.info.run_id if existing is not None else \
             client.create_run(exp_id, start_time=start, tags=tags, run_name=f"{arm} @ {run.run_id}").info.run_id
-        _log_values(client, run_id, existing, arm_params(run, arm), arm_metrics(run, arm), tags)
+        _log_values(client, entities, run_id, existing, arm_params(run, arm), arm_metrics(run, arm), tags)
         _log_artifacts(client, run_id, run, arm)
         client.set_terminated(run_id, "FINISHED")
         lines.append(f"{arm}: mlflow run {run_id} ({'updated' if existing is not None else 'created'}) "

@@ -76,16 +76,15 @@ class Plan:
         (``workloads``: variant name -> prompts, loaded before any server starts), the warmup,
         and in rate mode the arrival times, the same (count, rate, burstiness, seed) and so
         the same times in every arm."""
-        # Lazy: the load generator pulls in aiohttp; --dry-run builds a plan without it.
-        from speedbench.loadgen import PointJob
-        from speedbench.loadgen.arrivals import arrival_offsets
+        # function-local: the load generator pulls in aiohttp; --dry-run builds a plan without it
+        from speedbench.loadgen import PointJob, arrivals
 
         sc = self.scenario
         wl = workloads[key.workload]
-        arrivals = (arrival_offsets(len(wl.measured), key.rate, sc.load.burstiness, sc.load.seed)
-                    if key.rate is not None else None)
+        offsets = (arrivals.arrival_offsets(len(wl.measured), key.rate, sc.load.burstiness, sc.load.seed)
+                   if key.rate is not None else None)
         return PointJob(key=key, prompts=wl.measured, warmup=wl.warmup, repeats=1, first_repeat=repeat,
-                        arrivals=arrivals)
+                        arrivals=offsets)
 
     @property
     def n_points(self) -> int:

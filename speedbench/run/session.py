@@ -24,6 +24,7 @@ from speedbench.results import RunDir
 from speedbench.results.rundir import HOST_FILE
 from speedbench.results.files import free_space
 from speedbench.results.mlflow_export import check_tracking, track_finished_run
+from speedbench.report.render import write_report
 from speedbench.run.arms import run_arms
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
@@ -170,9 +171,6 @@ def _output_stop(run_dir: RunDir, e: OutputError, progress: Progress) -> int:
 
 
 def _finish(ctx: RunContext, progress: Progress, interrupted: bool) -> int:
-    # Lazy: the renderers load matplotlib, which a run needs only once it ends.
-    from speedbench.report.render import write_report
-
     run_dir = ctx.run_dir
     try:
         summary = summarize_run_dir(run_dir)
