@@ -8,13 +8,6 @@ from pathlib import Path
 from rich.console import Console
 
 from speedbench.errors import UsageError
-from speedbench.report.compare import (
-    compare_arms,
-    compare_runs,
-    merge,
-    print_comparison,
-    render_comparison_html,
-)
 from speedbench.results import atomic_write, load_run
 
 HELP = """\
@@ -41,6 +34,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    # matplotlib (its HTML has plots): loaded when a comparison runs, not at `speedbench --help`
+    from speedbench.report.compare import (compare_arms, compare_runs, merge, print_comparison,
+                                           render_comparison_html)
+
     runs = [load_run(p) for p in args.runs]
     console = Console(highlight=False)
     if args.arms:

@@ -12,7 +12,6 @@ from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_ga
 from speedbench.report.terminal import print_summary
 from speedbench.results import RunDir, atomic_write, load_run
 from speedbench.results.mlflow_export import track_finished_run
-from speedbench.results.summary import summarize_run_dir
 from speedbench.run.plan import build_plan
 from speedbench.scenario import validate_data
 
@@ -36,6 +35,8 @@ def run(args) -> int:
     t0 = time.monotonic()
     console = Console(highlight=False)
     rd = RunDir.open(args.run)
+    # pandas: only when a gather runs, not at `speedbench --help`
+    from speedbench.results.summary import summarize_run_dir
     summary = summarize_run_dir(rd)
     write_report(rd)
     print_summary(summary, console, run_dir=rd)

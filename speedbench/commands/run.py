@@ -9,7 +9,7 @@ from rich.console import Console
 
 from speedbench.errors import UsageError
 from speedbench.executors.kinds import executor_for, executor_of_run
-from speedbench.stopping.looks import look_level, look_schedule
+from speedbench.stopping.schedule import look_level, look_schedule
 from speedbench.results import RunDir
 from speedbench.run.cost import describe, estimate
 from speedbench.run.plan import ArmPlan, Plan, build_plan, display_argv, display_env, shell_line

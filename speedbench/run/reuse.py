@@ -20,7 +20,7 @@ import numpy as np
 from speedbench.engine import Server
 from speedbench.loadgen import Target, run_async
 from speedbench.stopping.batches import measure_batches
-from speedbench.stopping.looks import prompt_order
+from speedbench.stopping.schedule import prompt_order
 from speedbench.metrics.table import request_table
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.baselines import Candidate, find_candidates, pick

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from speedbench.stopping.schedule import look_level, look_schedule, prompt_order  # noqa: F401  (re-exported)
 from speedbench.metrics.bootstrap import N_RESAMPLES, paired_ratio_ci
 from speedbench.metrics.lag import LagRange
 from speedbench.metrics.speedup import PAIR_KEYS, pairs_lag
@@ -29,32 +30,6 @@ from speedbench.metrics.table import request_table
 # Why a point stopped (points.json ``stop_reason``, summary.json ``stopping``).
 REACHED, MAX_PROMPTS, EXHAUSTED = "target_halfwidth", "max_prompts", "prompts_exhausted"
 STOP_REASONS = (REACHED, MAX_PROMPTS, EXHAUSTED)
-
-
-def look_schedule(n_available: int, min_prompts: int, max_prompts: int | None) -> list[int]:
-    """Prompt counts at which the interval is looked at: ``min_prompts · 2^j`` below the
-    cap, then the cap (``max_prompts``, or every prompt when fewer are available)."""
-    cap = min(n_available, max_prompts) if max_prompts is not None else n_available
-    if cap <= 0:
-        return []
-    looks = []
-    n = min_prompts
-    while n < cap:
-        looks.append(n)
-        n *= 2
-    return [*looks, cap]
-
-
-def look_level(alpha: float, n_looks: int) -> float:
-    """Confidence level of each look: the schedule's alpha split evenly (Bonferroni)."""
-    return 1.0 - alpha / max(1, n_looks)
-
-
-def prompt_order(n: int, seed: int) -> list[int]:
-    """The order prompts go out in under sequential stopping: a seeded permutation, the
-    same in every arm, so every look's prefix is a random sample of the workload (the
-    workload's own order may group categories) and both arms share it."""
-    return [int(i) for i in np.random.default_rng(seed).permutation(n)]
 
 
 def resamples(level: float) -> int:
