@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from speedbench.stopping.schedule import look_level, look_schedule, prompt_order  # noqa: F401  (re-exported)
+from speedbench.stopping.schedule import look_level
 from speedbench.metrics.bootstrap import N_RESAMPLES, paired_ratio_ci
 from speedbench.metrics.lag import LagRange
 from speedbench.metrics.speedup import PAIR_KEYS, pairs_lag

@@ -25,8 +25,8 @@ from speedbench.records import PointKey, RequestRecord
 from speedbench.results import RunDir
 from speedbench.results.lines import DAMAGED_NAME, parse_line
 from speedbench.scenario import Scenario, StopSpec
-from speedbench.stopping.looks import (REACHED, look_level, look_schedule, narrow_enough, ok_rows, point_looks,
-                                       prompt_order, reason_at_end)
+from speedbench.stopping.looks import REACHED, narrow_enough, ok_rows, point_looks, reason_at_end
+from speedbench.stopping.schedule import look_level, look_schedule, prompt_order
 
 _Round = tuple[str, int, str, int]  # (arm, concurrency, variant, repeat)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from speedbench.metrics.table import request_table
-from speedbench.stopping.looks import look_level, point_looks, round_rows
+from speedbench.stopping.looks import point_looks, round_rows
+from speedbench.stopping.schedule import look_level
 
 
 def stopping_rows(records: list, points: dict, baseline: str | None, alpha: float) -> list[dict[str, Any]]:

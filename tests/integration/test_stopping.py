@@ -12,7 +12,7 @@ import yaml
 
 from speedbench.cli import main
 from speedbench.metrics.table import request_table
-from speedbench.stopping.looks import prompt_order
+from speedbench.stopping.schedule import prompt_order
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from speedbench.stopping.looks import (EXHAUSTED, MAX_PROMPTS, REACHED, Look, look_level, look_schedule, prompt_order,
-                                      resamples, run_rule, speedup_look)
+from speedbench.stopping.looks import EXHAUSTED, MAX_PROMPTS, REACHED, Look, resamples, run_rule, speedup_look
+from speedbench.stopping.schedule import look_level, look_schedule, prompt_order
 
 FIXED = 880  # SPEED-Bench qualitative: the fixed prompt count a point spends without stopping
 TRUE_SPEEDUP = 2.0
