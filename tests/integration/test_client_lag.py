@@ -26,6 +26,7 @@ from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
+from tests.helpers.bounds import high
 
 # baseline: 1 token per 20 ms step; speculative: 4 tokens per 30 ms step, no noise: the
 # interval over prompts alone is narrow, and the client's stalls are most of its error
@@ -33,11 +34,6 @@ T_BASE, T_SPEC, K = 0.020, 0.030, 3
 NOMINAL = (K + 1) * T_BASE / T_SPEC
 N_PROMPTS, C, TARGET = 32, 16, 0.02
 STALL_S, EVERY_S = 0.012, 0.008  # the client's loop blocked 12 ms of every 20
-
-
-def _high(v: float | None) -> float:
-    """summary.json writes an unbounded end (a lag as long as a window) as null."""
-    return float("inf") if v is None else v
 
 
 def _text(body: dict) -> str:
@@ -88,8 +84,8 @@ def test_a_lagging_client_widens_the_interval_by_its_own_error(tmp_path, monkeyp
     row = next(r for r in summary["rows"] if r["arm"] == "spec")
     stop = next(s for s in summary["stopping"] if s["arm"] == "spec")
     records = RunDir.open(run_dir).load_records()
-    stop["ci_high"], stop["lag_bound"] = _high(stop["ci_high"]), _high(stop["lag_bound"])
-    row["speedup_ci_high"], row["speedup_lag_bound"] = _high(row["speedup_ci_high"]), _high(row["speedup_lag_bound"])
+    stop["ci_high"], stop["lag_bound"] = high(stop["ci_high"]), high(stop["lag_bound"])
+    row["speedup_ci_high"], row["speedup_lag_bound"] = high(row["speedup_ci_high"]), high(row["speedup_lag_bound"])
 
     # the truth: what the fakes emitted (their own clock), over the pairs the interval used
     table = request_table(records)

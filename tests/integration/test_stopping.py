@@ -17,6 +17,7 @@ from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
+from tests.helpers.bounds import high
 
 # baseline: 1 token per 20 ms step; speculative: 4 tokens (3 drafts, all accepted) per 30 ms step.
 # Steps this long keep the event loops' wake-up lag (about a millisecond, always late) to
@@ -63,9 +64,10 @@ def _run_on_fakes(tmp_path: Path) -> tuple[Path, list[str], list[str], dict[str,
     return run_dir, sent_base, sent_spec, true_base, true_spec
 
 
-def _assert_the_row_reports_the_look(row: dict, sp: dict) -> None:
-    """The row reports the look-level interval, and its pairs are exactly the prompts sent."""
-    assert row["speedup_pairs"] == sp["prompts"] and row["n_requests"] == sp["prompts"]
+def _assert_the_row_reports_the_look(row: dict, sp: dict, pairs: int) -> None:
+    """The row reports the look-level interval, over the prompts sent; its pairs are those
+    prompts less any a busy host made into bursts (``pairs``, counted from the records)."""
+    assert row["speedup_pairs"] == pairs and row["n_requests"] == sp["prompts"]
     assert (row["speedup_ci_low"], row["speedup_ci_high"]) == (sp["ci_low"], sp["ci_high"])
     assert any("sequential stopping" in w for w in row["warnings"])
     # the engine-side interval (the fakes send exact engine timing) is widened alike
@@ -94,18 +96,18 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     with capsys.disabled():
         print(f"\nfake run: spec stopped after {stops['spec']['prompts']} of {N_PROMPTS} prompts "
               f"({stops['spec']['reason']}), speedup {stops['spec']['speedup']:.3f} "
-              f"[{stops['spec']['ci_low']:.3f}, {stops['spec']['ci_high']:.3f}], nominal truth {TRUE_SPEEDUP:.3f}, "
+              f"[{stops['spec']['ci_low']:.3f}, {high(stops['spec']['ci_high']):.3f}], nominal truth {TRUE_SPEEDUP:.3f}, "
               f"emitted {sample_truth:.3f}")
     # the baseline runs every look, whatever happens
     assert stops["base"]["reason"] == "prompts_exhausted" and stops["base"]["prompts"] == N_PROMPTS
     sp = stops["spec"]
     assert sp["n_looks"] == 4 and sp["level"] == pytest.approx(1 - 0.05 / 4)
-    halfwidth = (sp["ci_high"] - sp["ci_low"]) / 2 / sp["speedup"]
+    halfwidth = (high(sp["ci_high"]) - sp["ci_low"]) / 2 / sp["speedup"]
     # the rule: stop at the first look narrow enough; otherwise run to the end
     assert (sp["reason"] == "target_halfwidth") == (halfwidth <= 0.02)
     assert sp["reason"] == "target_halfwidth" or sp["prompts"] == N_PROMPTS
     # the interval holds what the fakes really emitted, stopped early or not
-    assert sp["ci_low"] <= sample_truth <= sp["ci_high"]
+    assert sp["ci_low"] <= sample_truth <= high(sp["ci_high"])
     client_base = np.mean([tps[("base", t)] for t in used]) / np.mean([true_base[t] for t in used])
     client_spec = np.mean([tps[("spec", t)] for t in used]) / np.mean([true_spec[t] for t in used])
     quiet = (len(used) == len(sent_spec) and abs(sample_truth / TRUE_SPEEDUP - 1) < 0.03
@@ -119,7 +121,7 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
         # target. On a machine busy enough to make either late, the rule rightly keeps
         # going; the statistics' own coverage test does not depend on the machine.
         assert sp["reason"] == "target_halfwidth" and sp["prompts"] < N_PROMPTS
-    _assert_the_row_reports_the_look(rows["spec"], sp)
+    _assert_the_row_reports_the_look(rows["spec"], sp, len(used) if len(used) >= 2 else 0)
     # both arms sent the prompts in the same seeded order, batch by batch
     n = len(sent_spec)
     assert n == sp["prompts"] and len(sent_base) == N_PROMPTS
@@ -157,5 +159,8 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
     stops = {s["arm"]: s for s in summary["stopping"]}
     assert stops["base"]["prompts"] == 64 and stops["spec"]["prompts"] <= 64
     row = next(r for r in summary["rows"] if r["arm"] == "spec")
-    assert row["speedup_pairs"] == stops["spec"]["prompts"]
-    assert stops["spec"]["ci_low"] <= row["speedup_mean"] <= stops["spec"]["ci_high"]
+    # every prompt sent pairs, less any burst a busy host made (no client-side TPS for it)
+    base_row = next(r for r in summary["rows"] if r["arm"] == "base")
+    assert row["speedup_pairs"] <= stops["spec"]["prompts"]
+    assert row["speedup_pairs"] + row["n_burst"] + base_row["n_burst"] >= stops["spec"]["prompts"]
+    assert stops["spec"]["ci_low"] <= row["speedup_mean"] <= high(stops["spec"]["ci_high"])
