@@ -33,14 +33,37 @@ except ImportError:  # the `test` extra brings it; without it those tests are sk
     pass
 
 
+_held_lock: list = []  # the open lock file while this session holds it
+
+
+def _hold_vllm_lock() -> None:
+    """Take the vLLM lock for the rest of this session (released when the process ends),
+    saying so when another session holds it."""
+    if _held_lock:
+        return
+    f = open(VLLM_LOCK, "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"\n[tests] another test session is running vLLM; waiting for {VLLM_LOCK}", flush=True)
+        fcntl.flock(f, fcntl.LOCK_EX)
+    _held_lock.append(f)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    """Queue behind another session's vLLM before any test's clock starts. Waited for
+    inside a fixture, the lock counted against the first test's pytest-timeout (900 s):
+    a second suite on the same machine then failed all its real-vLLM tests instead of
+    waiting its turn."""
+    if any(item.get_closest_marker("vllm") for item in session.items):
+        _hold_vllm_lock()
+
+
 @pytest.fixture(scope="session")
 def vllm_slot():
-    with open(VLLM_LOCK, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    _hold_vllm_lock()  # taken at collection when vllm-marked tests were selected
+    yield
 
 
 def _order_seed_line(config) -> str | None:
