@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import platform
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from speedbench.metrics.noise_floor import noise_floor
+from tests.helpers.bounds import high
 from speedbench.results.rundir import RunDir
 
 pytestmark = [
@@ -143,18 +143,13 @@ def test_per_request_al_equals_prometheus_al(run):
             assert r["al_tokens"] == pytest.approx(r["al_prometheus"], rel=1e-9), (arm, r["concurrency"])
 
 
-def _up(high):
-    """A null high end with a defined low end is unbounded (the client's lag allows it)."""
-    return math.inf if high is None else high
-
-
 def test_speedups_have_confidence_intervals_from_both_sources(run):
     for arm in SPEC_ARMS:
         for r in rows(run["summary"], arm):
             assert r["speedup_engine_ci_low"] <= r["speedup_engine_mean"] <= r["speedup_engine_ci_high"], r
             # the engine source pairs every prompt: bursts have engine timing too
             if r["speedup_pairs"] >= 2:  # null high end: unbounded by the client's lag (docs/metrics.md)
-                assert r["speedup_ci_low"] <= r["speedup_mean"] <= _up(r["speedup_ci_high"]), r
+                assert r["speedup_ci_low"] <= r["speedup_mean"] <= high(r["speedup_ci_high"]), r
             assert not any("different prompts" in w for w in r["warnings"]), r["warnings"]
             assert r["proxy_speedup"] is not None and r["proxy_speedup"] > 0
 
@@ -268,7 +263,7 @@ def test_rounds_restart_servers_in_abba_order_with_an_aa_noise_floor(noise_run):
     for f in floor:
         assert f["engine_ci_low"] <= f["speedup_engine"] <= f["engine_ci_high"], f
         assert f["level"] == pytest.approx(1 - 0.05 / 2)  # simultaneous over the 2 points
-        inside = [lo <= 1.0 <= _up(hi) for lo, hi in ((f["ci_low"], f["ci_high"]),
+        inside = [lo <= 1.0 <= high(hi) for lo, hi in ((f["ci_low"], f["ci_high"]),
                                                       (f["engine_ci_low"], f["engine_ci_high"])) if lo is not None]
         assert f["contains_one"] == all(inside)
     # The same configuration twice: the engine-side A/A interval must hold 1.0. The summary's

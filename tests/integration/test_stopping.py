@@ -17,7 +17,7 @@ from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
-from tests.helpers.bounds import high
+from tests.helpers.bounds import client_pairs, high
 
 # baseline: 1 token per 20 ms step; speculative: 4 tokens (3 drafts, all accepted) per 30 ms step.
 # Steps this long keep the event loops' wake-up lag (about a millisecond, always late) to
@@ -89,7 +89,8 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     # Over the pairs the interval used: a request whose client-side TPS is undefined (a
     # burst: a starved fake catches up on its schedule and sends the rest at once) is in
     # neither.
-    table = request_table(RunDir.open(run_dir).load_records())
+    records = RunDir.open(run_dir).load_records()
+    table = request_table(records)
     tps = {(r.arm, f"question number {r.prompt_id[1:]}"): r.per_user_tps for r in table.itertuples()}
     used = [t for t in sent_spec if np.isfinite(tps[("spec", t)]) and np.isfinite(tps[("base", t)])]
     sample_truth = np.mean([true_spec[t] for t in used]) / np.mean([true_base[t] for t in used])
@@ -121,7 +122,7 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
         # target. On a machine busy enough to make either late, the rule rightly keeps
         # going; the statistics' own coverage test does not depend on the machine.
         assert sp["reason"] == "target_halfwidth" and sp["prompts"] < N_PROMPTS
-    _assert_the_row_reports_the_look(rows["spec"], sp, len(used) if len(used) >= 2 else 0)
+    _assert_the_row_reports_the_look(rows["spec"], sp, client_pairs(records, "spec", "base"))
     # both arms sent the prompts in the same seeded order, batch by batch
     n = len(sent_spec)
     assert n == sp["prompts"] and len(sent_base) == N_PROMPTS
