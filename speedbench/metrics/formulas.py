@@ -257,6 +257,9 @@ def _speedups(d: PointData) -> dict[str, Any]:
             notes.append(f"the client-side speedup pairs only {out['speedup_pairs']} requests: "
                          f"{d.pairing.base_bursts} baseline requests were bursts (no client-side TPS); "
                          "the engine-side speedup counts them")
+        if not math.isfinite(out["speedup_mean"]) and math.isfinite(out["speedup_engine_mean"]):
+            notes.append("no client-side speedup: no request of one arm had a client-side TPS (each was a "
+                         "burst, or had one output token); the engine-side speedup counts them")
     widened = [_widen(out, d.stopped, "speedup", "ci"), _widen(out, d.stopped, "speedup_engine", "engine_ci")]
     all_paired = widened_all = False
     if any(widened):

@@ -180,9 +180,11 @@ def proxy_speedup(spec: pd.DataFrame, base: pd.DataFrame, al: float) -> float:
     """SPEED-Bench proxy S = t_ar * AL / t_sd. t_ar = baseline time per decode step =
     sum(decode_s) / sum(n_out - 1) (the step-weighted mean TPOT); t_sd = speculative
     time per verify step = sum(decode_s) / sum(num_spec_steps); decode_s = last token
-    time - first token time. Over ok requests with at least one decode step."""
-    b = base[(base["n_out"] >= 2) & np.isfinite(base["decode_s"])]
-    s = spec[spec["has_spec"] & np.isfinite(spec["decode_s"])]
+    time - first token time. Over ok requests with at least one decode step, bursts
+    left out on both sides: their client window is the delivery, not the decoding (an
+    all-burst baseline has a window of 0 s, which would read as a proxy of 0)."""
+    b = base[(base["n_out"] >= 2) & ~base["burst"] & np.isfinite(base["decode_s"])]
+    s = spec[spec["has_spec"] & ~spec["burst"] & np.isfinite(spec["decode_s"])]
     if len(b) == 0 or len(s) == 0:
         return NAN
     t_ar = ratio(b["decode_s"].sum(), float((b["n_out"] - 1).sum()))

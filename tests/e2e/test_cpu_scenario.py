@@ -151,7 +151,9 @@ def test_speedups_have_confidence_intervals_from_both_sources(run):
             if r["speedup_pairs"] >= 2:  # null high end: unbounded by the client's lag (docs/metrics.md)
                 assert r["speedup_ci_low"] <= r["speedup_mean"] <= high(r["speedup_ci_high"]), r
             assert not any("different prompts" in w for w in r["warnings"]), r["warnings"]
-            assert r["proxy_speedup"] is not None and r["proxy_speedup"] > 0
+            # the proxy times decode steps on the client's clock: null (not 0) when bursts
+            # leave a side without any client-side decode window
+            assert r["proxy_speedup"] is None or r["proxy_speedup"] > 0, r
 
 
 def test_every_request_has_engine_timing_and_bursts_are_counted_from_the_records(run):
@@ -217,7 +219,11 @@ def test_system_prompt_sweep_gives_a_per_variant_table(variant_run):
     assert {r["variant"] for r in s["rows"]} == {"plain", "pirate"}
     for arm in TRAINED:
         for r in rows(s, arm):
-            assert r["speedup_mean"] is not None and r["al_tokens"] > 1.2
+            assert r["speedup_engine_mean"] > 0 and r["al_tokens"] > 1.2, r
+            # the client-side figure needs client-side TPS, which a lagging client can lose
+            # to bursts on a busy host: then the row says so instead of printing a number
+            assert r["speedup_mean"] is not None or any(
+                w.startswith("no client-side speedup") for w in r["warnings"]), r
     md = (variant_run["dir"] / "report.md").read_text()
     assert "pirate" in md and "plain" in md
     points = json.loads((variant_run["dir"] / "points.json").read_text())

@@ -78,6 +78,10 @@ def test_bursts_are_never_called_different_prompts_and_count_in_the_engine_speed
     want = np.mean(list(spec_truth.values())) / np.mean(list(base_truth.values()))
     assert sd["speedup_engine_mean"] == pytest.approx(want, rel=1e-9)
     assert sd["speedup_engine_ci_low"] <= sd["speedup_engine_mean"] <= sd["speedup_engine_ci_high"]
+    # no client-side figure: the row says why rather than print nothing (or a proxy of 0)
+    assert sd["speedup_mean"] is None or not np.isfinite(sd["speedup_mean"])
+    assert any(w.startswith("no client-side speedup") for w in sd["warnings"]), sd["warnings"]
+    assert sd["proxy_speedup"] is None or not np.isfinite(sd["proxy_speedup"])
 
 
 def test_a_streaming_server_agrees_with_its_engine(bursty):

@@ -211,6 +211,12 @@ def test_proxy_speedup():
     s = summarize([base, sd], None, "base", {})[1]
     assert s["proxy_speedup"] == pytest.approx(2.0)
     assert s["al_tokens"] == pytest.approx(3.0)
+    # a baseline burst (every token in one read: a window of 0 s) is delivery, not
+    # decoding: it leaves the proxy as it was, and an all-burst baseline gives none, not 0
+    burst = mk(arm="base", idx=1, chunks=[(2.0, 11)])
+    sd1 = mk(arm="sd", idx=1, chunks=[(1.0, 1), (1.15, 3), (1.3, 3), (1.45, 2), (1.6, 3)], spec=spec(4, 8))
+    assert summarize([base, burst, sd, sd1], None, "base", {})[1]["proxy_speedup"] == pytest.approx(2.0)
+    assert math.isnan(summarize([burst, sd1], None, "base", {})[1]["proxy_speedup"])
 
 
 def test_repeats_and_turns_pair_separately():
