@@ -7,7 +7,10 @@ than assume a quiet machine:
 - the client-side interval is widened by the lag, without bound when a lag is as long
   as a window; summary.json writes that unbounded end as null;
 - a request whose tokens all arrived in one read (a burst) has no client-side TPS, so
-  the client-side speedup pairs only the prompts both arms measured.
+  the client-side speedup pairs only the prompts both arms measured;
+- a client-side figure is off the truth by up to what the client's own lag can move it
+  (``tps_lag_low`` / ``tps_lag_high`` per request, ``speedup_lag_bound`` per row), so an
+  accuracy budget holds outside that range, not from the reading itself (``miss``).
 """
 
 from __future__ import annotations
@@ -37,3 +40,19 @@ def client_pairs(records: Iterable[RequestRecord], spec_arm: str, base_arm: str)
 
     n = len(keys(spec_arm) & keys(base_arm))
     return n if n >= 2 else 0
+
+
+def miss(lo: float, hi: float, truth: float) -> float:
+    """How far the truth lies outside ``[lo, hi]``, relative to the truth; 0 inside."""
+    return max(0.0, lo / truth - 1.0, 1.0 - hi / truth)
+
+
+def lag_miss(row: dict, truth: float) -> float:
+    """``miss`` of a row's client-side speedup, given that the client's lag can move it by up
+    to the row's ``speedup_lag_bound`` (relative). NaN: no lag recorded, so the reading
+    itself; unbounded (inf, or summary.json's null beside a null interval end): 0."""
+    b, est = row["speedup_lag_bound"], row["speedup_mean"]
+    if (b is None and row["speedup_ci_high"] is None) or (b is not None and math.isinf(b)):
+        return 0.0
+    b = b if b is not None and math.isfinite(b) else 0.0
+    return miss(est * (1.0 - b), est * (1.0 + b), truth)

@@ -3,7 +3,9 @@
 The fake server (a child process, so it shares no GIL with the client) logs when it
 wrote every token chunk; per-user TPS computed from those
 times is the truth. At c = 1, 4, 16 the reported per-user TPS and speedup must be
-within 2% of the truth, and AL must be exact.
+within 2% of the truth beyond what the client's own lag can move them (the range each
+row reports, docs/metrics.md; on a quiet host it is a fraction of a per cent), and AL
+must be exact.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from tests.helpers.bounds import client_pairs, high
+from tests.helpers.bounds import client_pairs, high, lag_miss, miss
 from tests.helpers.fakes import FakeBuilder, prompts
 
 from speedbench.client.http import ClientConfig
@@ -71,11 +73,15 @@ def test_per_user_tps_within_2pct_of_truth(run, c):
         signed = table.per_user_tps.to_numpy() / true - 1
         per_req_err = np.abs(signed)
         mean_err = abs(rows[(arm, c)]["per_user_tps_mean"] / true.mean() - 1)
-        print(f"{arm} c={c}: mean error {mean_err:.3%}, per-request median {np.median(signed):+.3%} max {per_req_err.max():.3%}")
-        assert mean_err < 0.02
-        # Single requests may catch a scheduling hiccup on a loaded machine; the typical
-        # one must still be far inside the budget.
-        assert np.median(per_req_err) < 0.02
+        low, hi = table.tps_lag_low.to_numpy(), table.tps_lag_high.to_numpy()
+        print(f"{arm} c={c}: mean error {mean_err:.3%}, per-request median {np.median(signed):+.3%} "
+              f"max {per_req_err.max():.3%}; lag range of the mean [{low.mean() / true.mean() - 1:+.3%}, "
+              f"{hi.mean() / true.mean() - 1:+.3%}]")
+        # the true mean lies within the means of the lag ranges (docs/metrics.md), less 2%
+        assert miss(low.mean(), hi.mean(), true.mean()) < 0.02
+        # Single requests may catch a scheduling hiccup on a loaded machine (a stall the
+        # lag probe's 10 ms sleeps miss); the typical one must still be far inside the budget.
+        assert np.median([miss(lo_, hi_, t) for lo_, hi_, t in zip(low, hi, true)]) < 0.02
 
 
 @pytest.mark.parametrize("c", LEVELS)
@@ -84,7 +90,9 @@ def test_speedup_within_2pct_and_exact_al(run, c):
     sd = rows[("sd", c)]
     true_sd = np.mean([v[0] for k, v in truth.items() if k[0] == "sd" and k[1] == c])
     true_base = np.mean([v[0] for k, v in truth.items() if k[0] == "base" and k[1] == c])
-    assert sd["speedup_mean"] == pytest.approx(true_sd / true_base, rel=0.02)
+    print(f"c={c}: speedup {sd['speedup_mean']:.4f}, truth {true_sd / true_base:.4f}, "
+          f"lag bound {sd['speedup_lag_bound']:.3%}")
+    assert lag_miss(sd, true_sd / true_base) < 0.02
     assert sd["speedup_ci_low"] <= sd["speedup_mean"] <= high(sd["speedup_ci_high"])
     # every prompt pairs, less those a busy host made into bursts (no client-side TPS)
     assert sd["speedup_pairs"] == client_pairs([r for r in records if r.concurrency == c], "sd", "base")
@@ -94,6 +102,7 @@ def test_speedup_within_2pct_and_exact_al(run, c):
     al = 1 + sum(s["num_accepted_draft_tokens"] for s in specs) / sum(s["num_spec_steps"] for s in specs)
     assert sd["al_tokens"] == pytest.approx(al, abs=1e-12)
     assert sd["al_prometheus"] == pytest.approx(al, abs=1e-12) and sd["al_agree"] is True
-    # the proxy S = t_ar * AL / t_sd lands near the measured speedup (same step times)
-    assert sd["proxy_speedup"] == pytest.approx(sd["speedup_mean"], rel=0.05)
+    # the proxy S = t_ar * AL / t_sd lands near the measured speedup (same step times),
+    # within 5% beyond what the client's lag can move the client-side reading
+    assert lag_miss(sd, sd["proxy_speedup"]) < 0.05, (sd["proxy_speedup"], sd["speedup_mean"])
     assert rows[("base", c)]["status"] == sd["status"] == "ok"

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from speedbench.cli import main
+from tests.helpers.bounds import lag_miss
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
@@ -89,7 +90,10 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
         assert 2 <= rows2[("spec", c)]["speedup_pairs"] <= N_PROMPTS
         assert rows2[("spec", c)]["speedup_pairs"] + rows2[("spec", c)]["n_burst"] \
             + rows2[("base", c)]["n_burst"] >= N_PROMPTS
-        assert rows2[("spec", c)]["speedup_mean"] == pytest.approx(truth[c], rel=0.15)  # nominal 2.67
+        # within 15% beyond what the client's own lag can move it (9-token outputs: short
+        # windows, so a busy host's lag is a large share of them)
+        sp = rows2[("spec", c)]
+        assert lag_miss(sp, truth[c]) < 0.15, (sp, truth[c])  # nominal 2.67
 
 
 def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
@@ -109,7 +113,8 @@ def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
     assert src["canary"][0]["ratio"] < 0.8 and not src["canary"][0]["ok"]
     assert sent == N_PROMPTS * len(CONCURRENCY) + 4 + 4  # canary, then the whole baseline again
     rows = {(r["arm"], r["concurrency"]): r for r in second["rows"]}
-    assert rows[("spec", 1)]["speedup_mean"] == pytest.approx(truth, rel=0.15)  # nominal 4.0
+    sp = rows[("spec", 1)]
+    assert lag_miss(sp, truth) < 0.15, (sp, truth)  # nominal 4.0
 
 
 def test_an_old_or_different_run_is_not_taken(tmp_path, spec_server):
