@@ -140,14 +140,17 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
         path = _scenario(tmp_path, base.base_url, spec.base_url, stop)
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
         data = yaml.safe_load(path.read_text())
-        data["baseline_from"] = {"results": str(tmp_path / "out"), "canary_prompts": 8, "tolerance": 0.1}
+        # The same fake twice, so the canary's true ratio is 1.0; its tolerance is wide
+        # because a lagging client reads it far off (0.89 with a 365 ms lag on a busy host,
+        # which failed a 10% canary). Its sensitivity is test_baseline_reuse's business.
+        data["baseline_from"] = {"results": str(tmp_path / "out"), "canary_prompts": 8, "tolerance": 0.5}
         path.write_text(yaml.safe_dump(data))
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
         sent_base = [_text(e.body) for e in base.log() if e.body.get("stream") and "question" in _text(e.body)]
     first, second = sorted((tmp_path / "out" / "stop").iterdir())
     summary = json.loads((second / "summary.json").read_text())
     src = summary["baseline_source"]
-    assert src["reused"] is True and src["run_id"] == first.name and src["canary"][0]["pairs"] == 8
+    assert src["reused"] is True and src["run_id"] == first.name and src["canary"][0]["pairs"] == 8, src
     assert len(sent_base) == 64 + 8  # the first run's full schedule, then only the canary
     # The canary re-sent the first prompts of the seeded order: the first run dispatched
     # them first (its records' queue stamps give the client's own order; the order they
