@@ -1,13 +1,15 @@
 """What a summary row promises on any host, busy or quiet, for tests to check against.
 
 On a busy host the client's event loop can lag as long as a request's decode window.
-Two things then follow by design (docs/metrics.md), and a test must allow them rather
+These things then follow by design (docs/metrics.md), and a test must allow them rather
 than assume a quiet machine:
 
 - the client-side interval is widened by the lag, without bound when a lag is as long
   as a window; summary.json writes that unbounded end as null;
 - a request whose tokens all arrived in one read (a burst) has no client-side TPS, so
-  the client-side speedup pairs only the prompts both arms measured;
+  the client-side speedup pairs only the prompts both arms measured, and a truth to
+  hold it against is taken over those pairs (``client_pair_keys``): a fake server
+  starved of the CPU can emit a whole request at once, whose "true" TPS is then huge;
 - a client-side figure is off the truth by up to what the client's own lag can move it
   (``tps_lag_low`` / ``tps_lag_high`` per request, ``speedup_lag_bound`` per row), so an
   accuracy budget holds outside that range, not from the reading itself (``miss``).
@@ -28,17 +30,23 @@ def high(v: float | None) -> float:
     return math.inf if v is None else v
 
 
-def client_pairs(records: Iterable[RequestRecord], spec_arm: str, base_arm: str) -> int:
-    """The number of pairs the client-side speedup must rest on: the (prompt, turn, round)
-    that both arms completed with a client-side TPS. With fewer than 2 the row reports no
-    paired estimate, and 0 pairs."""
+def client_pair_keys(records: Iterable[RequestRecord], spec_arm: str, base_arm: str) -> set[tuple]:
+    """The (prompt_index, turn, repeat) that both arms completed with a client-side TPS: the
+    pairs the client-side speedup rests on. A truth to hold it against is the mean over
+    these same pairs: a request the host starved into a burst is in neither."""
     table = request_table(list(records))
     measured = table[table.ok & ~table.warmup & table.per_user_tps.notna()]
 
     def keys(arm: str) -> set[tuple]:
         return set(measured[measured.arm == arm][PAIR_KEYS].itertuples(index=False, name=None))
 
-    n = len(keys(spec_arm) & keys(base_arm))
+    return keys(spec_arm) & keys(base_arm)
+
+
+def client_pairs(records: Iterable[RequestRecord], spec_arm: str, base_arm: str) -> int:
+    """The number of pairs the client-side speedup must rest on (``client_pair_keys``).
+    With fewer than 2 the row reports no paired estimate, and 0 pairs."""
+    n = len(client_pair_keys(records, spec_arm, base_arm))
     return n if n >= 2 else 0
 
 

@@ -7,18 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from speedbench.cli import main
-from tests.helpers.bounds import lag_miss
+from tests.helpers.bounds import client_pair_keys, lag_miss
+from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
 
 N_PROMPTS, CONCURRENCY = 12, [1, 4]
-# Tolerances are 20%: the canary reads 4 prompts on a shared 2-core machine; the baseline
-# that moved is a third slower.
+# The baseline that moved is a third slower, against a 20% tolerance; the unchanged one
+# has 50% (see the test: the canary reads the client's clock).
 BASE = FakeConfig(t_step_s=0.010, output_tokens=9)
 SPEC = FakeConfig(t_step_s=0.015, output_tokens=9, k=3)
 
@@ -44,13 +46,23 @@ def _prompt_requests(srv: FakeProcess) -> int:
     return sum(1 for e in srv.log() if e.body.get("stream") and "question" in json.dumps(e.body))
 
 
-def _emitted_tps(srv: FakeProcess, start: int) -> float:
-    """Mean per-user TPS of what the fake really emitted (its own emission times) over one
-    point: N_PROMPTS prompt requests from the ``start``-th on (points run one after another).
-    On a busy host the fakes' steps run late, so this, not the nominal step, is the truth."""
+def _emitted_tps(srv: FakeProcess, start: int) -> dict[int, float]:
+    """Per-user TPS of what the fake really emitted (its own emission times), by prompt
+    index, over one point: N_PROMPTS prompt requests from the ``start``-th on (points run
+    one after another). On a busy host the fakes' steps run late, so this, not the nominal
+    step, is the truth."""
     log = [e for e in srv.log() if e.body.get("stream") and "question" in json.dumps(e.body)][start:start + N_PROMPTS]
     assert len(log) == N_PROMPTS
-    return sum(true_per_user_tps(e.emit_ns, e.tokens) for e in log) / N_PROMPTS
+    return {int(json.dumps(e.body).split("question ")[1].split('"')[0]): true_per_user_tps(e.emit_ns, e.tokens)
+            for e in log}
+
+
+def _true_speedup(run_dir: Path, c: int, spec: dict[int, float], base: dict[int, float]) -> float:
+    """The truth of one point's client-side speedup: the emitted means over the pairs it
+    rests on (a request a starved fake emitted at once is a burst, in neither)."""
+    records = [r for r in RunDir.open(run_dir).load_records() if r.concurrency == c]
+    idx = [k[0] for k in client_pair_keys(records, "spec", "base")]
+    return float(np.mean([spec[i] for i in idx]) / np.mean([base[i] for i in idx])) if idx else float("nan")
 
 
 @pytest.fixture(scope="module")
@@ -65,19 +77,22 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
         assert first["baseline_source"] == {"reused": False}  # no baseline_from: measured, nothing said
         full = _prompt_requests(base)
         assert full == N_PROMPTS * len(CONCURRENCY)
+        # The canary reads the client's clock, as the reused figures do; a client lagging
+        # 49 ms against these 55 ms windows read the unchanged server 1.22x in a fresh-clone
+        # run, and the product then rightly measured again. 50% leaves room for that while a
+        # canary that never passes still fails here.
         reuse = {"baseline_from": {"results": str(tmp_path / "out"), "max_age_days": 7, "canary_prompts": 4,
-                                   "tolerance": 0.2}}
+                                   "tolerance": 0.5}}
         spec_before = _prompt_requests(spec_server)
         second = _run(tmp_path, base.base_url, spec_server.base_url, **reuse)
         canary = _prompt_requests(base) - full
-        # each point's truth: the second run's spec over the first run's (reused) baseline
-        truth = {c: _emitted_tps(spec_server, spec_before + i * N_PROMPTS) / _emitted_tps(base, i * N_PROMPTS)
-                 for i, c in enumerate(CONCURRENCY)}
+        spec_tps = {c: _emitted_tps(spec_server, spec_before + i * N_PROMPTS) for i, c in enumerate(CONCURRENCY)}
+        base_tps = {c: _emitted_tps(base, i * N_PROMPTS) for i, c in enumerate(CONCURRENCY)}
     src = second["baseline_source"]
     assert src["reused"] is True and src["run_id"] == first["run_id"], src
     assert 0 <= src["age_days"] < 0.1 and src["measured_utc"] == first["created_utc"]
     assert [c["concurrency"] for c in src["canary"]] == CONCURRENCY and all(c["ok"] for c in src["canary"])
-    assert all(abs(c["ratio"] - 1) <= 0.2 and c["tolerance_source"] == "default tolerance" for c in src["canary"])
+    assert all(abs(c["ratio"] - 1) <= 0.5 and c["tolerance_source"] == "default tolerance" for c in src["canary"])
     assert canary == 4 + 4  # max(canary_prompts, c) at each concurrency, nothing more
     report = (tmp_path / "out" / "reuse" / second["run_id"] / "report.md").read_text()
     assert f"Baseline reused from run {first['run_id']}" in report and "days before this run" in report
@@ -92,8 +107,10 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
             + rows2[("base", c)]["n_burst"] >= N_PROMPTS
         # within 15% beyond what the client's own lag can move it (9-token outputs: short
         # windows, so a busy host's lag is a large share of them)
+        # each point's truth: the second run's spec over the first run's (reused) baseline
+        truth = _true_speedup(tmp_path / "out" / "reuse" / second["run_id"], c, spec_tps[c], base_tps[c])
         sp = rows2[("spec", c)]
-        assert lag_miss(sp, truth[c]) < 0.15, (sp, truth[c])  # nominal 2.67
+        assert lag_miss(sp, truth) < 0.15, (sp, truth)  # nominal 2.67
 
 
 def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
@@ -106,7 +123,7 @@ def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
         second = _run(tmp_path, base.base_url, spec_server.base_url, **reuse)
         sent = _prompt_requests(base)
         # c=1 measured again after the canary (4 + 4 prompts): the truth of that pairing
-        truth = _emitted_tps(spec_server, spec_before) / _emitted_tps(base, 4 + 4)
+        spec_tps, base_tps = _emitted_tps(spec_server, spec_before), _emitted_tps(base, 4 + 4)
     src = second["baseline_source"]
     assert src["reused"] is False and src["run_id"] == first["run_id"] and "canary at c=1" in src["reason"]
     # 0.67x on a quiet machine; a busy one reads it lower still, never within the tolerance
@@ -114,6 +131,7 @@ def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
     assert sent == N_PROMPTS * len(CONCURRENCY) + 4 + 4  # canary, then the whole baseline again
     rows = {(r["arm"], r["concurrency"]): r for r in second["rows"]}
     sp = rows[("spec", 1)]
+    truth = _true_speedup(tmp_path / "out" / "reuse" / second["run_id"], 1, spec_tps, base_tps)
     assert lag_miss(sp, truth) < 0.15, (sp, truth)  # nominal 4.0
 
 
