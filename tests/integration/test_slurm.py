@@ -343,7 +343,8 @@ def submit_one(cluster: Cluster, scen: Path, tmp: Path, tag: str) -> tuple[Path,
 def test_time_limit_signal_requeues_the_job_which_finishes_on_its_second_attempt(cluster, tmp_path, tag):
     """--time=1 (Slurm's minimum) with --signal=B:TERM@20. slurmctld checks time limits
     every 30 s and signals once the limit is nearer than 20 + 30 s, so the signal comes
-    10-40 s into the job: inside the first request (40 s long), and early enough to stop
+    10-40 s into the job: inside the point (its first request is 40 s long; on a busy host
+    it may also land in the second, after the first finished), and early enough to stop
     and requeue before the limit. Nothing but Slurm signals the job here."""
     t0 = time.monotonic()
     scen = one_arm_scenario(tmp_path, "slurmtime", slow_first=True, t_step=0.004, time="00:01:00", signal_before_s=20)
@@ -363,13 +364,22 @@ def test_time_limit_signal_requeues_the_job_which_finishes_on_its_second_attempt
     assert [(r["status"], r["n_requests"]) for r in summary["rows"]] == [("ok", 2)], summary["rows"]
     recs = jsonl(run / f"records-{job}.jsonl")
     assert len({record_key(r) for r in recs}) == len(recs) == 2, recs
-    (cut,) = jsonl(run / "records.superseded.jsonl")  # the request in flight at the signal
-    assert cut["error_detail"].startswith("interrupted") and cut["chunk_tokens"], cut
+    # The cut attempt's records, set aside: the request in flight at the signal, marked
+    # interrupted, and any the point had finished before it (the point is measured again
+    # whole). Which request the signal cut is the scheduler's: a fresh-clone run on a busy
+    # host saw the first finish in 35 s and the signal cut the second 0.7 s in. At c=1 at
+    # most one is in flight (none only if the signal beat the first request out).
+    old = jsonl(run / "records.superseded.jsonl")
+    cuts = [r for r in old if (r["error_detail"] or "").startswith("interrupted")]
+    assert len(cuts) <= 1 and all(c["error"] == "cancelled" and c["t_end_ns"] > c["t_sent_ns"] for c in cuts), old
+    assert all(r["error"] is None for r in old if r not in cuts), old
+    assert {record_key(r) for r in old} <= {record_key(r) for r in recs} and len(old) <= len(recs), old
     st = sb(cluster, ["status", str(run)], tag=tag, cwd=tmp_path)
     assert st.returncode == 0 and "COMPLETED" in st.stdout and "1/1" in st.stdout, st.stdout
     assert_nothing_left(cluster, tag, run)
-    cut_s = (cut["t_end_ns"] - cut["t_sent_ns"]) / 1e9
-    print(f"time-limit requeue: {wall:.0f} s from submit to gathered; the signal cut the request after {cut_s:.1f} s")
+    cut = ", ".join(f"prompt {c['prompt_index']} after {(c['t_end_ns'] - c['t_sent_ns']) / 1e9:.1f} s" for c in cuts)
+    print(f"time-limit requeue: {wall:.0f} s from submit to gathered; {len(old)} record(s) superseded; "
+          f"the signal cut {cut or 'no request'}")
 
 
 def _server_up(tag: str) -> bool:
