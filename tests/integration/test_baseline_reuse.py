@@ -19,7 +19,8 @@ from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import true_per_user_tps
 
 N_PROMPTS, CONCURRENCY = 12, [1, 4]
-# The baseline that moved is a third slower, against a 20% tolerance; the unchanged one
+# The baseline that moved runs at a third of its speed, against a 20% tolerance (room for
+# a lagging client to read either run far off and still fail the canary); the unchanged one
 # has 50% (see the test: the canary reads the client's clock).
 BASE = FakeConfig(t_step_s=0.010, output_tokens=9)
 SPEC = FakeConfig(t_step_s=0.015, output_tokens=9, k=3)
@@ -116,7 +117,7 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
 def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
     with FakeProcess(BASE) as base:
         first = _run(tmp_path, base.base_url, spec_server.base_url)
-    slower = FakeConfig(t_step_s=0.015, output_tokens=9)  # the same server, a third slower
+    slower = FakeConfig(t_step_s=0.030, output_tokens=9)  # the same server at a third of its speed
     with FakeProcess(slower) as base:
         reuse = {"baseline_from": {"results": str(tmp_path / "out"), "canary_prompts": 4, "tolerance": 0.2}}
         spec_before = _prompt_requests(spec_server)
@@ -125,14 +126,20 @@ def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
         # c=1 measured again after the canary (4 + 4 prompts): the truth of that pairing
         spec_tps, base_tps = _emitted_tps(spec_server, spec_before), _emitted_tps(base, 4 + 4)
     src = second["baseline_source"]
-    assert src["reused"] is False and src["run_id"] == first["run_id"] and "canary at c=1" in src["reason"]
-    # 0.67x on a quiet machine; a busy one reads it lower still, never within the tolerance
-    assert src["canary"][0]["ratio"] < 0.8 and not src["canary"][0]["ok"]
+    # Every point's canary runs before the decision, and the reason names the first that
+    # failed. 0.33x on a quiet machine; on a busy one the client's lag in either run can
+    # move a point's read (with a server two thirds as fast, a fresh-clone run read c=1
+    # within 20% and c=4 at 0.675x), so the test asks that one fail, read well below 1,
+    # and be the one named.
+    assert src["reused"] is False and src["run_id"] == first["run_id"]
+    bad = [c for c in src["canary"] if not c["ok"]]
+    assert bad and all(c["ratio"] < 0.8 for c in bad), src["canary"]
+    assert src["reason"].startswith(f"canary at c={bad[0]['concurrency']} read"), src["reason"]
     assert sent == N_PROMPTS * len(CONCURRENCY) + 4 + 4  # canary, then the whole baseline again
     rows = {(r["arm"], r["concurrency"]): r for r in second["rows"]}
     sp = rows[("spec", 1)]
     truth = _true_speedup(tmp_path / "out" / "reuse" / second["run_id"], 1, spec_tps, base_tps)
-    assert lag_miss(sp, truth) < 0.15, (sp, truth)  # nominal 4.0
+    assert lag_miss(sp, truth) < 0.15, (sp, truth)  # nominal 8.0
 
 
 def test_an_old_or_different_run_is_not_taken(tmp_path, spec_server):
