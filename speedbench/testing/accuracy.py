@@ -23,7 +23,7 @@ from speedbench.records import PointKey, Prompt
 from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
 from speedbench.testing.hosting import FakeProcess
-from speedbench.testing.script import FakeConfig, true_per_user_tps
+from speedbench.testing.script import FakeConfig, prompt_text, true_per_user_tps
 
 # A TTFT of 50 ms makes a header-time stamp obvious: it stretches a ~0.8 s decode
 # window by 6%; windows this long keep a few ms of scheduling noise under 0.1%.
@@ -67,10 +67,6 @@ class _Builder:
             "eof_gap_s": 0.002,
         }
         return path, body
-
-
-def _text(body: dict) -> str:
-    return body["messages"][-1]["content"] if "messages" in body else body["prompt"]
 
 
 @dataclass
@@ -117,10 +113,10 @@ def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: in
 
         res, prom = asyncio.run(point())
         emitted = srv.log()
-        log = {_text(e.body): e for e in emitted}
+        log = {prompt_text(e.body): e for e in emitted}
         measured = {p.turns[0] for p in ps}
-        d["ports"][arm] = ([e.peer_port for e in emitted if _text(e.body) not in measured],
-                           [e.peer_port for e in emitted if _text(e.body) in measured])
+        d["ports"][arm] = ([e.peer_port for e in emitted if prompt_text(e.body) not in measured],
+                           [e.peer_port for e in emitted if prompt_text(e.body) in measured])
         d["records"][arm] = res.records
         d["prom"][(arm, c, "")] = prom
         d["points"][(arm, c, "")] = PointInfo.from_results([res])

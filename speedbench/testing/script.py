@@ -257,3 +257,8 @@ def true_per_user_tps(emit_ns: list[int], tokens: list[int]) -> float:
     if n < 2 or len(emit_ns) < 2 or emit_ns[-1] == emit_ns[0]:
         return float("nan")
     return (n - 1) / ((emit_ns[-1] - emit_ns[0]) / 1e9)
+
+
+def prompt_text(body: dict) -> str:
+    """The prompt a logged request body carried: its last chat message, or its prompt."""
+    return body["messages"][-1]["content"] if "messages" in body else body["prompt"]

@@ -96,7 +96,8 @@ def test_speedup_within_2pct_and_exact_al(run, c):
     records, rows, truth = run
     sd = rows[("sd", c)]
     # the truth over the pairs the speedup rests on (bursts are in neither)
-    pairs = sorted(k[0] for k in client_pair_keys([r for r in records if r.concurrency == c], "sd", "base"))
+    at_c = [r for r in records if r.concurrency == c]
+    pairs = [k[0] for k in client_pair_keys(at_c, "sd", "base")]
     true_sd = np.mean([truth[("sd", c, i)][0] for i in pairs]) if pairs else np.nan
     true_base = np.mean([truth[("base", c, i)][0] for i in pairs]) if pairs else np.nan
     print(f"c={c}: speedup {sd['speedup_mean']:.4f}, truth {true_sd / true_base:.4f}, "
@@ -104,7 +105,7 @@ def test_speedup_within_2pct_and_exact_al(run, c):
     assert lag_miss(sd, true_sd / true_base) < 0.02
     assert sd["speedup_ci_low"] <= sd["speedup_mean"] <= high(sd["speedup_ci_high"])
     # every prompt pairs, less those a busy host made into bursts (no client-side TPS)
-    assert sd["speedup_pairs"] == client_pairs([r for r in records if r.concurrency == c], "sd", "base")
+    assert sd["speedup_pairs"] == client_pairs(at_c, "sd", "base")
     assert sd["speedup_pairs"] <= max(4, 2 * c)
     # AL exact: what the server scripted, from per-request metrics and from counters
     specs = [v[1] for k, v in truth.items() if k[0] == "sd" and k[1] == c]

@@ -16,7 +16,7 @@ from tests.helpers.bounds import client_pair_keys, lag_miss
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
-from speedbench.testing.script import true_per_user_tps
+from speedbench.testing.script import prompt_text, true_per_user_tps
 
 N_PROMPTS, CONCURRENCY = 12, [1, 4]
 # The baseline that moved runs at a third of its speed, against a 20% tolerance (room for
@@ -54,8 +54,8 @@ def _emitted_tps(srv: FakeProcess, start: int) -> dict[int, float]:
     step, is the truth."""
     log = [e for e in srv.log() if e.body.get("stream") and "question" in json.dumps(e.body)][start:start + N_PROMPTS]
     assert len(log) == N_PROMPTS
-    return {int(json.dumps(e.body).split("question ")[1].split('"')[0]): true_per_user_tps(e.emit_ns, e.tokens)
-            for e in log}
+    # prompt i is "question i" (``_run``)
+    return {int(prompt_text(e.body).split()[-1]): true_per_user_tps(e.emit_ns, e.tokens) for e in log}
 
 
 def _true_speedup(run_dir: Path, c: int, spec: dict[int, float], base: dict[int, float]) -> float:

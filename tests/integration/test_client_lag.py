@@ -25,7 +25,7 @@ from speedbench.metrics.table import request_table
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
-from speedbench.testing.script import true_per_user_tps
+from speedbench.testing.script import prompt_text, true_per_user_tps
 from tests.helpers.bounds import high
 
 # baseline: 1 token per 20 ms step; speculative: 4 tokens per 30 ms step, no noise: the
@@ -34,10 +34,6 @@ T_BASE, T_SPEC, K = 0.020, 0.030, 3
 NOMINAL = (K + 1) * T_BASE / T_SPEC
 N_PROMPTS, C, TARGET = 32, 16, 0.02
 STALL_S, EVERY_S = 0.012, 0.008  # the client's loop blocked 12 ms of every 20
-
-
-def _text(body: dict) -> str:
-    return body["messages"][-1]["content"] if "messages" in body else body["prompt"]
 
 
 async def _stalls() -> None:
@@ -77,8 +73,8 @@ def test_a_lagging_client_widens_the_interval_by_its_own_error(tmp_path, monkeyp
     with FakeProcess(base_cfg) as base, FakeProcess(spec_cfg) as spec:
         path = _scenario(tmp_path, base.base_url, spec.base_url)
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
-        true_base = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in base.log() if e.body.get("stream")}
-        true_spec = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in spec.log() if e.body.get("stream")}
+        true_base = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in base.log() if e.body.get("stream")}
+        true_spec = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in spec.log() if e.body.get("stream")}
     (run_dir,) = (tmp_path / "out" / "lag").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     row = next(r for r in summary["rows"] if r["arm"] == "spec")

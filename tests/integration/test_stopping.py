@@ -16,7 +16,7 @@ from speedbench.stopping.schedule import prompt_order
 from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
-from speedbench.testing.script import true_per_user_tps
+from speedbench.testing.script import prompt_text, true_per_user_tps
 from tests.helpers.bounds import client_pairs, high
 
 # baseline: 1 token per 20 ms step; speculative: 4 tokens (3 drafts, all accepted) per 30 ms step.
@@ -25,10 +25,6 @@ from tests.helpers.bounds import client_pairs, high
 T_BASE, T_SPEC, K = 0.020, 0.030, 3
 TRUE_SPEEDUP = (K + 1) * T_BASE / T_SPEC  # 2.667: per-user TPS is (n-1)/decode time on both
 N_PROMPTS = 128
-
-
-def _text(body: dict) -> str:
-    return body["messages"][-1]["content"] if "messages" in body else body["prompt"]
 
 
 def _scenario(tmp_path: Path, base_url: str, spec_url: str, stop: dict) -> Path:
@@ -56,10 +52,10 @@ def _run_on_fakes(tmp_path: Path) -> tuple[Path, list[str], list[str], dict[str,
         path = _scenario(tmp_path, base.base_url, spec.base_url, stop)
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
         log_base, log_spec = base.log(), spec.log()
-    sent_base = [_text(e.body) for e in log_base if e.body.get("stream") and "question" in _text(e.body)]
-    sent_spec = [_text(e.body) for e in log_spec if e.body.get("stream") and "question" in _text(e.body)]
-    true_base = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_base if e.body.get("stream")}
-    true_spec = {_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_spec if e.body.get("stream")}
+    sent_base = [prompt_text(e.body) for e in log_base if e.body.get("stream") and "question" in prompt_text(e.body)]
+    sent_spec = [prompt_text(e.body) for e in log_spec if e.body.get("stream") and "question" in prompt_text(e.body)]
+    true_base = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_base if e.body.get("stream")}
+    true_spec = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in log_spec if e.body.get("stream")}
     (run_dir,) = (tmp_path / "out" / "stop").iterdir()
     return run_dir, sent_base, sent_spec, true_base, true_spec
 
@@ -146,7 +142,7 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
         data["baseline_from"] = {"results": str(tmp_path / "out"), "canary_prompts": 8, "tolerance": 0.5}
         path.write_text(yaml.safe_dump(data))
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
-        sent_base = [_text(e.body) for e in base.log() if e.body.get("stream") and "question" in _text(e.body)]
+        sent_base = [prompt_text(e.body) for e in base.log() if e.body.get("stream") and "question" in prompt_text(e.body)]
     first, second = sorted((tmp_path / "out" / "stop").iterdir())
     summary = json.loads((second / "summary.json").read_text())
     src = summary["baseline_source"]
