@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,17 @@ PROMPT_KEYS = ("arm", "concurrency", "variant", "prompt_id", "category", "n_ok",
                "baseline_per_user_tps", "speedup", "al_requests")
 
 
-def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None) -> list[dict[str, Any]]:
+def _in_order(keys: Iterable[tuple], baseline_arm: str | None, arm_order: Sequence[str] | None) -> list[tuple]:
+    """Keys (arm, concurrency, variant, ...) sorted: arms in the scenario's order (the
+    baseline first when no order is given), then concurrency, variant and the rest.
+    Never the order the records happen to come in: a gathered Slurm run concatenates
+    its jobs' records in whatever order the jobs finished."""
+    order = {a: i for i, a in enumerate(arm_order or ([baseline_arm] if baseline_arm else []))}
+    return sorted(keys, key=lambda k: (order.get(k[0], len(order)), str(k[0]), k[1], str(k[2]), str(k[3])))
+
+
+def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None,
+                  arm_order: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Per (arm, concurrency, variant, category) over ok measured requests: per-user TPS,
     the speedup against the baseline arm's requests of the same category at the same
     concurrency and variant (paired as :func:`speedup`, with its bootstrap CI), and AL
@@ -30,7 +40,8 @@ def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = N
     groups = {(a, int(c), v, cat): g
               for (a, c, v, cat), g in df.groupby(["arm", "concurrency", "variant", "category"], sort=False)}
     out = []
-    for (arm, conc, variant, cat), g in groups.items():
+    for arm, conc, variant, cat in _in_order(groups, baseline_arm, arm_order):
+        g = groups[(arm, conc, variant, cat)]
         acc = acceptance(g)
         row = {"arm": arm, "concurrency": conc, "variant": variant, "category": cat, "n_ok": len(g),
                "per_user_tps_mean": mean(g["per_user_tps"]),
@@ -44,7 +55,8 @@ def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = N
     return out
 
 
-def prompt_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None) -> list[dict[str, Any]]:
+def prompt_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None,
+                arm_order: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Per (arm, concurrency, variant, prompt_id) over ok measured requests (every turn
     and repeat of the prompt): mean per-user TPS, the baseline's mean for the same prompt
     at the same point, their ratio, and the mean over requests of the request AL."""
@@ -59,7 +71,8 @@ def prompt_rows(records: Iterable[RequestRecord], baseline_arm: str | None = Non
         agg[(arm, int(conc), variant, pid)] = (str(g["category"].iloc[0]), len(g), mean(g["per_user_tps"]),
                                                mean(g["al_req"]))
     out = []
-    for (arm, conc, variant, pid), (cat, n, tps, al) in agg.items():
+    for arm, conc, variant, pid in _in_order(agg, baseline_arm, arm_order):
+        cat, n, tps, al = agg[(arm, conc, variant, pid)]
         base = agg.get((baseline_arm, conc, variant, pid)) if baseline_arm is not None and arm != baseline_arm else None
         b_tps = base[2] if base else NAN
         out.append({"arm": arm, "concurrency": conc, "variant": variant, "prompt_id": pid, "category": cat,

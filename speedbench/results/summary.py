@@ -124,7 +124,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "stopping": stopping,
         "baseline_source": run_dir.read_json("baseline.json") or {"reused": False},
         "rows": rows,
-        "categories": category_rows(records, sc.baseline_arm),
+        "categories": category_rows(records, sc.baseline_arm, [a.name for a in sc.arms]),
     }
     if write:
         run_dir.write_summary(summary)

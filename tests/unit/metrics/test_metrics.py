@@ -153,6 +153,20 @@ def test_acceptance_lengths_histogram_and_positions():
     assert cats["coding"]["n_ok"] == 1
 
 
+def test_breakdowns_do_not_depend_on_the_order_records_come_in():
+    # A gathered Slurm run concatenates its jobs' records in the order the jobs ended:
+    # the spec arm's may come first. The rows follow the scenario's arm order regardless.
+    recs = [mk(arm=a, idx=i, chunks=[(1.1, 1), (1.1 + 10 / t, 10)], conc=c, category=cat)
+            for a, t in (("base", 10.0), ("sd", 20.0)) for c in (4, 1) for i, cat in enumerate(("math", "coding"))]
+    for fn in (category_rows, prompt_rows):
+        forward, backward = fn(recs, "base", ["base", "sd"]), fn(recs[::-1], "base", ["base", "sd"])
+        assert repr(forward) == repr(backward)  # repr: the rows hold NaNs, and nan != nan
+        assert [(r["arm"], r["concurrency"]) for r in forward][::2] == [("base", 1), ("base", 4), ("sd", 1), ("sd", 4)]
+        assert repr(fn(recs[::-1], "base")) == repr(forward)  # no order given: the baseline first
+        assert fn(recs, "base", ["sd", "base"])[0]["arm"] == "sd"
+    assert [r["category"] for r in category_rows(recs[::-1], "base")][:2] == ["coding", "math"]
+
+
 def test_positions_from_histogram_when_no_counters():
     joint, cond = per_position_rates(None, [2, 1, 1])  # 4 steps; >=1 accepted: 2, >=2: 1
     assert joint == pytest.approx([0.5, 0.25]) and cond == pytest.approx([0.5, 0.5])
