@@ -182,7 +182,7 @@ def test_server_never_ready_other_arms_still_run(tmp_path, tag):
     prompts = write_prompts(tmp_path / "p.jsonl", ["q0", "q1", "q2"])
     with FakeServer(FakeConfig(t_step_s=0.002, output_tokens=8)) as ext:
         sc = scenario("never_ready", prompts, server={"launcher": "local", "model": "fake-model", "model_arg": "flag",
-                                                      "command": ["python", str(fake_vllm)], "ready_timeout_s": 2},
+                                                      "command": ["python", str(fake_vllm)], "ready_timeout_s": 5},
                       arms=[{"name": "crash", "args": {"mode": "crash"}},
                             {"name": "hang", "args": {"mode": "hang"}},
                             {"name": "ext", "base_url": ext.base_url}])
@@ -195,7 +195,7 @@ def test_server_never_ready_other_arms_still_run(tmp_path, tag):
     assert "arm 'crash': vLLM refused its configuration: unrecognized arguments: --no-such-flag while starting" \
         in text and "exited with code 2)" in text
     assert "unrecognized arguments: --no-such-flag" in text  # the log tail, shown to the user
-    assert "arm 'hang'" in text and "not ready after 2 s" in text and "loading model weights" in text
+    assert "arm 'hang'" in text and "not ready after 5 s" in text and "loading model weights" in text
     assert "fix: raise server.ready_timeout_s" in text  # (the messages, not the wall time, show the waits)
     run = the_run(tmp_path / "out")
     pts = points(run)
