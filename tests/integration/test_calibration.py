@@ -40,7 +40,8 @@ def ran_batches(tmp: Path) -> dict[tuple[str, int], float]:
     always full; a client whose loop lags (a loaded host) leaves slots empty between a
     response and the next request, and the engine then steps a smaller batch. That is the
     engine's truth, which the calibration measures; the test must not assume c."""
-    steps: dict[tuple[str, int], list[float]] = {}
+    batch_steps: dict[tuple[str, int], float] = {}  # sum over requests of (mean batch x steps)
+    steps: dict[tuple[str, int], int] = {}
     for folder in (tmp / "out" / "cal-calibration").iterdir():
         for r in load_run(folder).records:
             if r.warmup or r.error or not r.engine or not r.engine.generation_ms:
@@ -48,10 +49,11 @@ def ran_batches(tmp: Path) -> dict[tuple[str, int], float]:
             k = K if r.spec and r.spec.num_spec_steps else 0
             n = r.spec.num_spec_steps if k else (r.output_tokens or 0) - 1
             if n > 0:
+                key = (r.arm, r.concurrency)
                 step_s = r.engine.generation_ms / 1e3 / n
-                steps.setdefault((r.arm, r.concurrency), []).extend(
-                    [(step_s - T - DC * k) / (TC * (k + 1))] * n)
-    return {key: sum(v) / len(v) for key, v in steps.items()}
+                batch_steps[key] = batch_steps.get(key, 0.0) + n * (step_s - T - DC * k) / (TC * (k + 1))
+                steps[key] = steps.get(key, 0) + n
+    return {key: batch_steps[key] / steps[key] for key in steps}
 
 
 def _runs(out: Path) -> set[Path]:

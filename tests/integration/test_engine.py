@@ -9,7 +9,6 @@ import signal
 import socket
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -21,7 +20,7 @@ from speedbench.engine.vllm.command import launch_spec
 from speedbench.engine.docker import DockerServer, container_name, docker_run_argv, vllm_args_for_image
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer
-from speedbench.engine.probe import free_port, port_is_free
+from speedbench.engine.probe import free_port, http_json, port_is_free
 from speedbench.engine.placement import describe, gpus_per_server, schedule, schedule_scenario
 from speedbench.engine.vllm.provenance import collect_provenance, draft_info
 from speedbench.errors import ScenarioError, ServerError, UsageError
@@ -223,14 +222,8 @@ def test_early_exit_raises_with_log_tail(fake, tmp_path):
 def _wait_for_health(base_url: str, limit_s: float = 120) -> None:
     """Until the server's /health answers 200: a loaded host can take seconds to start Python."""
     deadline = time.monotonic() + limit_s
-    while True:
-        try:
-            with urllib.request.urlopen(base_url + "/health", timeout=5) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
+    while http_json("GET", base_url + "/health")[0] != 200:
+        assert time.monotonic() < deadline, f"{base_url}/health did not answer 200 within {limit_s:.0f} s"
         time.sleep(0.1)
 
 
