@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,19 @@ def _order_seed_line(config) -> str | None:
     if not config.pluginmanager.hasplugin("randomly"):
         return None
     return f"random order: replay with -p randomly --randomly-seed={config.getoption('randomly_seed')}"
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def pytest_configure(config):
+    """SIGTERM unwinds the session as Ctrl-C does. By default Python dies on it at once, with
+    no fixture teardown: a CI job's cancel or ``kill -TERM`` of a suite's process group left
+    its Slurm daemons and fake servers running. As a KeyboardInterrupt, ``with`` blocks close
+    their fakes and fixtures stop their daemons before pytest exits."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_sessionstart(session):

@@ -85,9 +85,9 @@ def lag_warning(estimate: float, stat_lo: float, stat_hi: float, lag: LagRange) 
     if lag.bound <= LAG_WARN_SHARE * half:
         return None
     lo, hi = lag.widen(stat_lo, stat_hi)
-    moved = f"up to {lag.bound:.2%}" if math.isfinite(lag.bound) else "without bound (a lag as long as a window)"
+    moved = f"by up to {lag.bound:.2%}" if math.isfinite(lag.bound) else "without bound (a lag as long as a window)"
     return (f"the client's event loop lagged up to {lag.lag_ms:.1f} ms while requests were in flight (median "
-            f"decode window {lag.window_ms:.0f} ms): its own stamps can move the client-side speedup by {moved}, "
+            f"decode window {lag.window_ms:.0f} ms): its own stamps can move the client-side speedup {moved}, "
             f"more than {LAG_WARN_SHARE:.0%} of the interval's half-width ({half:.2%}); the interval "
             f"[{stat_lo:.4f}, {stat_hi:.4f}] is widened by it to [{lo:.4f}, {hi:.4f}]. A quieter client host "
             "(or fewer streams per client) narrows it; the engine-side speedup does not depend on it")

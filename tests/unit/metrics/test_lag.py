@@ -133,3 +133,11 @@ def test_a_look_is_widened_by_the_lag_so_stopping_cannot_beat_the_clients_own_er
     assert (look.ci_low, look.ci_high) == pytest.approx((bare.ci_low * 0.97, bare.ci_high * 1.03))
     assert look.lag_bound == pytest.approx(0.03) and look.halfwidth >= look.lag_bound / 2
     assert not narrow_enough(look, 0.02)
+
+
+def test_the_warning_reads_for_a_bounded_and_an_unbounded_lag():
+    bounded = lag_warning(1.0, 0.99, 1.01, LagRange(0.98, 1.02, lag_ms=2.0, window_ms=100.0)) or ""
+    unbounded = lag_warning(1.0, 0.99, 1.01, LagRange(0.0, math.inf, lag_ms=120.0, window_ms=100.0)) or ""
+    assert "can move the client-side speedup by up to 2.00%," in bounded
+    assert "can move the client-side speedup without bound (a lag as long as a window)," in unbounded
+    assert "by without" not in unbounded
