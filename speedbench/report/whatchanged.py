@@ -2,7 +2,7 @@
 (the arm itself, and the baseline arm for a speedup), and the run's scenario.
 
 Only facts that describe the system under test are compared: vLLM version, target model,
-draft model and its config hash, speculative config, hardware (GPU names with driver,
+draft model and the hashes of its config and weights, speculative config, hardware (GPU names with driver,
 or CPU), speedbench version and commit, the workload's data hash and the resolved
 scenario. Ports, process ids and paths of logs change every night and are left out.
 """
@@ -21,6 +21,7 @@ ARM_FACTS: list[tuple[str, tuple[str, ...]]] = [
     ("target", ("model",)),
     ("draft", ("draft", "model")),
     ("draft config sha256", ("draft", "config_sha256")),
+    ("draft weights sha256", ("draft", "weights_sha256")),
     ("EAGLE version", ("eagle_version",)),
     ("speculative config", ("speculative_config",)),
     ("hardware", ("hardware", "summary")),
@@ -32,7 +33,8 @@ ARM_FACTS: list[tuple[str, tuple[str, ...]]] = [
     ("speedbench", ("speedbench_version",)),
     ("speedbench commit", ("git_commit",)),
 ]
-_HASHES = {"draft config sha256", "workload data sha256", "speedbench commit", "scenario sha256"}
+_HASHES = {"draft config sha256", "draft weights sha256", "workload data sha256", "speedbench commit",
+           "scenario sha256"}
 
 
 def _get(d: Any, path: tuple[str, ...]) -> Any:

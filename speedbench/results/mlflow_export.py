@@ -72,6 +72,7 @@ def arm_params(run: Run, arm: str) -> dict[str, str]:
         "scenario": run.scenario_name, "run_id": run.run_id, "arm": arm,
         "checkpoint": spec.get("model") or draft.get("model") or "",
         "draft_config_sha256": draft.get("config_sha256") or "",
+        "draft_weights_sha256": draft.get("weights_sha256") or "",
         "target_model": prov.get("model") or (run.scenario.get("server") or {}).get("model") or "",
         "target_config_sha256": prov.get("target_config_sha256") or "",
         "vllm_version": prov.get("vllm_version") or "",

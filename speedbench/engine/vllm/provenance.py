@@ -23,6 +23,7 @@ from speedbench import __version__
 from speedbench.engine.base import LaunchSpec, flag_value
 from speedbench.engine.host_cpu import cpu_facts, server_attention
 from speedbench.engine.probe import http_json
+from speedbench.engine.vllm.weights_hash import weights_digest
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_argv, redact_env, scrub, secret_values
 from speedbench.workload import source_fingerprint
@@ -66,14 +67,16 @@ def find_config(model: str, cache_dirs: list[Path] | None = None) -> Path | None
 
 def draft_info(model_path_or_name: str | None, method: str | None = None,
                cache_dirs: list[Path] | None = None) -> dict[str, Any]:
-    """Facts about a draft: its config flags, EAGLE version and config hash.
+    """Facts about a draft: its config flags, EAGLE version, and the hashes of its config
+    and of its weights (engine/vllm/weights_hash.py).
 
     ``eagle_version`` is "3.1" when any of the 3.1 flags is set, "3" for other EAGLE 3
     drafts, and "" for other methods -- or when the config cannot be read, because
     guessing would mislabel exactly the case this project exists to check.
     """
     info: dict[str, Any] = {"model": model_path_or_name or "", "method": method or "", "config_path": "",
-                            "config_sha256": "", "architectures": [], "eagle_version": "",
+                            "config_sha256": "", "weights_sha256": "", "weights_bytes": 0, "architectures": [],
+                            "eagle_version": "",
                             **{f: False for f in V31_FLAGS}}
     cfg_path = find_config(model_path_or_name, cache_dirs) if model_path_or_name else None
     cfg: dict[str, Any] = {}
@@ -81,6 +84,7 @@ def draft_info(model_path_or_name: str | None, method: str | None = None,
         raw = cfg_path.read_bytes()
         info["config_path"] = str(cfg_path)
         info["config_sha256"] = hashlib.sha256(raw).hexdigest()
+        info["weights_sha256"], info["weights_bytes"] = weights_digest(cfg_path.parent)
         try:
             cfg = json.loads(raw)
         except ValueError:

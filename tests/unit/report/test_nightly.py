@@ -145,3 +145,15 @@ def test_the_nightly_alert_replayed_night_by_night_on_histories_with_no_change(t
     assert r["nights"] == 75
     assert r["false_regressions"] <= 0.01 * r["series_nights"]
     assert r["nights_with_exit_1"] <= 0.1 * r["nights"], r  # measured: 5 of 300 nights (docs/dashboard.md)
+
+
+def test_a_retrained_draft_at_the_same_path_is_named_by_its_weights_hash(tmp_path):
+    # same path, same config.json: only the weights' hash tells the checkpoints apart
+    ns = load_nights(write_history(tmp_path, 20, [
+        Plant("eagle3.1", 0, size=0.0, provenance={"_arm_only": True, "draft": {"weights_sha256": "a" * 64}}),
+        Plant("eagle3.1", 17, size=-0.12, provenance={"_arm_only": True, "draft": {"weights_sha256": "b" * 64}})]))
+    vs = {v.series.key: v for v in nightly.verdicts({"cpu_tiny": ns})}
+    v = vs[("cpu_tiny", "eagle3.1", "speedup", "c=4")]
+    assert v.status == "regression" and v.began == ns[17].created
+    assert f"eagle3.1 draft weights sha256: {'a' * 12} → {'b' * 12}" in v.what_changed
+    assert not any("draft config sha256" in line for line in v.what_changed)
