@@ -54,8 +54,9 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
   echo "[test] $name tier"
   t0=$(date +%s.%N)
   .venv/bin/python -m pytest "$@" || rc=$?
+  # on a line of its own: triton's exit-time "nanobind: leaked ..." message ends without one
   awk -v n="$name" -v a="$t0" -v b="$(date +%s.%N)" -v rc="$rc" \
-    'BEGIN { printf "[test] %s tier: %.1f s wall (exit %d)\n", n, b - a, rc }'
+    'BEGIN { printf "\n[test] %s tier: %.1f s wall (exit %d)\n", n, b - a, rc }'
   return "$rc"
 }
 echo "[test] lint: ruff and mypy"
