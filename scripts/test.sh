@@ -4,7 +4,8 @@
 #   integration  tests/integration/     subprocesses, Slurm, Chromium, fake servers
 #   e2e          tests/e2e/             a real vLLM on the CPU (the `vllm` marker; tests/conftest.py
 #                                       keeps the marker and the folder the same)
-# Before the tiers: ruff and mypy on speedbench/ (configured in pyproject.toml).
+# Before the tiers: ruff on speedbench/, tests/ and scripts/, mypy on speedbench/ (configured in
+# pyproject.toml).
 # A failing tier stops the script. Usage: bash scripts/test.sh [--busy] [extra pytest args]
 #
 # Random order (pytest-randomly): every tier runs in a random order drawn from one seed,
@@ -60,7 +61,7 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
   return "$rc"
 }
 echo "[test] lint: ruff and mypy"
-.venv/bin/ruff check speedbench
+.venv/bin/ruff check .  # the files [tool.ruff] include names
 .venv/bin/mypy speedbench
 hog=""
 stop_hog() {

@@ -43,7 +43,7 @@ def _hold_vllm_lock() -> None:
     saying so when another session holds it."""
     if _held_lock:
         return
-    f = open(VLLM_LOCK, "w")
+    f = open(VLLM_LOCK, "w")  # noqa: SIM115  (held open on purpose: the lock lasts as long as the file)
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -71,7 +71,8 @@ def variant_run(vllm_slot, run, tmp_path_factory):
         "--arms", "baseline,eagle3,eagle3.1", "--set", "repeats=1", "--set", "aa_check=false",
         "--set", "concurrency=[1]",
         "--set", "workload.num_prompts=8",
-        "--set", "workload.variants=[{name: plain}, {name: pirate, system_prompt: 'You are a pirate. Answer in pirate speech.'}]",
+        "--set", "workload.variants=[{name: plain}, "
+                 "{name: pirate, system_prompt: 'You are a pirate. Answer in pirate speech.'}]",
     )
     print(proc.stdout[-4000:], proc.stderr[-3000:])
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -81,7 +81,7 @@ def run_and_signal(out: Path, tag: str, sig: int, *, arm: str, when_records: int
 
 
 @pytest.mark.parametrize("sig", [signal.SIGILL, signal.SIGKILL], ids=["SIGILL", "SIGKILL"])
-def test_engine_signalled_while_starting(vllm_slot, tmp_path, tag, sig):  # noqa: F811
+def test_engine_signalled_while_starting(vllm_slot, tmp_path, tag, sig):
     out = tmp_path / "out"
     rc, output, took = run_and_signal(out, tag, sig, arm="baseline", when_records=0,
                                       extra=("--set", "workload.num_prompts=2"))
@@ -106,7 +106,7 @@ def test_engine_signalled_while_starting(vllm_slot, tmp_path, tag, sig):  # noqa
 
 
 @pytest.mark.parametrize("sig", [signal.SIGILL, signal.SIGKILL], ids=["SIGILL", "SIGKILL"])
-def test_engine_signalled_mid_run(vllm_slot, tmp_path, tag, sig):  # noqa: F811
+def test_engine_signalled_mid_run(vllm_slot, tmp_path, tag, sig):
     out = tmp_path / "out"
     rc, output, took = run_and_signal(out, tag, sig, arm="eagle3", when_records=2,
                                       extra=("--set", "workload.num_prompts=24", "--set", "workload.max_tokens=200"))

@@ -160,8 +160,9 @@ def test_rate_mode_point_reports_goodput(server, scenario):
                        slo=slo)
     print(f"rate {rate}/s Poisson seed {seed}: {row['n_ok']} ok in {res.wall_s:.2f} s, "
           f"goodput {row['goodput']:.3f} req/s ({row['goodput_share']:.0%} within TTFT<=1000 ms, TPOT<=200 ms), "
-          f"per-user TPS mean {row['per_user_tps_mean']} (engine {row['per_user_tps_engine_mean']:.1f}), TTFT p50 {row['ttft_ms_median']:.1f} ms, "
-          f"TPOT p50 {row['tpot_ms_median']:.2f} ms, max lateness {max(r.t_sent_ns - r.t_queued_ns for r in recs) / 1e6:.1f} ms")
+          f"per-user TPS mean {row['per_user_tps_mean']} (engine {row['per_user_tps_engine_mean']:.1f}), "
+          f"TTFT p50 {row['ttft_ms_median']:.1f} ms, TPOT p50 {row['tpot_ms_median']:.2f} ms, "
+          f"max lateness {max(r.t_sent_ns - r.t_queued_ns for r in recs) / 1e6:.1f} ms")
     assert row["request_rate"] == rate and math.isfinite(row["goodput"]) and 0 <= row["goodput_share"] <= 1
     # the client-side TPS is null when a busy host turned every request into a burst
     tps = row["per_user_tps_mean"]
@@ -240,7 +241,8 @@ def test_plain_answer_shape_matches_the_fake(server):
     from speedbench.testing.hosting import FakeServer
 
     def answer(base_url: str, model: str) -> dict:
-        body = {"model": model, "max_tokens": 1, "temperature": 0, "messages": [{"role": "user", "content": "def f(x):"}]}
+        body = {"model": model, "max_tokens": 1, "temperature": 0,
+                "messages": [{"role": "user", "content": "def f(x):"}]}
         status, got = http_json("POST", base_url + "/v1/chat/completions", body, timeout=60)
         assert status == 200 and isinstance(got, dict), (status, got)
         return got

@@ -17,7 +17,8 @@ from speedbench.testing.hosting import FakeServer
 
 
 class FakeBuilder:
-    def __init__(self, api: str = "chat", model: str = "fake-model", max_tokens: int = 4096, extra: dict | None = None) -> None:
+    def __init__(self, api: str = "chat", model: str = "fake-model", max_tokens: int = 4096,
+                 extra: dict | None = None) -> None:
         self.api = api
         self.model = model
         self.max_tokens = max_tokens
@@ -44,7 +45,8 @@ class FakeBuilder:
 
 def prompts(n: int, *, turns: int = 1, category: str = "coding", prefix: str = "p") -> list[Prompt]:
     return [
-        Prompt(id=f"{prefix}{i}", turns=tuple(f"question {prefix}{i} turn {t}" for t in range(turns)), category=category)
+        Prompt(id=f"{prefix}{i}", turns=tuple(f"question {prefix}{i} turn {t}" for t in range(turns)),
+               category=category)
         for i in range(n)
     ]
 
@@ -58,7 +60,8 @@ def fake_server(**config: Any) -> Iterator[FakeServer]:
 def max_overlap(records) -> int:
     """The most requests in flight at once by the client's own stamps (sent .. ended):
     what the client promises, whatever order or timing the server saw them in."""
-    events = sorted([(r.t_sent_ns, 1) for r in records] + [(r.t_end_ns, -1) for r in records], key=lambda e: (e[0], e[1]))
+    events = sorted([(r.t_sent_ns, 1) for r in records] + [(r.t_end_ns, -1) for r in records],
+                    key=lambda e: (e[0], e[1]))
     cur = best = 0
     for _, d in events:
         cur += d

@@ -23,7 +23,8 @@ K = 3  # num_speculative_tokens of every synthetic speculative arm
 
 DEFAULT_ARMS: list[dict[str, Any]] = [
     {"name": "baseline"},
-    {"name": "eagle3", "speedup": {1: 1.85, 4: 1.6, 16: 1.5}, "al": 2.9, "draft": "org/eagle3-draft", "eagle_version": "3"},
+    {"name": "eagle3", "speedup": {1: 1.85, 4: 1.6, 16: 1.5}, "al": 2.9, "draft": "org/eagle3-draft",
+     "eagle_version": "3"},
     {"name": "eagle3.1", "speedup": {1: 2.03, 4: 1.71, 16: 1.66}, "al": 3.0, "draft": "org/eagle3.1-draft",
      "eagle_version": "3.1"},
 ]

@@ -68,8 +68,9 @@ class Cluster:
 
         slurmd takes a GPU's index from its File= name and sets CUDA_VISIBLE_DEVICES from
         it. A Count= without File= does not do: slurmd 22.05 then reports 0 GPUs and
-        slurmctld marks the node INVAL. The nodes are never opened, so they need no driver. Returns 0 (no GPUs declared) where mknod is
-        not allowed, so that the rest of the tier still runs."""
+        slurmctld marks the node INVAL. The nodes are never opened, so they need no driver.
+        Returns 0 (no GPUs declared) where mknod is not allowed, so that the rest of the tier
+        still runs."""
         dev = self.root / "dev"
         dev.mkdir(exist_ok=True)
         try:

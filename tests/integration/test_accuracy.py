@@ -58,7 +58,8 @@ def run():
                 for r in res.records:
                     em = by_prompt[ps[r.prompt_index].turns[0]]
                     truth[(arm, c, r.prompt_index)] = (true_per_user_tps(em.emit_ns, em.tokens), em.spec)
-    rows = summarize(records, proms, "base", {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}}, points)
+    rows = summarize(records, proms, "base",
+                     {"base": {}, "sd": {"speculative": True, "num_speculative_tokens": 3}}, points)
     return records, {(r["arm"], r["concurrency"]): r for r in rows}, truth
 
 

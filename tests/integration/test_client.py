@@ -182,7 +182,8 @@ def test_cancellation_records_and_reraises(srv):
 
     async def go() -> None:
         async with make_session(cfg, 1) as s:
-            task = asyncio.create_task(stream_request(s, cfg, CHAT, _body({"t_step_s": 0.05, "output_tokens": 50}), rec))
+            body = _body({"t_step_s": 0.05, "output_tokens": 50})
+            task = asyncio.create_task(stream_request(s, cfg, CHAT, body, rec))
             await asyncio.sleep(0.2)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -315,9 +316,11 @@ class _ScriptedHTTP:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = int(next(l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")))
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
                 await reader.readexactly(length)
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                             b"transfer-encoding: chunked\r\n\r\n")
                 await writer.drain()
                 await asyncio.sleep(self.ttft_s)
                 for i in range(3):

@@ -73,8 +73,10 @@ def test_a_lagging_client_widens_the_interval_by_its_own_error(tmp_path, monkeyp
     with FakeProcess(base_cfg) as base, FakeProcess(spec_cfg) as spec:
         path = _scenario(tmp_path, base.base_url, spec.base_url)
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
-        true_base = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in base.log() if e.body.get("stream")}
-        true_spec = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens) for e in spec.log() if e.body.get("stream")}
+        true_base = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens)
+                     for e in base.log() if e.body.get("stream")}
+        true_spec = {prompt_text(e.body): true_per_user_tps(e.emit_ns, e.tokens)
+                     for e in spec.log() if e.body.get("stream")}
     (run_dir,) = (tmp_path / "out" / "lag").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     row = next(r for r in summary["rows"] if r["arm"] == "spec")

@@ -263,10 +263,10 @@ def test_stop_escalates_to_sigkill(fake, tmp_path):
 
 
 def test_exit_stops_on_exception(fake, tmp_path):
-    with pytest.raises(RuntimeError):
-        with LocalServer(fake_spec(fake), tmp_path / "l.txt", ready_timeout_s=20, grace_s=2) as server:
-            server.wait_ready()
-            raise RuntimeError("boom")
+    with (pytest.raises(RuntimeError),
+          LocalServer(fake_spec(fake), tmp_path / "l.txt", ready_timeout_s=20, grace_s=2) as server):
+        server.wait_ready()
+        raise RuntimeError("boom")
     assert group_empty(server.pgid)
 
 
@@ -283,9 +283,9 @@ def test_auto_port_retries_after_address_in_use(fake, tmp_path):
 
 def test_fixed_port_does_not_retry(fake, tmp_path):
     spec = fake_spec(fake, "--addr-in-use-once", str(tmp_path / "m"), port=free_port())
-    with LocalServer(spec, tmp_path / "l.txt", ready_timeout_s=20, grace_s=2) as server:
-        with pytest.raises(ServerError, match="exited with code 1"):
-            server.wait_ready()
+    with (LocalServer(spec, tmp_path / "l.txt", ready_timeout_s=20, grace_s=2) as server,
+          pytest.raises(ServerError, match="exited with code 1")):
+        server.wait_ready()
 
 
 # ---- external endpoints ----------------------------------------------------------------
@@ -323,7 +323,7 @@ def test_docker_run_argv():
     assert argv[argv.index("--gpus") + 1] == '"device=4,5,6,7"'
     assert argv[argv.index("-p") + 1] == "127.0.0.1:31000:8000"
     assert "/data/hf:/root/.cache/huggingface" in argv
-    assert ["--shm-size", "16g"] == argv[argv.index("--shm-size"):argv.index("--shm-size") + 2]
+    assert argv[argv.index("--shm-size"):argv.index("--shm-size") + 2] == ["--shm-size", "16g"]
     envs = [argv[i + 1] for i, x in enumerate(argv) if x == "-e"]
     assert envs == ["HF_TOKEN", "VLLM_LOGGING_LEVEL=DEBUG", "HUGGING_FACE_HUB_TOKEN"]
     assert not any("hf_secretvalue123" in x for x in argv)

@@ -26,7 +26,8 @@ from speedbench.errors import ScenarioError
 
 BASE = {
     "name": "k", "server": {"model": "m"},
-    "arms": [{"name": "baseline"}, {"name": "eagle3", "speculative_config": {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}}],
+    "arms": [{"name": "baseline"},
+             {"name": "eagle3", "speculative_config": {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}}],
     "concurrency": [1, 4],
 }
 
@@ -56,7 +57,8 @@ def test_arm_script_for_a_4_gpu_node_has_every_setting():
 
 
 def test_pyxis_runs_speedbench_in_the_container_and_gather_needs_no_gpu():
-    sc = sc_with(container_image="nvcr.io#nvidia/vllm:0.32", container_mounts=["/lustre/ckpt:/ckpt", "/lustre/res:/res"],
+    sc = sc_with(container_image="nvcr.io#nvidia/vllm:0.32",
+                 container_mounts=["/lustre/ckpt:/ckpt", "/lustre/res:/res"],
                  gpus_per_node=4, requeue=False, speedbench=["speedbench"])
     text = arm_script(sc, Path("/res/k/R"), "baseline", cwd=Path("/res"))
     assert ("srun --ntasks=1 '--container-image=nvcr.io#nvidia/vllm:0.32' --container-workdir=/res "
@@ -114,7 +116,8 @@ def test_submit_writes_scripts_jobs_and_gather_dependency(tmp_path):
     fake.jobs["101"].update(JobState="FAILED", ExitCode="137:0")
     (rd.path / "slurm" / "101.exit").write_text("137\n")
     got = {j.arm: j for j in arm_jobs(rd, sc, Slurm(runner=fake))}
-    assert got["baseline"] == ArmJob("baseline", "100", "COMPLETED", "n1", "exit 0:0", 2, 2) and not got["baseline"].died
+    assert got["baseline"] == ArmJob("baseline", "100", "COMPLETED", "n1", "exit 0:0", 2, 2) \
+        and not got["baseline"].died
     assert got["eagle3"].died and got["eagle3"].reason == "exit 137:0 (speedbench exit 137)"
     assert (got["eagle3"].points_done, got["eagle3"].points_total) == (1, 2)
 
@@ -203,7 +206,8 @@ def test_doctor_names_a_server_whose_owner_is_gone():
 
     checks = check_leftover_servers(SimpleNamespace(facts=SimpleNamespace(processes=lambda: procs)))
     assert len(checks) == 1 and checks[0].status == "warn"
-    assert "pid 4242 (arm eagle3" in checks[0].detail and "4243" not in checks[0].detail and "5000" not in checks[0].detail
+    detail = checks[0].detail
+    assert "pid 4242 (arm eagle3" in detail and "4243" not in detail and "5000" not in detail
     assert checks[0].fix == "kill -TERM -- -4242"
 
 

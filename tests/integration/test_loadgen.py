@@ -68,7 +68,8 @@ def test_warmup_is_separate_and_excluded(srv):
     async def before():
         scraped_at.append(len(srv.log))
 
-    res = _run(srv, prompts(4), concurrency=2, warmup=prompts(2, prefix="w"), on_record=seen.append, before_measure=before)
+    res = _run(srv, prompts(4), concurrency=2, warmup=prompts(2, prefix="w"), on_record=seen.append,
+               before_measure=before)
     assert [r.prompt_id for r in res.warmup_records] == ["w0", "w1"] and all(r.warmup for r in res.warmup_records)
     assert sorted(r.prompt_id for r in res.records) == ["p0", "p1", "p2", "p3"]
     assert not any(r.warmup for r in res.records)

@@ -88,6 +88,9 @@ def test_readiness_sends_the_first_warmup_prompt(tmp_path, tag):
     assert res.returncode == 0, out_of(res)
     ready, warm = log[0], log[1]  # warmup runs alone, before the measured requests
     assert not ready.body.get("stream") and ready.body["max_tokens"] == 1
-    text = (lambda b: b["messages"][-1]["content"] if "messages" in b else b["prompt"])
+
+    def text(b):
+        return b["messages"][-1]["content"] if "messages" in b else b["prompt"]
+
     assert text(ready.body) == text(warm.body) and len(text(ready.body)) > 200
     assert warm.body.get("stream") and warm.body["max_tokens"] == 32

@@ -263,9 +263,10 @@ def fault_run(tmp_path_factory):
     tag = uuid.uuid4().hex
     prompts = write_prompts(tmp / "p.jsonl", FAULT_PROMPTS)
     with FakeServer(FakeConfig(t_step_s=0.002, output_tokens=8)) as srv:
-        sc = scenario("faults", prompts, server={"launcher": "external"}, arms=[{"name": "ext", "base_url": srv.base_url}],
-                      workload={"idle_timeout_s": 1})
-        res = sb(["run", str(write_yaml(tmp / "s.yaml", sc)), "-o", str(tmp / "out"), "--skip-doctor"], tag=tag, cwd=tmp)
+        sc = scenario("faults", prompts, server={"launcher": "external"},
+                      arms=[{"name": "ext", "base_url": srv.base_url}], workload={"idle_timeout_s": 1})
+        res = sb(["run", str(write_yaml(tmp / "s.yaml", sc)), "-o", str(tmp / "out"), "--skip-doctor"],
+                 tag=tag, cwd=tmp)
     run = the_run(tmp / "out")
     by_index = {r["prompt_index"]: r for r in records(run)}
     return {"res": res, "run": run, "tmp": tmp, "tag": tag, "recs": by_index}
@@ -451,7 +452,8 @@ def interrupted(tmp_path_factory):
     started. Returns what the test needs to check the interruption and then resume."""
     tmp = tmp_path_factory.mktemp("interrupt")
     tag = uuid.uuid4().hex
-    prompts = write_prompts(tmp / "p.jsonl", ["q0", "q1", {"turns": ["q2 turn 0", "q2 turn 1"], "category": "coding"}, "q3"])
+    prompts = write_prompts(tmp / "p.jsonl",
+                            ["q0", "q1", {"turns": ["q2 turn 0", "q2 turn 1"], "category": "coding"}, "q3"])
     sc = scenario("interrupt", prompts, server=fake_local(**{"t-step": 0.02, "output-tokens": 12}),
                   arms=[{"name": "a"}, {"name": "b"}], concurrency=[1, 2], workload={"max_tokens": 12})
     cmd = [sys.executable, "-m", "speedbench.cli", "run", str(write_yaml(tmp / "s.yaml", sc)), "-o", str(tmp / "out"),
@@ -546,10 +548,11 @@ def test_secrets_never_written(tmp_path, tag):
     prompts = write_prompts(tmp_path / "p.jsonl", ["q0", "q1"])
     with FakeServer(FakeConfig(t_step_s=0.002, output_tokens=8)) as upstream, \
             AuthProxy(upstream.base_url, PLANTED["MY_ENDPOINT_KEY"]) as guarded:
-        server = {"launcher": "local", "model": "fake-model", "model_arg": "flag", "command": ["python", str(fake_vllm)],
-                  "api_key_env": "MY_ENDPOINT_KEY",
+        server = {"launcher": "local", "model": "fake-model", "model_arg": "flag",
+                  "command": ["python", str(fake_vllm)], "api_key_env": "MY_ENDPOINT_KEY",
                   "env": {"HUGGING_FACE_HUB_TOKEN": IN_SCENARIO, "VLLM_CPU_KVCACHE_SPACE": "1"}}
-        sc = scenario("secrets", prompts, server=server, arms=[{"name": "local"}, {"name": "guarded", "base_url": guarded.base_url}])
+        sc = scenario("secrets", prompts, server=server,
+                      arms=[{"name": "local"}, {"name": "guarded", "base_url": guarded.base_url}])
         res = sb(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "-o", str(tmp_path / "out"), "--skip-doctor",
                   "--set", f"server.args.api-key={ON_COMMAND_LINE}"], tag=tag, cwd=tmp_path, env=PLANTED)
         allowed, denied = guarded.allowed, guarded.denied

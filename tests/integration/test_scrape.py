@@ -153,6 +153,7 @@ def test_delta_sees_a_reset_by_created_time_even_when_the_value_grew():
 
 def test_delta_without_resets_has_no_warning_and_new_series_count_from_zero():
     before = _counters('vllm:spec_decode_num_drafts_total{engine="0"} 4\n')
-    after = _counters('vllm:spec_decode_num_drafts_total{engine="0"} 6\nvllm:spec_decode_num_drafts_total{engine="1"} 3\n')
+    after = _counters('vllm:spec_decode_num_drafts_total{engine="0"} 6\n'
+                      'vllm:spec_decode_num_drafts_total{engine="1"} 3\n')
     d = delta(before, after)
     assert d.drafts == 5 and not d.warnings

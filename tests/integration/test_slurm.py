@@ -106,7 +106,8 @@ def jsonl(p: Path) -> list[dict]:
 
 
 def job_output(run: Path) -> str:
-    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted((run / "slurm").glob("*.out")))
+    return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                     for p in sorted((run / "slurm").glob("*.out")))
 
 
 def assert_nothing_left(cluster: Cluster, tag: str, run: Path) -> None:
@@ -271,14 +272,16 @@ def test_nightly_matrix_of_two_checkpoints_builds_one_dashboard(cluster, tmp_pat
     sc = scenario("nightly", prompts, server={**fake_local(), "command": [sys.executable, str(fake)]},
                   arms=[{"name": "base"},
                         {"name": "eagle3", "args": {"k": 3, "acceptance": "2,3"},
-                         "speculative_config": {"method": "eagle3", "model": "/ckpt/none", "num_speculative_tokens": 3}}],
+                         "speculative_config": {"method": "eagle3", "model": "/ckpt/none",
+                                                "num_speculative_tokens": 3}}],
                   concurrency=[1])
-    sc["executor"] = {"slurm": {"speedbench": [sys.executable, "-m", "speedbench.cli"], "setup": [f"export PYTHONPATH={REPO}"],
-                                "mem": "1500M", "signal_before_s": 0}}
+    sc["executor"] = {"slurm": {"speedbench": [sys.executable, "-m", "speedbench.cli"],
+                                "setup": [f"export PYTHONPATH={REPO}"], "mem": "1500M", "signal_before_s": 0}}
     write_yaml(tmp_path / "s.yaml", sc)
     matrix = write_yaml(tmp_path / "nightly.yaml", {
         "results": str(tmp_path / "nightly"), "scenarios": ["s.yaml"],
-        "checkpoints": [{"name": "c1130", "set": ["arms.eagle3.speculative_config.model=/ckpt/1130", "arms.eagle3.args.acceptance=1,2"]},
+        "checkpoints": [{"name": "c1130", "set": ["arms.eagle3.speculative_config.model=/ckpt/1130",
+                                                  "arms.eagle3.args.acceptance=1,2"]},
                         {"name": "c1201", "set": ["arms.eagle3.speculative_config.model=/ckpt/1201"]}],
     })
     res = sb(cluster, ["submit", str(matrix), "--skip-doctor"], tag=tag, cwd=tmp_path)
@@ -288,7 +291,8 @@ def test_nightly_matrix_of_two_checkpoints_builds_one_dashboard(cluster, tmp_pat
     assert len({c["run"] for c in record["cells"]}) == 2
     ids = [j for c in record["cells"] for j in (*c["arm_jobs"], c["gather"])] + [record["dashboard_job"]]
     states = wait_jobs(cluster, ids, timeout=180)
-    assert set(states.values()) == {"COMPLETED"}, (states, "\n".join(job_output(Path(c["run"])) for c in record["cells"]))
+    assert set(states.values()) == {"COMPLETED"}, (
+        states, "\n".join(job_output(Path(c["run"])) for c in record["cells"]))
     index = Path(record["site"]) / "index.html"
     html = index.read_text()
     assert "/ckpt/1130" in html and "/ckpt/1201" in html  # one dashboard, both checkpoints side by side

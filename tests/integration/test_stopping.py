@@ -93,8 +93,8 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     with capsys.disabled():
         print(f"\nfake run: spec stopped after {stops['spec']['prompts']} of {N_PROMPTS} prompts "
               f"({stops['spec']['reason']}), speedup {stops['spec']['speedup']:.3f} "
-              f"[{stops['spec']['ci_low']:.3f}, {high(stops['spec']['ci_high']):.3f}], nominal truth {TRUE_SPEEDUP:.3f}, "
-              f"emitted {sample_truth:.3f}")
+              f"[{stops['spec']['ci_low']:.3f}, {high(stops['spec']['ci_high']):.3f}], "
+              f"nominal truth {TRUE_SPEEDUP:.3f}, emitted {sample_truth:.3f}")
     # the baseline runs every look, whatever happens
     assert stops["base"]["reason"] == "prompts_exhausted" and stops["base"]["prompts"] == N_PROMPTS
     sp = stops["spec"]
@@ -143,7 +143,8 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
         data["baseline_from"] = {"results": str(tmp_path / "out"), "canary_prompts": 8, "tolerance": 0.5}
         path.write_text(yaml.safe_dump(data))
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
-        sent_base = [prompt_text(e.body) for e in base.log() if e.body.get("stream") and "question" in prompt_text(e.body)]
+        sent_base = [prompt_text(e.body) for e in base.log()
+                     if e.body.get("stream") and "question" in prompt_text(e.body)]
     first, second = sorted((tmp_path / "out" / "stop").iterdir())
     summary = json.loads((second / "summary.json").read_text())
     src = summary["baseline_source"]

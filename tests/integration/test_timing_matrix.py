@@ -73,7 +73,8 @@ def _errors(pt) -> list[str]:
     if abs(sd["speedup_mean"] / true_speedup - 1) >= max(0.002, lagged):
         bad.append(f"speedup {sd['speedup_mean']:.4f} vs true {true_speedup:.4f}")
     if not sd["speedup_ci_low"] / (1 + lagged) <= true_speedup <= high(sd["speedup_ci_high"]) * (1 + lagged):
-        bad.append(f"true speedup {true_speedup:.4f} outside the CI [{sd['speedup_ci_low']:.4f}, {high(sd['speedup_ci_high']):.4f}]")
+        bad.append(f"true speedup {true_speedup:.4f} outside the CI "
+                   f"[{sd['speedup_ci_low']:.4f}, {high(sd['speedup_ci_high']):.4f}]")
     return bad
 
 
@@ -101,7 +102,7 @@ def test_matrix_exercised_both_connection_modes(matrix):
     """The fresh/reused split is real, seen from the server: in fresh mode every request
     came on a new connection; in reused mode every measured request came on a
     connection a warmup request had opened."""
-    for (path, conn, c), pt in matrix.items():
+    for (_path, conn, c), pt in matrix.items():
         for arm in ("base", "sd"):
             warm, measured = pt.ports[arm]
             if conn == "fresh":

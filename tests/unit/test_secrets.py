@@ -22,7 +22,8 @@ def test_secret_names_and_flags():
     assert is_secret_name("HF_TOKEN") and is_secret_name("my_endpoint_key") and is_secret_name("DB_PASSWORD")
     assert not is_secret_name("TOKENIZERS_PARALLELISM") and not is_secret_name("VLLM_CPU_KVCACHE_SPACE")
     assert is_secret_flag("api-key") and is_secret_flag("--api_key") and not is_secret_flag("port")
-    assert redact_env({"HF_TOKEN": "x", "A": "1", "EP": "k"}, ("EP",)) == {"HF_TOKEN": REDACTED, "A": "1", "EP": REDACTED}
+    assert redact_env({"HF_TOKEN": "x", "A": "1", "EP": "k"}, ("EP",)) == {
+        "HF_TOKEN": REDACTED, "A": "1", "EP": REDACTED}
 
 
 def test_redact_argv():
@@ -32,7 +33,8 @@ def test_redact_argv():
 
 
 def test_scrub_and_overrides():
-    assert scrub({"a": ["x-12345678-y"], "b": "false"}, ["12345678", "false"]) == {"a": [f"x-{REDACTED}-y"], "b": "false"}
+    assert scrub({"a": ["x-12345678-y"], "b": "false"}, ["12345678", "false"]) == {
+        "a": [f"x-{REDACTED}-y"], "b": "false"}
     assert redact_override("server.env.HF_TOKEN=hf_abc") == f"server.env.HF_TOKEN={REDACTED}"
     assert redact_override("arms.a.args.api-key=k") == f"arms.a.args.api-key={REDACTED}"
     assert redact_override("workload.max_tokens=5") == "workload.max_tokens=5"

@@ -80,7 +80,8 @@ SWEEP = [
     sd(3, 4, 1.00, 0.90, 1.10, proxy=1.1), sd(5, 4, 0.80, 0.70, 0.90, proxy=0.9),
     sd(1, 16, 1.10, 1.00, 1.20), sd(2, 16, 1.15, 1.00, 1.30),
 ]
-ARMS_SPEC = {f"self-draft-k{k}": {"method": "draft_model", "model": ".fixtures/tiny/target", "num_speculative_tokens": k}
+ARMS_SPEC = {f"self-draft-k{k}": {"method": "draft_model", "model": ".fixtures/tiny/target",
+                                   "num_speculative_tokens": k}
              for k in (1, 2, 3, 5)}
 
 
@@ -142,8 +143,10 @@ def test_speculative_config_flag_parses_as_json():
     assert json.loads(value) == {"method": "draft_model", "model": ".fixtures/tiny/target", "num_speculative_tokens": 2}
     # Without the resolved scenario the row's method still gives a usable flag; quotes survive.
     odd = speculative_config_flag(7, "eagle3", {"method": "eagle3", "model": "o'brien/draft", "extra": 1})
-    assert json.loads(shlex.split(odd)[1]) == {"method": "eagle3", "model": "o'brien/draft", "num_speculative_tokens": 7, "extra": 1}
-    assert json.loads(shlex.split(speculative_config_flag(3, "ngram"))[1]) == {"method": "ngram", "num_speculative_tokens": 3}
+    assert json.loads(shlex.split(odd)[1]) == {"method": "eagle3", "model": "o'brien/draft",
+                                               "num_speculative_tokens": 7, "extra": 1}
+    assert json.loads(shlex.split(speculative_config_flag(3, "ngram"))[1]) == {
+        "method": "ngram", "num_speculative_tokens": 3}
 
 
 def test_optimal_k_skips_failed_arms_and_single_k_series():
@@ -173,7 +176,8 @@ def test_depth_curves_and_conditional_from_joint():
 
 
 def test_context_curves_and_buckets():
-    rows = [row("e3", 3, 1, v, al=a, eagle="3", method="eagle3") for v, a in (("ctx8k", 2.2), ("ctx1k", 3.0), ("chat", 9.0))]
+    rows = [row("e3", 3, 1, v, al=a, eagle="3", method="eagle3")
+            for v, a in (("ctx8k", 2.2), ("ctx1k", 3.0), ("chat", 9.0))]
     rows.append(row("baseline", None, 1, "ctx1k", tps=10.0))
     (cur,) = context_curves(rows, {"ctx1k": 1024, "ctx8k": 8192})
     assert (cur.arm, cur.variants, cur.tokens, cur.al) == ("e3", ("ctx1k", "ctx8k"), (1024, 8192), (3.0, 2.2))
@@ -187,7 +191,8 @@ def eagle_rows(als3, als31, *, c=1, variant="", prom31=None):
     for ks_als, name, ver in ((als3, "eagle-e3", "3"), (als31, "eagle-e31", "3.1")):
         for k, al in ks_als.items():
             prom = (prom31 or {}).get(k, al) if ver == "3.1" else al
-            rows.append(row(f"{name}-k{k}", k, c, variant, template="eagle", al=al, al_prom=prom, eagle=ver, method="eagle3"))
+            rows.append(row(f"{name}-k{k}", k, c, variant, template="eagle", al=al, al_prom=prom, eagle=ver,
+                            method="eagle3"))
     return rows
 
 
@@ -209,7 +214,8 @@ def test_separation_context():
     rows = []
     for v, (a3, a31) in {"ctx1k": (3.0, 3.02), "ctx8k": (2.6, 2.9), "ctx32k": (1.8, 2.7)}.items():
         rows += eagle_rows({3: a3}, {3: a31}, variant=v)
-    s = separation(rows, "eagle-e3", "eagle-e31", "context", variant_tokens={"ctx1k": 1024, "ctx8k": 8192, "ctx32k": 32768})
+    s = separation(rows, "eagle-e3", "eagle-e31", "context",
+                   variant_tokens={"ctx1k": 1024, "ctx8k": 8192, "ctx32k": 32768})
     assert ([p.x for p in s.points], s.first, s.fixed) == ([1024, 8192, 32768], 8192, "k=3")
 
 
@@ -221,7 +227,8 @@ def test_plots_render_svg():
     svgs = [
         plot_al_vs_k(depth_curves(SWEEP)), plot_conditional(depth_curves(SWEEP)),
         plot_tps_vs_k(optimal_k(SWEEP)), plot_separation([separation(rows, "eagle-e3", "eagle-e31")]),
-        plot_al_vs_context(context_curves([row("e", 3, 1, v, al=a) for v, a in (("s", 3.0), ("l", 2.0))], {"s": 128, "l": 512})),
+        plot_al_vs_context(context_curves([row("e", 3, 1, v, al=a) for v, a in (("s", 3.0), ("l", 2.0))],
+                                          {"s": 128, "l": 512})),
     ]
     for svg in svgs:
         assert svg.startswith("<svg") and "<path" in svg and svg.rstrip().endswith("</svg>")

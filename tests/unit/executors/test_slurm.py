@@ -129,7 +129,8 @@ def test_a_forgotten_job_is_read_from_sacct(tmp_path):
     rd = submitted(tmp_path, runner)
     (rd.path / "slurm" / "501.exit").write_text("130\n")
     (job,) = arm_jobs(rd, sc_with(), Slurm(runner=runner))
-    assert (job.state, job.node, job.reason) == ("FAILED", "gpu-node-03", "exit 130:0 (speedbench exit 130), from sacct")
+    assert (job.state, job.node, job.reason) == ("FAILED", "gpu-node-03",
+                                                 "exit 130:0 (speedbench exit 130), from sacct")
     sacct = next(c for c in runner.calls if c[0] == "sacct")
     assert sacct[1:3] == ["--jobs", "501"] and "--parsable2" in sacct
     assert gather_job(rd, Slurm(runner=runner)) == ("502", "UNKNOWN (sacct has no record of it)")

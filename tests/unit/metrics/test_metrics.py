@@ -20,7 +20,8 @@ S = 1_000_000_000  # ns per second
 nan = math.nan
 
 
-MK_MORE = {"error": None, "warmup": False, "conc": 1, "turn": 0, "repeat": 0, "category": "", "variant": "", "queued": None}
+MK_MORE = {"error": None, "warmup": False, "conc": 1, "turn": 0, "repeat": 0, "category": "", "variant": "",
+           "queued": None}
 
 
 def mk(arm="a", idx=0, sent=1.0, chunks=(), end=None, out=None, spec=None, **more) -> RequestRecord:
@@ -44,7 +45,8 @@ def spec(steps, accepted, hist=(), k=3):
 
 
 def one_row(records, **kw):
-    rows = summarize(records, kw.pop("prom", None), kw.pop("baseline", None), kw.pop("arm_info", {}), kw.pop("points", None))
+    rows = summarize(records, kw.pop("prom", None), kw.pop("baseline", None), kw.pop("arm_info", {}),
+                     kw.pop("points", None))
     assert len(rows) == 1
     return rows[0]
 
@@ -104,7 +106,8 @@ def test_errors_and_warmup_in_point_summary():
 
 def test_point_info_wall_time_and_failed_points():
     r = mk(chunks=[(1.1, 1), (1.2, 3)], end=1.2)
-    pts = {("a", 1, ""): PointInfo(wall_s=2.0, loop_lag_ms_max=1.5), ("a", 4, ""): PointInfo(status="failed", failure="died")}
+    pts = {("a", 1, ""): PointInfo(wall_s=2.0, loop_lag_ms_max=1.5),
+           ("a", 4, ""): PointInfo(status="failed", failure="died")}
     rows = summarize([r], None, None, {"a": ArmInfo(template="t")}, pts)
     assert rows[0]["output_tps"] == pytest.approx(2.0) and rows[0]["loop_lag_ms_max"] == 1.5
     assert rows[0]["template"] == "t" and rows[0]["status"] == "ok" and rows[0]["failure"] is None
@@ -137,7 +140,8 @@ def test_acceptance_lengths_histogram_and_positions():
     prom = {("sd", 1, ""): SpecCounters(drafts=5, draft_tokens=15, accepted=8, per_position=[4, 4, 0])}
     for r in (r1, r2):
         r.arm = "sd"
-    row = one_row([r1, r2], prom=prom, arm_info={"sd": {"speculative": True, "method": "eagle3", "num_speculative_tokens": 3}})
+    row = one_row([r1, r2], prom=prom,
+                  arm_info={"sd": {"speculative": True, "method": "eagle3", "num_speculative_tokens": 3}})
     assert row["al_tokens"] == pytest.approx(2.6)  # 1 + 8 / 5
     assert row["al_requests"] == pytest.approx(2.0)  # mean(3, 1)
     assert row["al_prometheus"] == pytest.approx(2.6) and row["al_agree"] is True

@@ -52,7 +52,7 @@ def test_docs_and_registry_agree():
 
 def test_rows_gates_and_labels_come_from_the_registry():
     assert len(set(ROW_KEYS)) == len(ROW_KEYS)
-    assert LATENCY_METRICS == tuple(m.key for m in LATENCY)
+    assert tuple(m.key for m in LATENCY) == LATENCY_METRICS
     assert all(m.better in ("higher", "lower", "") for m in (*ROW_METRICS, *LATENCY))
     for g in GATES:
         assert g.column in BY_KEY and (not g.fallback or g.fallback in BY_KEY)

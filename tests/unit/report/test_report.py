@@ -43,13 +43,15 @@ def console(width: int = 200) -> tuple[Console, io.StringIO]:
 def test_render_report_contents(run):
     md, html = render_report(run)
     assert md.startswith("# speedbench report: cpu\\_tiny")
-    assert "| concurrency | baseline per-user TPS | eagle3.1 per-user TPS | speedup \\[95% CI\\] | AL (pooled over steps) | reference speedup |" in md
+    assert ("| concurrency | baseline per-user TPS | eagle3.1 per-user TPS | speedup \\[95% CI\\] "
+            "| AL (pooled over steps) | reference speedup |") in md
     row = run.row("eagle3.1", 1)
     assert f"{row['speedup_mean']:.2f}× \\[{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}\\]" in md
     assert "2.03×" in md  # reference figure beside the measured one
     assert "## Acceptance length per category" in md and "## Per-position acceptance" in md
     # per category: per-user TPS, speedup with CI, both ALs; per question in the HTML
-    cat = next(c for c in run.categories if c["arm"] == "eagle3.1" and c["concurrency"] == 4 and c["category"] == "math")
+    cat = next(c for c in run.categories
+               if c["arm"] == "eagle3.1" and c["concurrency"] == 4 and c["category"] == "math")
     assert "## Per category" in md and "<h2>Per category</h2>" in html
     assert (f"| eagle3.1 | 4 | math | {cat['n_ok']} | {cat['per_user_tps_mean']:.1f} | {cat['speedup_mean']:.2f}× "
             f"\\[{cat['speedup_ci_low']:.2f}, {cat['speedup_ci_high']:.2f}\\] | {cat['al_tokens']:.3f} | "

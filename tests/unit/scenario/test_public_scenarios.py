@@ -71,11 +71,11 @@ def test_vllm_032_parser_accepts_every_flag(name):
     top = FlexibleArgumentParser(prog="vllm")
     serve = ServeSubcommand().subparser_init(top.add_subparsers(dest="subparser"))
 
-    class Refuse(Exception):
+    class ParseError(Exception):
         pass
 
     def error(message):  # argparse would print and exit; make an unknown flag a test failure
-        raise Refuse(message)
+        raise ParseError(message)
 
     serve.error = error
     target, draft = PUBLIC[name]
@@ -89,7 +89,7 @@ def test_vllm_032_parser_accepts_every_flag(name):
             assert ns.speculative_config is None
         else:
             assert ns.speculative_config == {"model": draft, "method": "eagle3", "num_speculative_tokens": 3}
-    with pytest.raises(Refuse, match="unrecognized"):
+    with pytest.raises(ParseError, match="unrecognized"):
         serve.parse_args([target, "--speculative-confg", "{}"])  # the check does catch a typo
 
 

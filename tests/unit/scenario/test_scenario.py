@@ -34,11 +34,13 @@ BAD = [
     ("unknown key", GOOD.replace("concurrency:", "concurency:"), ["unknown key 'concurency'", ":8", "fix"]),
     ("nested unknown key", GOOD.replace("  model: m", "  model: m\n  modle: x"), ["server.modle", ":4"]),
     ("wrong type", GOOD.replace("concurrency: [1, 4]", "concurrency: fast"), ["concurrency", "list", ":8"]),
-    ("missing arm name", GOOD.replace("  - name: spec\n", "  - description: nameless\n"), ["arms[1].name", "Field required"]),
+    ("missing arm name", GOOD.replace("  - name: spec\n", "  - description: nameless\n"),
+     ["arms[1].name", "Field required"]),
     ("duplicate arm names", GOOD.replace("name: spec", "name: baseline"), ["duplicate arm names", "baseline"]),
     ("concurrency zero", GOOD.replace("[1, 4]", "[0, 4]"), ["concurrency", "positive", "[0]"]),
     ("concurrency negative", GOOD.replace("[1, 4]", "[-2]"), ["concurrency", "positive"]),
-    ("unknown launcher", GOOD.replace("  model: m", "  model: m\n  launcher: kubernetes"), ["server.launcher", "'local', 'docker' or 'external'"]),
+    ("unknown launcher", GOOD.replace("  model: m", "  model: m\n  launcher: kubernetes"),
+     ["server.launcher", "'local', 'docker' or 'external'"]),
     ("spec arm without model", GOOD.replace("model: d, ", ""), ["arms[1]", "needs a draft 'model'"]),
     ("spec arm without method", GOOD.replace("method: eagle3, ", ""), ["arms[1]", "method"]),
     ("top level not a mapping", "- a\n- b\n", ["top level must be a mapping"]),
@@ -49,7 +51,8 @@ BAD = [
         GOOD.replace("    speculative_config:", "    args: {a: 1}\n    args: {b: 2}\n    speculative_config:"),
         ["duplicate key 'args'", "line 7", "line 8", ":8"],
     ),
-    ("duplicate flow key", GOOD.replace("method: eagle3,", "method: eagle3, method: ngram,"), ["duplicate key 'method'", "line 7"]),
+    ("duplicate flow key", GOOD.replace("method: eagle3,", "method: eagle3, method: ngram,"),
+     ["duplicate key 'method'", "line 7"]),
 ]
 
 
@@ -104,7 +107,8 @@ PUBLISHED = (
     "vllm serve nvidia/Kimi-K2.6-NVFP4 --trust-remote-code --tensor-parallel-size 4 "
     "--tool-call-parser kimi_k2 --enable-auto-tool-choice --reasoning-parser kimi_k2 "
     "--attention-backend tokenspeed_mla "
-    """--speculative-config '{"model":"lightseekorg/kimi-k2.6-eagle3.1-mla","method":"eagle3","num_speculative_tokens":3}' """
+    "--speculative-config "
+    """'{"model":"lightseekorg/kimi-k2.6-eagle3.1-mla","method":"eagle3","num_speculative_tokens":3}' """
     "--language-model-only"
 )
 

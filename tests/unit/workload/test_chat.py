@@ -115,13 +115,20 @@ def test_two_arms_get_identical_bodies_and_hash():
 def test_hash_ignores_build_order_and_answers_but_not_prompts():
     spec = wl()
     a, b, c = RequestBuilder(spec, "m"), RequestBuilder(spec, "m"), RequestBuilder(spec, "m")
-    a.build(P1, 0, []); a.build(P2, 0, []); a.build(P2, 1, [("First question?", "model A says this")])
-    b.build(P2, 0, []); b.build(P2, 1, [("First question?", "model B says that")]); b.build(P1, 0, [])
+    a.build(P1, 0, [])
+    a.build(P2, 0, [])
+    a.build(P2, 1, [("First question?", "model A says this")])
+    b.build(P2, 0, [])
+    b.build(P2, 1, [("First question?", "model B says that")])
+    b.build(P1, 0, [])
     assert a.rendered_hash() == b.rendered_hash()
-    c.build(P1, 0, []); c.build(Prompt(id="p2", turns=("First question!",)), 0, [])
+    c.build(P1, 0, [])
+    c.build(Prompt(id="p2", turns=("First question!",)), 0, [])
     assert c.rendered_hash() != a.rendered_hash()
     d = RequestBuilder(spec, "m", VariantSpec(name="v", chat_template_kwargs={"enable_thinking": False}))
-    d.build(P1, 0, []); d.build(P2, 0, []); d.build(P2, 1, [("First question?", "x")])
+    d.build(P1, 0, [])
+    d.build(P2, 0, [])
+    d.build(P2, 1, [("First question?", "x")])
     assert d.rendered_hash() != a.rendered_hash()  # the server renders with the kwargs
 
 

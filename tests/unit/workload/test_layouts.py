@@ -121,7 +121,7 @@ def test_nemo_skills_placeholders_are_still_refused(tmp_path):
     row["messages"] = [{"role": "user", "content": PLACEHOLDER_PREFIX + " USING SPECDEC_BENCH\n\n{question}"}]
     f.write_text("\n".join([json.dumps(row), *lines[1:]]) + "\n")
     with pytest.raises(ScenarioError, match="placeholders"):
-        load_workload(sb(tmp_path)).measured
+        load_workload(sb(tmp_path))
 
 
 def test_messages_without_a_user_turn_is_located(tmp_path):

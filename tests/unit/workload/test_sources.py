@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import types
-import warnings
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -106,7 +105,7 @@ def test_folder_holding_one_config_and_single_file(tmp_path):
 def test_folder_named_after_another_config_is_refused(tmp_path):
     write_parquet(tmp_path / "qualitative" / "test.parquet", make_rows("qualitative"))
     with pytest.raises(ScenarioError, match="holds config 'qualitative'"):
-        load_workload(sb(tmp_path / "qualitative", config="throughput_1k")).measured
+        load_workload(sb(tmp_path / "qualitative", config="throughput_1k"))
 
 
 def test_relative_path_uses_base_dir(tmp_path):
@@ -116,7 +115,7 @@ def test_relative_path_uses_base_dir(tmp_path):
 
 def test_missing_folder_names_the_key_and_fix(tmp_path):
     with pytest.raises(ScenarioError) as e:
-        load_workload(sb(tmp_path / "nope")).measured
+        load_workload(sb(tmp_path / "nope"))
     msg = str(e.value)
     assert "workload.path" in msg and "does not exist" in msg and "docs/workloads.md" in msg
 
@@ -124,21 +123,21 @@ def test_missing_folder_names_the_key_and_fix(tmp_path):
 def test_folder_without_the_config_lists_what_is_there(tmp_path):
     write_parquet(tmp_path / "throughput_1k" / "t.parquet", make_rows("throughput_1k", 1))
     with pytest.raises(ScenarioError, match="configs found there: throughput_1k"):
-        load_workload(sb(tmp_path, config="throughput_32k")).measured
+        load_workload(sb(tmp_path, config="throughput_32k"))
 
 
 def test_unknown_config_and_missing_columns(tmp_path):
     with pytest.raises(ScenarioError, match="unknown SPEED-Bench config"):
-        load_workload(sb(tmp_path, config="throughput_4k")).measured
+        load_workload(sb(tmp_path, config="throughput_4k"))
     write_jsonl(tmp_path / "qualitative.jsonl", [{"question_id": "a", "category": "qa"}])
     with pytest.raises(ScenarioError, match=r"qualitative.jsonl:1: missing column\(s\) \['turns'\]"):
-        load_workload(sb(tmp_path)).measured
+        load_workload(sb(tmp_path))
 
 
 def test_bad_json_line_is_located(tmp_path):
     (tmp_path / "qualitative.jsonl").write_text(json.dumps(make_rows("qualitative", 1)[0]) + "\n{oops\n")
     with pytest.raises(ScenarioError, match=r"qualitative.jsonl:2: invalid JSON"):
-        load_workload(sb(tmp_path)).measured
+        load_workload(sb(tmp_path))
 
 
 # ---- filters -----------------------------------------------------------------------
@@ -149,7 +148,7 @@ def test_category_filter(tmp_path):
     prompts = load_workload(sb(tmp_path, categories=["coding", "Math"])).measured
     assert {p.category for p in prompts} == {"coding", "math"} and len(prompts) == 6
     with pytest.raises(ScenarioError, match=r"no rows in \['codng'\].*coding, humanities"):
-        load_workload(sb(tmp_path, categories=["codng"])).measured
+        load_workload(sb(tmp_path, categories=["codng"]))
 
 
 def test_entropy_filter_from_category_and_aliases(tmp_path):
@@ -158,7 +157,7 @@ def test_entropy_filter_from_category_and_aliases(tmp_path):
     prompts = load_workload(spec).measured
     assert {tag(p, "entropy_tier") for p in prompts} == {"low_entropy", "high_entropy"} and len(prompts) == 6
     with pytest.raises(ScenarioError, match="no rows in tier"):
-        load_workload(sb(tmp_path, config="throughput_16k", entropy_tiers=["medium_rare"])).measured
+        load_workload(sb(tmp_path, config="throughput_16k", entropy_tiers=["medium_rare"]))
 
 
 def test_entropy_column_with_real_categories(tmp_path):
@@ -168,14 +167,15 @@ def test_entropy_column_with_real_categories(tmp_path):
         r["category"] = "coding" if r["src_id"] != "0" else "math"
     schema = SCHEMA.append(pa.field("entropy_tier", pa.string()))
     write_parquet(tmp_path / "throughput_1k" / "t.parquet", rows, schema)
-    prompts = load_workload(sb(tmp_path, config="throughput_1k", categories=["coding"], entropy_tiers=["mixed"])).measured
+    spec = sb(tmp_path, config="throughput_1k", categories=["coding"], entropy_tiers=["mixed"])
+    prompts = load_workload(spec).measured
     assert len(prompts) == 2 and all(p.category == "coding" and tag(p, "entropy_tier") == "mixed" for p in prompts)
 
 
 def test_entropy_filter_on_qualitative_is_refused(tmp_path):
     write_parquet(tmp_path / "qualitative.parquet", make_rows("qualitative", 1))
     with pytest.raises(ScenarioError, match="only in SPEED-Bench's throughput_"):
-        load_workload(sb(tmp_path, entropy_tiers=["mixed"])).measured
+        load_workload(sb(tmp_path, entropy_tiers=["mixed"]))
 
 
 # ---- placeholders ------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_entropy_filter_on_qualitative_is_refused(tmp_path):
 def test_placeholders_are_refused_with_counts_and_sources(tmp_path):
     write_parquet(tmp_path / "qualitative.parquet", make_rows("qualitative", 4, {"coding": 3, "rag": 1}))
     with pytest.raises(ScenarioError) as e:
-        load_workload(sb(tmp_path, categories=["coding", "math"])).measured
+        load_workload(sb(tmp_path, categories=["coding", "math"]))
     msg = str(e.value)
     assert "3 of 8 selected rows" in msg and "licensed-coding (3)" in msg
     assert "docs/workloads.md" in msg and "licensed-rag" not in msg
@@ -198,7 +198,7 @@ def test_placeholders_are_refused_with_counts_and_sources(tmp_path):
 def test_placeholders_in_jsonl_source_too(tmp_path):
     f = write_jsonl(tmp_path / "p.jsonl", [{"prompt": "ok"}, {"prompt": PLACEHOLDER_PREFIX + " x"}])
     with pytest.raises(ScenarioError, match="1 of 2 selected rows"):
-        load_workload(WorkloadSpec(source="jsonl", path=str(f))).measured
+        load_workload(WorkloadSpec(source="jsonl", path=str(f)))
 
 
 # ---- the hub -------------------------------------------------------------------------
@@ -222,13 +222,13 @@ def test_hub_errors_become_scenario_errors(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
     with pytest.raises(ScenarioError, match="ConnectionError: no network.*workload.path"):
-        load_workload(WorkloadSpec(source="speed_bench")).measured
+        load_workload(WorkloadSpec(source="speed_bench"))
 
 
 def test_without_datasets_and_path(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails
     with pytest.raises(ScenarioError, match="'datasets' package is not installed"):
-        load_workload(WorkloadSpec(source="speed_bench")).measured
+        load_workload(WorkloadSpec(source="speed_bench"))
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
     check = check_source(WorkloadSpec(source="speed_bench"))
     assert not check.ok and check.n_rows == 0 and "datasets" in check.message
@@ -286,17 +286,17 @@ def test_jsonl_shapes(tmp_path):
 def test_jsonl_bad_rows(tmp_path, row, match):
     f = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "fine"}, row])
     with pytest.raises(ScenarioError, match=f"bad.jsonl:2: .*{match}"):
-        load_workload(WorkloadSpec(source="jsonl", path=str(f))).measured
+        load_workload(WorkloadSpec(source="jsonl", path=str(f)))
 
 
 def test_jsonl_missing_file(tmp_path):
     with pytest.raises(ScenarioError, match="workload.path: JSONL file .* does not exist"):
-        load_workload(WorkloadSpec(source="jsonl", path=str(tmp_path / "x.jsonl"))).measured
+        load_workload(WorkloadSpec(source="jsonl", path=str(tmp_path / "x.jsonl")))
 
 
 def test_random_is_refused_unless_allowed():
     with pytest.raises(ScenarioError, match="23%.*allow_random"):
-        load_workload(WorkloadSpec(source="random")).measured
+        load_workload(WorkloadSpec(source="random"))
     assert not check_source(WorkloadSpec(source="random")).ok
 
 
