@@ -12,6 +12,7 @@ import fcntl
 import os
 import signal
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,13 @@ def pytest_collection_finish(session):
     waiting its turn."""
     if any(item.get_closest_marker("vllm") for item in session.items):
         _hold_vllm_lock()
+
+
+@pytest.fixture
+def tag() -> str:
+    """A fresh id per test, put in the environment of the processes it starts so that its
+    orphan checks find them and nothing else (tests/integration, tests/e2e)."""
+    return uuid.uuid4().hex
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,6 @@ from tests.e2e.test_reliability_vllm import (
     fixtures,  # noqa: F401  (module fixture: the tiny models)
     n_records,
     points,
-    tag,  # noqa: F401  (fixture)
     the_run,
 )
 

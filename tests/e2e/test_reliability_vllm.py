@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import psutil
@@ -44,11 +43,6 @@ TAG_VAR = "SPEEDBENCH_TEST_TAG"
 @pytest.fixture(scope="module", autouse=True)
 def fixtures():
     ensure_tiny(REPO / ".fixtures" / "tiny")
-
-
-@pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex
 
 
 def env_for(tag: str, **extra: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
-from tests.integration.test_reliability import assert_no_orphans, out_of, sb, tag, the_run  # noqa: F401
+from tests.integration.test_reliability import assert_no_orphans, out_of, sb, the_run
 
 # What a re-measurement must reproduce exactly: counts, statuses and the fake's scripted
 # acceptance (timings differ from one measurement to the next, by nature). Not the speedup's

@@ -14,7 +14,7 @@ from speedbench.errors import ServerError
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeServer
 from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
-from tests.integration.test_reliability import assert_no_orphans, out_of, records, sb, tag, the_run  # noqa: F401
+from tests.integration.test_reliability import assert_no_orphans, out_of, records, sb, the_run
 
 KEY, WRONG = "sk-PLANTEDserverkey97531", "sk-PLANTEDwrongkey24680"
 

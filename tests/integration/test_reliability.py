@@ -121,11 +121,6 @@ def assert_no_orphans(tag: str, run: Path | None = None) -> None:
     assert not kids, f"children of the test still alive: {[(c.pid, c.cmdline()) for c in kids]}"
 
 
-@pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex
-
-
 class AuthProxy:
     """An endpoint that demands ``Authorization: Bearer KEY`` on /v1/* (as vLLM's --api-key
     does) and forwards to an upstream fake server; counts what it let through."""

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import psutil
@@ -48,11 +47,6 @@ def cluster():
     subprocess.run(["scancel", "--user=root"], env={**os.environ, **c.env}, check=False)
     c.stop()
     shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def tag() -> str:
-    return uuid.uuid4().hex
 
 
 def sb(cluster: Cluster, args: list[str], *, tag: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
