@@ -274,14 +274,24 @@ def _speedups(d: PointData) -> dict[str, Any]:
 
 def _widen(out: dict[str, Any], entries: list[dict[str, Any]], prefix: str, entry_prefix: str) -> bool:
     """A stopped point's 95% interval over its pairs ignores the looks: widen
-    ``<prefix>_ci_low/high`` to cover each stopped round's look-level interval; False without any."""
-    lows = [s[f"{entry_prefix}_low"] for s in entries if math.isfinite(num(s.get(f"{entry_prefix}_low")))]
-    highs = [s[f"{entry_prefix}_high"] for s in entries if math.isfinite(num(s.get(f"{entry_prefix}_high")))]
-    if not lows or not highs:
+    ``<prefix>_ci_low/high`` to cover each stopped round's look-level interval (the
+    entries the summary's ``stopping`` block holds); False when no look has an interval.
+    A look with an estimate but a missing end is unbounded on that side (a stalled
+    client's lag widens it without bound): the row's end goes with it (0 or inf), and its
+    other end still widens the row's."""
+    est_key = "speedup" if entry_prefix == "ci" else "speedup_engine"
+    lows, highs = [], []
+    for s in entries:
+        lo, hi, est = (num(s.get(k)) for k in (f"{entry_prefix}_low", f"{entry_prefix}_high", est_key))
+        if not any(math.isfinite(v) for v in (lo, hi, est)):
+            continue  # this look had no interval (too few pairs)
+        lows.append(lo if math.isfinite(lo) else 0.0)
+        highs.append(hi if math.isfinite(hi) else math.inf)
+    if not lows:
         return False
-    lo, hi = out[f"{prefix}_ci_low"], out[f"{prefix}_ci_high"]
-    out[f"{prefix}_ci_low"] = min([*lows, *([lo] if math.isfinite(num(lo)) else [])])
-    out[f"{prefix}_ci_high"] = max([*highs, *([hi] if math.isfinite(num(hi)) else [])])
+    lo, hi = num(out[f"{prefix}_ci_low"]), num(out[f"{prefix}_ci_high"])
+    out[f"{prefix}_ci_low"] = min([*lows, *([lo] if not math.isnan(lo) else [])])
+    out[f"{prefix}_ci_high"] = max([*highs, *([hi] if not math.isnan(hi) else [])])
     return True
 
 

@@ -146,6 +146,16 @@ def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> 
     return out
 
 
+def look_fields(found: dict[str, Look]) -> dict[str, Any]:
+    """One look's intervals as the flat fields points.json and summary.json's ``stopping``
+    block share (a missing end is null: unbounded, e.g. widened by a stalled client)."""
+    none = Look(math.nan, math.nan, math.nan)
+    sp, eng, al = (found.get(k, none) for k in ("speedup", "speedup_engine", "al"))
+    return {"speedup": sp.estimate, "ci_low": sp.ci_low, "ci_high": sp.ci_high, "speedup_engine": eng.estimate,
+            "engine_ci_low": eng.ci_low, "engine_ci_high": eng.ci_high, "al": al.estimate, "al_ci_low": al.ci_low,
+            "al_ci_high": al.ci_high, "lag_bound": sp.lag_bound}
+
+
 def ok_rows(records: list, key: Any, rnd: int) -> pd.DataFrame:
     """The ok requests of one round of one point, as :func:`request_table` rows. The
     point's records are picked before the table is built: only this round's are needed."""

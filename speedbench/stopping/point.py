@@ -25,7 +25,7 @@ from speedbench.records import PointKey, RequestRecord
 from speedbench.results import RunDir
 from speedbench.results.lines import DAMAGED_NAME, parse_line
 from speedbench.scenario import Scenario, StopSpec
-from speedbench.stopping.looks import REACHED, narrow_enough, ok_rows, point_looks, reason_at_end
+from speedbench.stopping.looks import REACHED, Look, look_fields, narrow_enough, ok_rows, point_looks, reason_at_end
 from speedbench.stopping.schedule import look_level, look_schedule, prompt_order
 
 _Round = tuple[str, int, str, int]  # (arm, concurrency, variant, repeat)
@@ -105,6 +105,7 @@ class PointStop:
     prompts: int = 0
     look: int = 0
     notes: list[str] = field(default_factory=list)
+    found: dict[str, Look] = field(default_factory=dict)  # the last look's intervals (point_looks)
 
     def batches(self) -> list[list[int]]:
         edges = [0, *self.looks]
@@ -118,18 +119,19 @@ class PointStop:
         return True
 
     def _stop_here(self, records: list[RequestRecord]) -> bool:
-        if self.baseline is None and self.spec.speedup_ci_halfwidth is not None:
-            return False  # the baseline runs every look: the others pair with it
         level = look_level(self.spec.alpha, len(self.looks))
         base = None
         if self.base_records is not None and self.baseline is not None:
             base_key = self.key._replace(arm=self.baseline)
             base = ok_rows(self.base_records.records(base_key, self.repeat), base_key, self.repeat)
-            if base.empty:
-                self._note("no baseline records to pair with yet: the point cannot stop early")
-                return False
-        found = point_looks(ok_rows(records, self.key, self.repeat), base, level)
-        needed = []
+        # what this look finds is what points.json keeps (marks): the summary reads it back
+        self.found = point_looks(ok_rows(records, self.key, self.repeat), base, level)
+        if self.baseline is None and self.spec.speedup_ci_halfwidth is not None:
+            return False  # the baseline runs every look: the others pair with it
+        if base is not None and base.empty:
+            self._note("no baseline records to pair with yet: the point cannot stop early")
+            return False
+        found, needed = self.found, []
         if self.spec.speedup_ci_halfwidth is not None:
             needed.append(narrow_enough(found["speedup"], self.spec.speedup_ci_halfwidth))
             if found["speedup"].lag_bound >= self.spec.speedup_ci_halfwidth:
@@ -144,10 +146,13 @@ class PointStop:
             self.notes.append(text)
 
     def marks(self, n_available: int) -> dict[str, Any]:
-        """What points.json keeps about the stop (the summary recomputes the interval)."""
+        """What points.json keeps about the stop: where, why, and the intervals the last
+        look found (``stop_intervals``), which the summary's stopping block and the
+        point's row read back (stopping/summary.py) rather than recompute."""
         reason = self.reason or reason_at_end(self.prompts, self.spec.max_prompts, n_available)
         return {"stop_reason": reason, "stop_prompts": self.prompts, "stop_look": self.look,
-                "stop_looks": len(self.looks), **({"stop_notes": self.notes} if self.notes else {})}
+                "stop_looks": len(self.looks), **({"stop_notes": self.notes} if self.notes else {}),
+                **({"stop_intervals": look_fields(self.found)} if self.found else {})}
 
 
 def baseline_tail(sc: Scenario, run_dir: RunDir) -> RecordTail | None:

@@ -1,35 +1,42 @@
-"""The summary side of sequential stopping, recomputed from the records and points.json:
-summary.json's ``stopping`` block (one entry per stopped round). The widening of a stopped
-point's speedup intervals to the look level happens when its row is built
-(metrics/formulas.py; docs/metrics.md, "Sequential stopping")."""
+"""The summary side of sequential stopping: summary.json's ``stopping`` block (one entry
+per stopped round), read from points.json, where the run wrote the intervals its last
+look found when it decided to stop (stopping/point.py). The point's row widens its
+speedup intervals to these same entries (metrics/formulas.py), so the block and the row
+come from one computation (docs/metrics.md, "Sequential stopping"). Run folders written
+before the intervals were kept have them recomputed from the records."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from speedbench.metrics.table import request_table
-from speedbench.stopping.looks import point_looks, round_rows
+from speedbench.stopping.looks import look_fields, point_looks, round_rows
 from speedbench.stopping.schedule import look_level
 
 
 def stopping_rows(records: list, points: dict, baseline: str | None, alpha: float) -> list[dict[str, Any]]:
     """One entry per stopped round of a point (points.json entries carrying
     ``stop_reason``): why and after how many prompts it stopped, and the speedup (and AL)
-    with its interval at the look level, recomputed from the records."""
-    table = request_table(records)
+    with its interval at the look level, as the run's last look found them."""
+    table = None
     out = []
     for (key, rnd), p in sorted(points.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         if not p.get("stop_reason"):
             continue
         n_looks = int(p.get("stop_looks") or 1)
         level = look_level(alpha, n_looks)
-        base = round_rows(table, key._replace(arm=baseline), rnd) if baseline not in (None, key.arm) else None
-        looks = point_looks(round_rows(table, key, rnd), base, level)
-        sp, eng, al = looks["speedup"], looks["speedup_engine"], looks["al"]
+        found = p.get("stop_intervals")
+        if found is None:  # an older run folder: the look is recomputed from its records
+            table = request_table(records) if table is None else table
+            base = round_rows(table, key._replace(arm=baseline), rnd) if baseline not in (None, key.arm) else None
+            found = look_fields(point_looks(round_rows(table, key, rnd), base, level))
         out.append({"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant, "repeat": rnd,
                     "reason": p["stop_reason"], "prompts": p.get("stop_prompts"), "look": p.get("stop_look"),
-                    "n_looks": n_looks, "level": level, "speedup": sp.estimate, "ci_low": sp.ci_low,
-                    "ci_high": sp.ci_high, "speedup_engine": eng.estimate, "engine_ci_low": eng.ci_low,
-                    "engine_ci_high": eng.ci_high, "al": al.estimate, "al_ci_low": al.ci_low, "al_ci_high": al.ci_high,
-                    "lag_bound": sp.lag_bound})
+                    "n_looks": n_looks, "level": level, **{k: _number(v) for k, v in found.items()}})
     return out
+
+
+def _number(v: Any) -> float:
+    """A stored interval end: null (unbounded, or none) reads as NaN, as a recomputed one."""
+    return float(v) if v is not None else math.nan

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from speedbench.metrics.formulas import FORMULAS, PointData, build_row, missing_formulas
+from speedbench.metrics.formulas import FORMULAS, PointData, _widen, build_row, missing_formulas
 from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.registry import ROW_KEYS, row_keys
 from speedbench.stopping.looks import MAX_PROMPTS, REACHED
@@ -27,16 +27,42 @@ def _empty_point(key: PointKey, stopped=(), predict=None) -> PointData:
                      stopped=list(stopped), predict=predict)
 
 
+def _look(reason: str, low, high, estimate=2.0, prompts=64, look=3) -> dict:
+    return {"arm": "spec", "concurrency": 4, "variant": "", "reason": reason, "prompts": prompts, "look": look,
+            "n_looks": 5, "level": 0.99, "speedup": estimate, "ci_low": low, "ci_high": high}
+
+
 def test_a_stopped_point_takes_the_look_level_interval_when_built():
-    stopping = [{"arm": "spec", "concurrency": 4, "variant": "", "reason": REACHED, "prompts": 64, "look": 3,
-                 "n_looks": 5, "level": 0.99, "ci_low": 1.93, "ci_high": 2.06},
-                {"arm": "spec", "concurrency": 4, "variant": "", "reason": MAX_PROMPTS, "prompts": 128, "look": 5,
-                 "n_looks": 5, "level": 0.99, "ci_low": 1.9, "ci_high": math.nan}]
+    stopping = [_look(REACHED, 1.93, 2.06), _look(MAX_PROMPTS, 1.9, 2.01, prompts=128, look=5)]
     row = build_row(_empty_point(PointKey("spec", 4), stopping))
     assert (row["speedup_ci_low"], row["speedup_ci_high"]) == (1.9, 2.06)
     assert "after 64 prompts" in row["warnings"][-1] and "Bonferroni" in row["warnings"][-1]
     plain = build_row(_empty_point(PointKey("base", 4)))
     assert math.isnan(plain["speedup_ci_low"]) and not any("sequential" in w for w in plain["warnings"])
+
+
+def test_a_one_sided_look_still_widens_the_low_end_and_leaves_the_high_end_unbounded():
+    # a busy host's lag widened the look without bound above (stored as null): the row
+    # must still take the look's low end, not keep a narrower one of its own
+    row = build_row(_empty_point(PointKey("spec", 4), [_look(REACHED, 2.4259, None, estimate=2.9)]))
+    assert row["speedup_ci_low"] == 2.4259 and math.isinf(row["speedup_ci_high"])
+
+
+def test_an_unbounded_look_makes_the_row_unbounded_on_both_sides():
+    row = build_row(_empty_point(PointKey("spec", 4), [_look(REACHED, None, None, estimate=1.7)]))
+    assert row["speedup_ci_low"] == 0.0 and math.isinf(row["speedup_ci_high"])
+    # a look with no estimate and no interval (too few pairs) widens nothing
+    none = build_row(_empty_point(PointKey("spec", 4), [_look(REACHED, None, None, estimate=None)]))
+    assert math.isnan(none["speedup_ci_low"]) and not any("sequential" in w for w in none["warnings"])
+
+
+def test_a_look_narrower_than_the_rows_own_interval_leaves_the_row_as_it_was():
+    out = {"speedup_ci_low": 1.5, "speedup_ci_high": 2.5}
+    assert _widen(out, [_look(REACHED, 1.9, 2.1)], "speedup", "ci")
+    assert out == {"speedup_ci_low": 1.5, "speedup_ci_high": 2.5}
+    # and the row's own unbounded end stays unbounded under a bounded look
+    out = {"speedup_ci_low": 1.5, "speedup_ci_high": math.inf}
+    assert _widen(out, [_look(REACHED, 1.9, 2.1)], "speedup", "ci") and math.isinf(out["speedup_ci_high"])
 
 
 def test_predictions_come_from_the_arms_calibration_at_the_rows_al():
