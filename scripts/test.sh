@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# All the tests: set up, then three tiers in order, each with its wall time:
-#   unit         tests/unit/<package>/  pure and fast
-#   integration  tests/integration/     subprocesses, Slurm, Chromium, fake servers
-#   e2e          tests/e2e/             a real vLLM on the CPU (the `vllm` marker; tests/conftest.py
-#                                       keeps the marker and the folder the same)
+# All the tests: set up, then three tiers in order, each with its wall time and its 10
+# slowest tests:
+#   unit         tests/unit/<package>/  pure and fast; 2 workers (pytest-xdist), one per core
+#   integration  tests/integration/     subprocesses, Slurm, Chromium, fake servers; 4 workers, since
+#                                       most of it waits: each module, and the Slurm modules together,
+#                                       stays on one worker (tests/integration/conftest.py)
+#   e2e          tests/e2e/             a real vLLM on the CPU, one server at a time (the `vllm`
+#                                       marker; tests/conftest.py keeps the marker and the folder the same)
+# SPEEDBENCH_TEST_WORKERS=N sets the integration tier's workers (0: none, in this process).
 # Before the tiers: ruff on speedbench/, tests/ and scripts/, mypy on speedbench/ (configured in
 # pyproject.toml).
 # A failing tier stops the script. Usage: bash scripts/test.sh [--busy] [extra pytest args]
@@ -82,6 +86,8 @@ if [ "$busy" = 1 ]; then
   hog=$!
   echo "[test] busy host: CPU hog (pid $hog) holds one core while the tiers run"
 fi
-tier unit tests/unit -q ${args[@]+"${args[@]}"}
-tier integration tests/integration -q ${args[@]+"${args[@]}"}
-tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q ${args[@]+"${args[@]}"}
+slowest=(--durations=10 --durations-min=1)
+tier unit tests/unit -q -n 2 "${slowest[@]}" ${args[@]+"${args[@]}"}
+tier integration tests/integration -q -n "${SPEEDBENCH_TEST_WORKERS:-4}" --dist loadgroup "${slowest[@]}" \
+  ${args[@]+"${args[@]}"}
+tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" ${args[@]+"${args[@]}"}

@@ -89,7 +89,7 @@ def run_inspect(args) -> int:
     what = args.source + (f" (config {spec.config})" if spec.source == "speed_bench" else "")
     n_ph = sum(1 for p in rows if is_placeholder(p))
     n_multi = sum(1 for p in rows if p.multiturn)
-    console.print(f"[bold]{what}[/bold]: {len(rows)} rows, {n_multi} multi-turn, {n_ph} placeholders")
+    console.print(f"[bold]{what}[/bold]: {len(rows)} rows, {n_multi} multi-turn, {n_ph} placeholders", soft_wrap=True)
     for note in notes:
         console.print(f"[yellow]warning:[/yellow] {note}")
     console.print(_group_table("category", rows, lambda p: p.category or "(none)"))

@@ -44,6 +44,9 @@ class LaunchSpec:
     base_url: str | None = None  # external endpoint: nothing to launch
     measurement: list[str] = field(default_factory=list)  # the measurement flags at argv's end
     measurement_env: dict[str, str] = field(default_factory=dict)  # speedbench's, apart from env
+    # variables naming a folder the server keeps its sockets and temporary files in: a
+    # local launcher points each at a fresh folder of the server's own, removed when it stops
+    scratch_env: tuple[str, ...] = ()
 
     def argv_with_port(self, port: int) -> list[str]:
         return [*self.argv, "--host", self.host, "--port", str(port)]

@@ -8,9 +8,11 @@ synchronous and runs outside the client's event loop.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -111,6 +113,7 @@ class LocalServer:
         self._stopped_running = False  # stop() found it alive: its exit was ours, not a crash
         self._death: str | None = None  # why it died, read from its log once
         self._log_seen = 0  # bytes of the log already searched for an engine death
+        self._scratch: str | None = None  # the server's own temporary folder (spec.scratch_env)
 
     # ---- properties --------------------------------------------------------------
 
@@ -154,6 +157,7 @@ class LocalServer:
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
+        env.update({name: self.scratch() for name in self.spec.scratch_env})  # the scenario's env wins
         env.update(self.spec.env_with_gpus())
         env.update(watchdog.owner_env(self.spec.arm))  # doctor finds servers that outlive us
         return env
@@ -161,6 +165,14 @@ class LocalServer:
     def cleanup_argv(self) -> list[str]:
         """What the watchdog runs before signalling the group (docker: stop the container)."""
         return []
+
+    def scratch(self) -> str:
+        """The server's own temporary folder, made on first use and removed by :meth:`stop`
+        (or by the watchdog when speedbench dies first). Short (``/tmp/sb-XXXXXXXX``): a
+        unix socket's path may hold at most 107 bytes, and vLLM adds a 36-character uuid."""
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="sb-")
+        return self._scratch
 
     def __enter__(self) -> "LocalServer":
         try:
@@ -214,7 +226,8 @@ class LocalServer:
         self._pgid = self._proc.pid  # a session leader's pgid is its pid
         watchdog.dismiss(self._watchdog)  # a port retry relaunches
         with open(self._log_path, "ab") as log:
-            self._watchdog = watchdog.spawn(self._pgid, grace_s=self.grace_s, cleanup=self.cleanup_argv(), log=log)
+            self._watchdog = watchdog.spawn(self._pgid, grace_s=self.grace_s, cleanup=self.cleanup_argv(), log=log,
+                                            scratch=self._scratch)
         self._stopped = self._stopped_running = False
 
     # ---- readiness and liveness --------------------------------------------------
@@ -346,6 +359,9 @@ class LocalServer:
                 time.sleep(0.05)
         self._reap()
         watchdog.dismiss(self._watchdog)
+        if self._scratch is not None:  # the group is gone: nothing writes there any more
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     @staticmethod
     def _signal(pgid: int, sig: int) -> None:

@@ -31,11 +31,11 @@ OWNER_PID, OWNER_HOST, OWNER_ARM = "SPEEDBENCH_OWNER_PID", "SPEEDBENCH_OWNER_HOS
 POLL_S = 0.5
 
 _CODE = r"""
-import os, signal, subprocess, sys, time
+import os, shutil, signal, subprocess, sys, time
 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(s, signal.SIG_IGN)
 parent, pgid, grace, poll = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-cleanup = sys.argv[5:]
+scratch, cleanup = sys.argv[5], sys.argv[6:]
 def alive():
     try:
         os.killpg(pgid, 0)
@@ -59,18 +59,22 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
-        sys.exit(0)
+        break
     end = time.monotonic() + grace
     while alive() and time.monotonic() < end:
         time.sleep(0.1)
+if scratch:
+    shutil.rmtree(scratch, ignore_errors=True)
 """
 
 
-def spawn(pgid: int, *, grace_s: float, cleanup: list[str] | None = None, log=None) -> subprocess.Popen:
-    """Start the watchdog of process group ``pgid``; its stderr goes to ``log`` (the server log)."""
+def spawn(pgid: int, *, grace_s: float, cleanup: list[str] | None = None, log=None,
+          scratch: str | None = None) -> subprocess.Popen:
+    """Start the watchdog of process group ``pgid``; its stderr goes to ``log`` (the server log).
+    ``scratch``: the server's temporary folder, removed once the group is stopped."""
     return subprocess.Popen(
         [sys.executable, "-c", _CODE, str(os.getpid()), str(pgid), str(max(1.0, grace_s)), str(POLL_S),
-         *(cleanup or [])],
+         scratch or "", *(cleanup or [])],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
         start_new_session=True,  # not in the server's group, and no terminal's Ctrl-C
     )

@@ -90,7 +90,7 @@ class ConsoleProgress:
         print_summary(summary, self.console, run_dir=run_dir)
 
     def results(self, path: Path) -> None:
-        self.console.print(f"results: {path}")
+        self.console.print(f"results: {path}", soft_wrap=True)  # a path to copy, never wrapped
 
     def tracking(self, line: str) -> None:
         self.console.print(line, markup=False, soft_wrap=True)

@@ -7,7 +7,9 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,6 +53,7 @@ p.add_argument("--child-pidfile", default=None, help="fork a long-lived child an
 p.add_argument("--ignore-term", action="store_true")
 p.add_argument("--fail-completions", action="store_true")
 p.add_argument("--addr-in-use-once", default=None, help="first run: fail like a lost port race")
+p.add_argument("--ipc-socket", action="store_true", help="bind a unix socket in $VLLM_RPC_BASE_PATH, as vLLM does")
 a = p.parse_args()
 
 print(f"fake server pid {os.getpid()} starting on {a.host}:{a.port}", flush=True)
@@ -64,6 +67,10 @@ if a.addr_in_use_once and not os.path.exists(a.addr_in_use_once):
     open(a.addr_in_use_once, "w").close()
     print("OSError: [Errno 98] Address already in use", flush=True)
     sys.exit(1)
+if a.ipc_socket:
+    import socket, uuid
+    ipc = socket.socket(socket.AF_UNIX)
+    ipc.bind(os.path.join(os.environ.get("VLLM_RPC_BASE_PATH", "/tmp"), str(uuid.uuid4())))
 time.sleep(a.delay)
 if a.exit_code is not None:
     for i in range(40):
@@ -260,6 +267,58 @@ def test_stop_escalates_to_sigkill(fake, tmp_path):
     assert time.monotonic() - t0 < 5
     assert group_empty(server.pgid)
     assert "ignoring SIGTERM" in (tmp_path / "l.txt").read_text()
+
+
+def _tmp_sockets() -> set[Path]:
+    """Unix sockets directly in /tmp, where vLLM leaves its IPC sockets by default (a
+    server's own folder is a subfolder, so sockets there are not counted)."""
+    return {p for p in Path(tempfile.gettempdir()).iterdir() if p.is_socket()}
+
+
+def _ipc_spec(fake: Path) -> LaunchSpec:
+    spec = fake_spec(fake, "--ipc-socket")
+    spec.scratch_env = ("VLLM_RPC_BASE_PATH",)  # as the vLLM engine's launch spec names it
+    return spec
+
+
+def test_a_servers_sockets_live_in_its_own_folder_and_go_with_it(fake, tmp_path):
+    before = _tmp_sockets()
+    with LocalServer(_ipc_spec(fake), tmp_path / "l.txt", ready_timeout_s=20, grace_s=2) as server:
+        server.wait_ready()
+        scratch = Path(server.scratch())
+        inside = [p for p in scratch.iterdir() if p.is_socket()]
+        assert len(inside) == 1 and len(str(inside[0])) <= 107  # a unix socket path's limit
+    assert not scratch.exists()
+    assert _tmp_sockets() - before == set()
+    assert launch_spec(validate_data({"name": "t", "server": {"model": "m"}, "arms": [{"name": "a"}]}),
+                       ArmSpec(name="a")).scratch_env == ("VLLM_RPC_BASE_PATH",)
+
+
+def test_the_watchdog_removes_the_folder_when_speedbench_is_killed(fake, tmp_path):
+    # a child Python owns the server and is SIGKILLed: its watchdog stops the group and
+    # removes the folder, as speedbench's own stop() would have
+    code = f"""
+import sys, time
+from pathlib import Path
+from speedbench.engine.base import LaunchSpec
+from speedbench.engine.local import LocalServer
+spec = LaunchSpec(arm="fake", argv=["python", {str(fake)!r}, "--ipc-socket"], scratch_env=("VLLM_RPC_BASE_PATH",))
+s = LocalServer(spec, Path({str(tmp_path / "l.txt")!r}), ready_timeout_s=20, grace_s=1)
+s.start(); s.wait_ready()
+print(s.scratch(), s.pgid, flush=True)
+time.sleep(600)
+"""
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        scratch, pgid = owner.stdout.readline().split()
+        assert Path(scratch).is_dir()
+    finally:
+        owner.kill()
+        owner.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (Path(scratch).exists() or not group_empty(int(pgid))):
+        time.sleep(0.2)
+    assert not Path(scratch).exists() and group_empty(int(pgid))
 
 
 def test_exit_stops_on_exception(fake, tmp_path):

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,22 +29,6 @@ from tests.helpers.cli_runs import TAG_VAR, fake_local, scenario, tagged, write_
 REPO = Path(__file__).resolve().parents[2]
 WHY = unavailable()
 pytestmark = [pytest.mark.slurm, pytest.mark.skipif(WHY is not None, reason=f"no single-node Slurm here: {WHY}")]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    # Not under pytest's tmp folder: that one is private to root, and munged runs as munge.
-    root = Path(tempfile.mkdtemp(prefix="speedbench-slurm-", dir="/tmp"))
-    c = Cluster(root)
-    try:
-        c.start()
-    except Exception:
-        c.stop()
-        raise
-    yield c
-    subprocess.run(["scancel", "--user=root"], env={**os.environ, **c.env}, check=False)
-    c.stop()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def sb(cluster: Cluster, args: list[str], *, tag: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:

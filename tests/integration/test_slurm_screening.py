@@ -13,9 +13,7 @@ import pytest
 
 from speedbench.results import RunDir
 from tests.helpers.cli_runs import scenario, write_prompts, write_yaml
-from tests.integration.test_slurm import REPO, WHY, assert_nothing_left, cluster, job_output, sb, wait_jobs
-
-__all__ = ["cluster"]  # the fixture, used by name
+from tests.integration.test_slurm import REPO, WHY, assert_nothing_left, job_output, sb, wait_jobs
 pytestmark = [pytest.mark.slurm, pytest.mark.skipif(WHY is not None, reason=f"no single-node Slurm here: {WHY}")]
 
 SPEC = {"method": "eagle3", "model": "/ckpt/none", "num_speculative_tokens": 3}

@@ -122,4 +122,6 @@ def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> La
         port=sc.server.port,
         gpus=gpus if gpus is not None else arm.gpus,
         base_url=arm.base_url,
+        # vLLM's ZMQ IPC sockets (uuid-named, one set per start) otherwise stay in /tmp for good
+        scratch_env=("VLLM_RPC_BASE_PATH",),
     )

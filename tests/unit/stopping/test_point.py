@@ -3,6 +3,8 @@ records written to a real run folder: who may stop, when, and what points.json k
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from speedbench.stopping.looks import EXHAUSTED, MAX_PROMPTS, REACHED
@@ -44,7 +46,10 @@ def test_the_baseline_runs_every_look_and_a_paired_arm_stops_when_narrow(tmp_pat
     base = _records("base", 100 * rng.lognormal(0, 0.002, 100))
     assert base_stop.go_on(base[:16], 16) and base_stop.go_on(base[:32], 32)  # the baseline never stops
     base_stop.go_on(base[:64], 64)
-    assert base_stop.marks(100) == {"stop_reason": MAX_PROMPTS, "stop_prompts": 64, "stop_look": 3, "stop_looks": 3}
+    marks = base_stop.marks(100)
+    assert {k: v for k, v in marks.items() if k != "stop_intervals"} == {
+        "stop_reason": MAX_PROMPTS, "stop_prompts": 64, "stop_look": 3, "stop_looks": 3}
+    assert math.isnan(marks["stop_intervals"]["speedup"])  # nothing to pair the baseline with
 
     spec_stop = point_stop(sc, rd, PointKey("spec", 4, ""), 0, 100)
     assert spec_stop is not None and spec_stop.order == base_stop.order  # the same order in every arm
@@ -55,6 +60,10 @@ def test_the_baseline_runs_every_look_and_a_paired_arm_stops_when_narrow(tmp_pat
         rd.append_record(r)
     assert not spec_stop.go_on(spec[:32], 32)  # 0.2% noise per request: narrow at once
     assert spec_stop.marks(100)["stop_reason"] == REACHED and spec_stop.marks(100)["stop_prompts"] == 32
+    # the interval the rule stopped on is the one points.json keeps (the summary reads it back)
+    kept = spec_stop.marks(100)["stop_intervals"]
+    assert 1.95 < kept["ci_low"] < kept["speedup"] < kept["ci_high"] < 2.05
+    assert (kept["ci_high"] - kept["ci_low"]) / 2 / kept["speedup"] <= 0.02
 
 
 def test_a_noisy_arm_runs_to_the_end(tmp_path):
