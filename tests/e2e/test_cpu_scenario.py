@@ -18,8 +18,10 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,8 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
+KEY = "sk-PLANTEDvllmkey86420"
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 SPEC_ARMS = ("eagle3", "eagle3.1", "eagle3-untrained", "self-draft")
 TRAINED = ("eagle3", "eagle3.1")
 
@@ -52,15 +56,25 @@ def only_run(root: Path) -> Path:
     return runs[0]
 
 
+def tmp_sockets() -> set[Path]:
+    """vLLM's IPC sockets (named by a uuid) directly in /tmp, where it leaves them unless told
+    otherwise; another program's sockets there are not counted."""
+    return {p for p in Path(tempfile.gettempdir()).iterdir() if p.is_socket() and UUID.fullmatch(p.name)}
+
+
 @pytest.fixture(scope="module")
 def run(vllm_slot, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    # one round, no A/A twin: the checks below are about acceptance and mechanics
-    proc = speedbench("run", "scenarios/cpu_tiny.yaml", "-o", str(out), "--set", "repeats=1", "--set", "aa_check=false")
+    sockets = tmp_sockets()
+    # one round, no A/A twin: the checks below are about acceptance and mechanics. Every
+    # server also guards its API with a key, which must reach the client and nowhere else.
+    proc = speedbench("run", "scenarios/cpu_tiny.yaml", "-o", str(out), "--set", "repeats=1", "--set", "aa_check=false",
+                      "--set", f"server.args.api-key={KEY}")
     print(proc.stdout[-6000:], proc.stderr[-3000:])
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = only_run(out)
-    return {"dir": path, "stdout": proc.stdout, "summary": json.loads((path / "summary.json").read_text())}
+    return {"dir": path, "stdout": proc.stdout, "stderr": proc.stderr, "new_sockets": tmp_sockets() - sockets,
+            "summary": json.loads((path / "summary.json").read_text())}
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +194,19 @@ def test_provenance_tells_eagle_versions_apart(run):
     assert prov["eagle3.1"]["draft"]["config_sha256"] != prov["eagle3"]["draft"]["config_sha256"]
     assert prov["baseline"]["vllm_version"].startswith("0.32")
     assert "--speculative-config" not in prov["baseline"]["argv"]
+
+
+def test_the_servers_key_reaches_the_client_and_is_written_nowhere(run):
+    # every request of every arm was accepted by a server that demands the key
+    lines = (run["dir"] / "records.jsonl").read_text().splitlines()
+    assert lines and all('"error":null' in ln for ln in lines)
+    leaks = [str(p) for p in run["dir"].rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert not leaks and KEY not in run["stdout"] + run["stderr"]
+
+
+def test_the_servers_left_no_sockets_in_tmp(run):
+    # vLLM's IPC sockets went to each server's own folder, removed when it stopped
+    assert run["new_sockets"] == set(), sorted(run["new_sockets"])
 
 
 def test_no_server_process_left(run):
