@@ -33,3 +33,22 @@ EXIT_CODES = {
 
 def exit_codes_epilog(command: str) -> str:
     return f"exit codes: {EXIT_CODES[command]}"
+
+
+def warn_damaged(runs) -> bool:
+    """Say on stderr when a run's records fail ``speedbench verify``'s per-round digests
+    (commands that read records must not pass over it silently); True when any did."""
+    import sys
+
+    damaged = False
+    for run in runs:
+        problems = run.record_problems
+        damaged = damaged or bool(problems)
+        for p in problems[:5]:
+            print(f"speedbench: warning: {run.path}: records damaged: {p}", file=sys.stderr)
+        if problems:
+            more = f" ({len(problems) - 5} more)" if len(problems) > 5 else ""
+            print(f"speedbench: warning: figures from these records are incomplete{more} -- "
+                  f"`speedbench verify {run.path}` lists every problem, `speedbench run --resume {run.path}` "
+                  "re-measures them", file=sys.stderr)
+    return damaged

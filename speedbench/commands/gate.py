@@ -19,6 +19,7 @@ from speedbench.report.gate import (
     summary_markdown,
 )
 from speedbench.results import atomic_write, load_run
+from speedbench.results.files import output_error
 
 HELP = """\
 Check a run against gates from its scenario (`gates:`) or from --gates FILE (a YAML
@@ -45,6 +46,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _append_step_summary(path: Path, md: str) -> None:
+    """GitHub's step summary is appended to, not replaced; a write error there is exit 3 too."""
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(md + "\n")
+    except OSError as e:
+        raise output_error(e, path) from None
+
+
 def run(args) -> int:
     t0 = time.monotonic()
     current = load_run(args.run)
@@ -54,7 +64,7 @@ def run(args) -> int:
     if args.history:
         from speedbench.report.dashboard import scan  # matplotlib: not at `speedbench --help`
 
-        history = [sr.run for sr in scan(Path(args.history))[0]]
+        history = [sr.run for sr in scan(Path(args.history), required=True)[0]]
     results = evaluate_gates(current, gates, baseline, history)
 
     console = Console(highlight=False)
@@ -79,6 +89,5 @@ def run(args) -> int:
         atomic_write(Path(args.summary_md), md)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as f:
-            f.write(md + "\n")
+        _append_step_summary(Path(step_summary), md)
     return code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from speedbench.results import RunDir
+from speedbench.results.run import open_run_dir
 from speedbench.results.verify import verify_run
 
 HELP = """\
@@ -24,7 +24,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    rd = RunDir.open(args.run)
+    rd = open_run_dir(args.run)  # a missing, empty or non-run folder: exit 2, never "ok, 0 rounds"
+    if rd.summary_path.exists():
+        rd.load_summary()  # a garbage summary is exit 2 here too, as in report and gate
     v = verify_run(rd)
     note = f" ({v.unverifiable} rounds from before record counts were kept: not checked)" if v.unverifiable else ""
     kept = f"; {v.quarantined} lines kept in {rd.damaged_path.name}" if v.quarantined else ""

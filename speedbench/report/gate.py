@@ -198,11 +198,22 @@ def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline
                     f"upper end {high:.3f} ({source}) reaches the limit {threshold:.3f}")
 
 
+def _damaged(run: Run, gates: list[GateSpec], which: str) -> list[GateResult]:
+    """Records that no longer match their rounds' digests (``speedbench verify``) leave
+    every figure of the run unchecked: each gate fails on them instead of passing."""
+    problems = run.record_problems
+    if not problems:
+        return []
+    msg = (f"the {which}'s records are damaged ({len(problems)} problems; first: {problems[0]}) -- "
+           f"`speedbench verify {run.path}` lists them, `speedbench run --resume {run.path}` re-measures them")
+    return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
+
+
 def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
                    history: list[Run] | None = None) -> list[GateResult]:
     """``history``: earlier runs; with at least 3 of the same scenario, a relative gate
     also needs the drop to exceed 2 night-to-night standard deviations."""
-    results: list[GateResult] = []
+    results = _damaged(run, gates, "run") + (_damaged(baseline, gates, "baseline run") if baseline else [])
     for i, g in enumerate(gates):
         rows, problems = _select(run, g)
         for p in problems:

@@ -186,7 +186,13 @@ def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
     p = Path(path)
     if not p.exists():
         raise ScenarioError(f"scenario file not found: {p} -- fix: check the path (scenarios live in scenarios/)")
-    text = p.read_text()
+    if p.is_dir():
+        raise ScenarioError(f"{p} is a folder -- expected a scenario YAML file, such as scenarios/cpu_tiny.yaml")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"scenario file {p} cannot be read ({getattr(e, 'strerror', None) or e}) -- expected "
+                            "a YAML text file") from None
     try:
         data = _load_yaml(text)
     except _DuplicateKey as e:
