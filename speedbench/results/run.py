@@ -93,9 +93,15 @@ class Run:
         return None
 
 
+# What RunDir.create and a run's first steps write: a folder holding any of them is a run,
+# finished or not (a run stopped before its first point has only the first two folders).
+RUN_MARKERS = ("summary.json", "scenario.resolved.yaml", "host.json", "provenance.json", "prometheus", "logs")
+
+
 def is_run_folder(p: Path) -> bool:
-    """A folder a run wrote: its summary, its points or its records (a cluster job's too)."""
-    return (p / "summary.json").is_file() or any(p.glob("points*.json")) or any(p.glob("records*.jsonl"))
+    """A folder a run wrote, whoever wrote it (a cluster job's points-<job>.json too)."""
+    return (any((p / m).exists() for m in RUN_MARKERS) or any(p.glob("points*.json"))
+            or any(p.glob("records*.jsonl")))
 
 
 def open_run_dir(path: str | Path) -> RunDir:
