@@ -12,7 +12,6 @@ Ctrl-C / SIGTERM.
 from __future__ import annotations
 
 import argparse
-import difflib
 import errno
 import importlib
 import os
@@ -23,7 +22,7 @@ from typing import NoReturn
 
 from speedbench import __version__
 from speedbench.commands import exit_codes_epilog
-from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.errors import SpeedbenchError, UsageError, did_you_mean
 from speedbench.results.files import output_error
 
 DEBUG_VAR = "SPEEDBENCH_DEBUG"  # set: an unexpected error shows its traceback
@@ -60,9 +59,7 @@ def _did_you_mean(message: str) -> str:
     m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if not m:
         return ""
-    choices = re.findall(r"'([^']*)'", m.group(2))
-    close = difflib.get_close_matches(m.group(1), choices, n=1)
-    return f" -- did you mean '{close[0]}'?" if close else ""
+    return did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from speedbench.errors import UsageError
+from speedbench.errors import UsageError, did_you_mean
 from speedbench.metrics.registry import GATE_METRICS
 from speedbench.report import noise
 from speedbench.report import significance
@@ -111,7 +111,8 @@ def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
     spec_only = GATE_METRICS[g.metric].speculative_only
     if g.arm is not None:
         if g.arm not in run.arms():
-            problems.append(f"arm {g.arm} has no results in this run (arms: {', '.join(run.arms()) or 'none'})")
+            problems.append(f"arm {g.arm} has no results in this run{did_you_mean(g.arm, run.arms())} "
+                            f"(arms: {', '.join(run.arms()) or 'none'})")
         rows = [r for r in run.rows if r.get("arm") == g.arm]
     else:
         rows = [r for r in run.rows if tables.is_speculative(r)] if spec_only else list(run.rows)

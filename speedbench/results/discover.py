@@ -35,7 +35,7 @@ def discover_runs(results_dir: str | Path, skip: Path | None = None) -> Found:
     if not root.is_dir():
         raise UsageError(f"{root}: {'is a file' if root.exists() else 'not found'} -- expected a folder of run "
                          "folders, such as results/")
-    found, seen = Found(), {}
+    found, seen = Found(), dict[str, Path]()
     for summary in sorted(root.rglob("summary.json")):
         folder = summary.parent
         if (skip is not None and (folder == skip or skip in folder.parents)) or _inside_a_run(folder, root):

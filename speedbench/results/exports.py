@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,10 @@ def vllm_file_name(key: PointKey) -> str:
                       f"c{key.concurrency}"] + ([safe_part(key.variant)] if key.variant else [])) + ".json"
 
 
+def _to_parquet(df: Any, f: Any) -> None:
+    df.to_parquet(f, index=False)
+
+
 def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
     """Write ``run`` in ``fmt`` under ``out_dir``; returns the files written."""
     if fmt not in FORMATS:
@@ -247,7 +252,7 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
             for c in df.columns:  # parquet needs one type per column; nested lists as JSON text
                 if df[c].map(lambda v: isinstance(v, (list, dict))).any():
                     df[c] = df[c].map(lambda v: json.dumps(finite(v)))
-            atomic_write_with(p, lambda f, df=df: df.to_parquet(f, index=False))
+            atomic_write_with(p, partial(_to_parquet, df))
         written.append(p)
     if fmt == "parquet" and run.records and run.dir is not None:
         if run.dir.parquet_path.exists():
