@@ -135,7 +135,8 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
     # is loaded at `speedbench --help` (commands/gate -> report/gate -> report/noise)
     from speedbench.analysis import pelt
 
-    cands = pelt.candidates(y, sd_all)
+    # floored: identical nights (sd 0) would give PELT no penalty scale and no candidates
+    cands = pelt.candidates(y, floored_sd(sd_all, float(np.median(y))))
     ends = [c for c in cands if c != len(y) - 1] + [len(y)]  # the last night alone never cuts a window
     changes: list[Change] = []
     start, outliers = 0, set()

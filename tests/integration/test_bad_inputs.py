@@ -66,18 +66,16 @@ def _results_of(run: Path) -> Path:
     return run.parent.parent
 
 
-# (command line with {placeholders}, expected exit code): run folders are {run}; a results
-# folder of runs is {results}; a scenario or other input file is {input}.
-RUN_READERS = [
-    ("report {run} --no-files", None), ("compare {run} {run}", None), ("gate {run}", None),
-    ("verify {run}", None), ("status {run}", None), ("cancel {run} --wait 0", None), ("gather {run}", None),
-    ("run --resume {run} --skip-doctor", None), ("job {run} --arm baseline --tag t1 --skip-doctor", None),
-    *((f"export {{run}} --format {f}", None) for f in EXPORTS),
-]
-RESULTS_READERS = [("dashboard {results} -o {out}/site", None), ("changes {results}", None)]
-INPUT_READERS = [("validate {input}", None), ("doctor {input}", None), ("run {input} --dry-run", None),
-                 ("calibrate {input} --arm eagle3 --dry-run", None), ("submit {input} --dry-run", None),
-                 ("data inspect {input}", None)]
+# Command lines with placeholders: {run} a run folder, {results} a folder of runs, {input}
+# a scenario or other input file, {out} somewhere to write.
+RUN_READERS = ["report {run} --no-files", "compare {run} {run}", "gate {run}", "verify {run}", "status {run}",
+               "cancel {run} --wait 0", "gather {run}", "run --resume {run} --skip-doctor",
+               "job {run} --arm baseline --tag t1 --skip-doctor", *(f"export {{run}} --format {f}" for f in EXPORTS)]
+RESULTS_READERS = ["dashboard {results} -o {out}/site", "changes {results}"]
+INPUT_READERS = ["validate {input}", "doctor {input}", "run {input} --dry-run",
+                 "calibrate {input} --arm eagle3 --dry-run", "submit {input} --dry-run", "data inspect {input}"]
+# Readers of a finished run's summary (job, run --resume, status and cancel read its points and scenario).
+SUMMARY_READERS = [c for c in RUN_READERS if not c.startswith(("job", "run", "status", "cancel"))]
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +94,7 @@ def _call(line: str, capsys, **fill: object) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "empty"])
-@pytest.mark.parametrize("line", [c for c, _ in RUN_READERS + RESULTS_READERS])
+@pytest.mark.parametrize("line", RUN_READERS + RESULTS_READERS)
 def test_folder_readers_refuse_what_is_no_run(world, capsys, tmp_path, line, kind):
     """A missing path, a file where a folder belongs and an empty folder: exit 2, saying
     what was expected; an empty folder is never told to resume."""
@@ -108,14 +106,14 @@ def test_folder_readers_refuse_what_is_no_run(world, capsys, tmp_path, line, kin
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty"])
-@pytest.mark.parametrize("line", [c for c, _ in INPUT_READERS])
+@pytest.mark.parametrize("line", INPUT_READERS)
 def test_input_file_readers_refuse_what_is_no_file(world, capsys, line, kind):
     """A scenario, matrix or data file that is missing, or a folder in its place: exit 2."""
     code, text = _call(line, capsys, input=world[kind])
     assert code == 2, text
 
 
-@pytest.mark.parametrize("line", [c for c, _ in RUN_READERS if not c.startswith(("job", "run", "status", "cancel"))])
+@pytest.mark.parametrize("line", SUMMARY_READERS)
 def test_garbage_summary_is_exit_2(world, capsys, tmp_path, line):
     run = _copy(world["garbage"], tmp_path / "cpu_tiny" / world["garbage"].name)  # gather rewrites it
     code, text = _call(line, capsys, run=run, out=tmp_path)
