@@ -28,7 +28,8 @@ gates (max_regression) need --baseline-run and fail only when the value dropped 
 than max_regression AND the 95% confidence interval says the drop is real (with
 repeats, that interval covers fresh server starts too); with --history RESULTS_DIR and
 at least 3 earlier runs of the scenario, the drop must also exceed 2 night-to-night
-standard deviations. See docs/gates.md. A gate that refers to a missing or failed arm fails.
+standard deviations. See docs/gates.md. A gate that refers to a missing or failed arm fails,
+and every gate fails when the records no longer match their rounds (`speedbench verify`).
 """
 
 

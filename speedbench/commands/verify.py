@@ -13,6 +13,7 @@ with its records (how many lines were written and their digest), and every recor
 must be a whole record. Lists each problem: records lost, changed or duplicated, damaged
 lines, unreadable files. `speedbench run --resume RUN` repairs what it lists: damaged
 lines move to records.damaged.jsonl and the rounds that lost records are measured again.
+A path that is not a run folder, or a summary.json that does not parse, is exit 2.
 """
 
 
