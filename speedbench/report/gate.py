@@ -69,12 +69,13 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
     """Gates from a YAML file (a list, or a mapping with ``gates:``), else the run's scenario."""
     if path is not None:
         p = Path(path)
-        if not p.exists():
-            raise UsageError(f"gates file not found: {p}")
+        if not p.is_file():
+            raise UsageError(f"gates file {'is a folder' if p.is_dir() else 'not found'}: {p} -- expected a YAML "
+                             "list of gates, such as [{metric: speedup, min: 1.5}]")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise UsageError(f"{p}: YAML syntax error: {e}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise UsageError(f"{p}: not a YAML gates file: {e}") from None
         if isinstance(data, dict) and "gates" in data:
             data = data["gates"]
         where = str(p)

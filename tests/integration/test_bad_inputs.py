@@ -13,6 +13,7 @@ fake server.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import os
 import shutil
@@ -103,6 +104,15 @@ def test_folder_readers_refuse_what_is_no_run(world, capsys, tmp_path, line, kin
     assert code == 2, text
     assert "expected" in text or "not found" in text, text
     assert "--resume" not in text or kind != "empty", text
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "empty"])
+@pytest.mark.parametrize("line", ["gate {run} --gates {bad}", "gate {run} --baseline-run {bad}",
+                                  "gate {run} --history {bad}", "compare {run} {bad}",
+                                  "export {run} {bad} --format category-matrix -o {out}"])
+def test_a_second_input_is_checked_as_the_first(world, capsys, tmp_path, line, kind):
+    code, text = _call(line, capsys, run=world["good"], bad=world[kind], out=tmp_path)
+    assert code == 2, text
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty"])
@@ -215,3 +225,19 @@ def test_as_a_subprocess_no_traceback(world, args, code):
                           capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == code, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "speculation-profile", "category-matrix"])
+@pytest.mark.parametrize("err", [errno.EACCES, errno.EROFS, errno.ENOSPC])
+def test_permission_denied_read_only_or_full_is_exit_3(world, capsys, tmp_path, monkeypatch, fmt, err):
+    """What chmod 0o500, a read-only mount or a full disk raise, as root too (root writes
+    through chmod): the one writer turns each into exit 3 with the folder's free space."""
+    from speedbench.results import files
+
+    def refuse(src, dst):
+        raise OSError(err, os.strerror(err), str(dst))
+
+    monkeypatch.setattr(files.os, "replace", refuse)
+    code, text = _call(f"export {{run}} --format {fmt} -o {{out}}", capsys, run=world["good"], out=tmp_path / fmt)
+    assert code == 3, text
+    assert f"free space in {tmp_path / fmt}" in text and "fix:" in text, text
