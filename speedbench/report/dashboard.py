@@ -270,7 +270,7 @@ def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
             + (f" · {nav}" if nav else "") + "</div></header>"]
     if problems:
         body.append(html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(p)}</li>" for p in problems) + "</ul>"),
-                           "Skipped", "warn"))
+                           "Skipped runs and damaged records", "warn"))
     if runs:  # scan(required=True) refused none; kept so that an empty list cannot crash here
         links = {id(sr.run): sr.report for sr in runs}
         body.insert(1, verdict_block.block(_verdicts(by_scenario), lambda run: links.get(id(run))))
