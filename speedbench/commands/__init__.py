@@ -4,6 +4,8 @@
 at the end of each command's ``--help``, so the commands cannot drift apart.
 """
 
+import sys
+
 # 3 (the output folder cannot be written) applies to every command that writes files.
 EXIT_CODES = {
     "validate": "0 valid, 2 invalid scenario or bad usage",
@@ -40,8 +42,6 @@ def exit_codes_epilog(command: str) -> str:
 def warn_damaged(runs) -> bool:
     """Say on stderr when a run's records fail ``speedbench verify``'s per-round digests
     (commands that read records must not pass over it silently); True when any did."""
-    import sys
-
     damaged = False
     for run in runs:
         problems = run.record_problems
