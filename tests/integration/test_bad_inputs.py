@@ -128,7 +128,7 @@ def test_garbage_summary_is_exit_2(world, capsys, tmp_path, line):
     run = _copy(world["garbage"], tmp_path / "cpu_tiny" / world["garbage"].name)  # gather rewrites it
     code, text = _call(line, capsys, run=run, out=tmp_path)
     if line.startswith("gather"):  # gather writes the summary again from the records: that is its job
-        assert code in (0, 1, 2), text
+        assert code == 0 and "gathered" in text, text
         return
     assert code == 2, text
     assert "summary.json" in text, text
