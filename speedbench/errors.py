@@ -1,5 +1,15 @@
 """Exceptions that the CLI turns into exit codes without a traceback."""
 
+import difflib
+from collections.abc import Iterable
+
+
+def did_you_mean(word: object, choices: Iterable[object]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``; "" when none is close:
+    a message about an unknown key, arm or format points at the one meant."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
 
 class SpeedbenchError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with."""

@@ -38,6 +38,10 @@ import numpy as np
 WINDOW = 14  # baseline / new-level nights compared at most
 MIN_BASELINE = 5  # nights before a change needed to judge it (fewer: their sd is a guess)
 K_SIGMA = 2.0  # a change smaller than this many night-to-night sds is not worth a look
+# The smallest night-to-night sd, relative to the level: identical nights (copies, a
+# cached result) have a spread of zero, and a change's size in sds then became
+# meaningless ("500000000.0 night-to-night sd"); figures are not known better than this.
+SD_FLOOR_REL = 0.005
 Z_CALL = 3.5  # the means' difference in standard errors needed to call it (as a normal's level; t pays for few nights)
 
 REGRESSION, IMPROVEMENT, SUSPICIOUS = "regression", "improvement", "suspicious"
@@ -78,6 +82,13 @@ def robust_sd(values: Sequence[float] | np.ndarray) -> float:
     return float(np.median(d) * 1.4826 / math.sqrt(2))
 
 
+def floored_sd(sd: float, level: float) -> float:
+    """``sd`` no smaller than SD_FLOOR_REL of ``level`` (NaN stays NaN)."""
+    if not math.isfinite(sd):
+        return sd
+    return max(sd, SD_FLOOR_REL * abs(level), 1e-12)
+
+
 def _mean_hw(half_widths: Sequence[float]) -> float:
     """95% half-width of a mean of independent nights from their own half-widths."""
     hw = [h for h in half_widths if math.isfinite(h)]
@@ -96,8 +107,7 @@ def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_al
     pooled = math.sqrt((float(((b - b.mean()) ** 2).sum()) + float(((a - a.mean()) ** 2).sum())) / df)
     sd = max(pooled, sd_all if math.isfinite(sd_all) else 0.0)
     d = float(a.mean() - b.mean())
-    if sd <= 0:
-        sd = 1e-9 * max(abs(float(b.mean())), 1e-9)
+    sd = floored_sd(sd, float(b.mean()))
     t = d / (sd * math.sqrt(1 / len(b) + 1 / len(a)))
     b_hw, a_hw = _mean_hw(list(hw[base])), _mean_hw(list(hw[new]))
     if abs(t) <= critical or abs(d) <= K_SIGMA * sd:
@@ -125,7 +135,8 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
     # is loaded at `speedbench --help` (commands/gate -> report/gate -> report/noise)
     from speedbench.analysis import pelt
 
-    cands = pelt.candidates(y, sd_all)
+    # floored: identical nights (sd 0) would give PELT no penalty scale and no candidates
+    cands = pelt.candidates(y, floored_sd(sd_all, float(np.median(y))))
     ends = [c for c in cands if c != len(y) - 1] + [len(y)]  # the last night alone never cuts a window
     changes: list[Change] = []
     start, outliers = 0, set()

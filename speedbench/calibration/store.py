@@ -65,7 +65,6 @@ def save(folder: Path, key: dict[str, Any], curves: list[Curve], meta: dict[str,
     data = {"schema": SCHEMA, "key": key, "digest": key_digest(key), **meta,
             "curves": [c.to_dict() for c in curves]}
     path = Path(folder) / file_name(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(finite(data), indent=2, allow_nan=False) + "\n")
     return path
 

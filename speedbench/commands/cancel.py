@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from speedbench.executors.kinds import executor_of_run
-from speedbench.results import RunDir
+from speedbench.results.run import open_run_dir
 
 
 def register(sub) -> None:
@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    rd = RunDir.open(args.run)
+    rd = open_run_dir(args.run)
     ids = executor_of_run(rd).cancel(rd, wait_s=args.wait)
     Console(highlight=False).print(f"cancelled {len(ids)} jobs: {' '.join(ids) or '(none active)'}")
     return 0

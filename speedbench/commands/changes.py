@@ -58,7 +58,7 @@ def run(args) -> int:
     if args.json:
         out = json.dumps(verdicts.as_json(vs), indent=1, ensure_ascii=False) + "\n"
     else:
-        out = "\n".join(verdicts.text_lines(vs) or ["no run folders"]) + "\n"
+        out = "\n".join(verdicts.text_lines(vs) or ["no nightly series to judge"]) + "\n"
     console.print(out, markup=False, soft_wrap=True, end="")
     if args.output:
         atomic_write(Path(args.output), out)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from speedbench.commands import warn_damaged
 from speedbench.errors import UsageError
 from speedbench.results import atomic_write, load_run
 
@@ -39,6 +40,7 @@ def run(args) -> int:
                                            render_comparison_html)
 
     runs = [load_run(p) for p in args.runs]
+    warn_damaged(runs)
     console = Console(highlight=False)
     if args.arms:
         comparisons = [compare_arms(r, *args.arms) for r in runs]

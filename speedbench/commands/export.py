@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from speedbench.commands import warn_damaged
 from speedbench.errors import UsageError
 from speedbench.results import load_run
 from speedbench.results.category_matrix import category_order, checkpoints, export_matrix, rich_table
@@ -55,6 +56,7 @@ def run(args) -> int:
     if len(args.run) > 1 and args.format != "category-matrix":
         raise UsageError(f"--format {args.format} exports one run; several runs only with --format category-matrix")
     runs = [load_run(p) for p in args.run]
+    warn_damaged(runs)
     first = runs[0]
     assert first.path is not None  # load_run reads a folder
     out = Path(args.output) if args.output else first.path / "export" / args.format

@@ -19,6 +19,7 @@ from speedbench.report.gate import (
     summary_markdown,
 )
 from speedbench.results import atomic_write, load_run
+from speedbench.results.files import output_error
 
 HELP = """\
 Check a run against gates from its scenario (`gates:`) or from --gates FILE (a YAML
@@ -27,7 +28,8 @@ gates (max_regression) need --baseline-run and fail only when the value dropped 
 than max_regression AND the 95% confidence interval says the drop is real (with
 repeats, that interval covers fresh server starts too); with --history RESULTS_DIR and
 at least 3 earlier runs of the scenario, the drop must also exceed 2 night-to-night
-standard deviations. See docs/gates.md. A gate that refers to a missing or failed arm fails.
+standard deviations. See docs/gates.md. A gate that refers to a missing or failed arm fails,
+and every gate fails when the records no longer match their rounds (`speedbench verify`).
 """
 
 
@@ -45,6 +47,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _append_step_summary(path: Path, md: str) -> None:
+    """GitHub's step summary is appended to, not replaced; a write error there is exit 3 too."""
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(md + "\n")
+    except OSError as e:
+        raise output_error(e, path) from None
+
+
 def run(args) -> int:
     t0 = time.monotonic()
     current = load_run(args.run)
@@ -54,7 +65,7 @@ def run(args) -> int:
     if args.history:
         from speedbench.report.dashboard import scan  # matplotlib: not at `speedbench --help`
 
-        history = [sr.run for sr in scan(Path(args.history))[0]]
+        history = [sr.run for sr in scan(Path(args.history), required=True)[0]]
     results = evaluate_gates(current, gates, baseline, history)
 
     console = Console(highlight=False)
@@ -79,6 +90,5 @@ def run(args) -> int:
         atomic_write(Path(args.summary_md), md)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as f:
-            f.write(md + "\n")
+        _append_step_summary(Path(step_summary), md)
     return code

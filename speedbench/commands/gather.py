@@ -10,7 +10,8 @@ from rich.markup import escape
 
 from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_gates
 from speedbench.report.terminal import print_summary
-from speedbench.results import RunDir, atomic_write, load_run
+from speedbench.results import atomic_write, load_run
+from speedbench.results.run import open_run_dir
 from speedbench.results.mlflow_export import track_finished_run
 from speedbench.run.plan import build_plan
 from speedbench.scenario import validate_data
@@ -34,7 +35,7 @@ def run(args) -> int:
 
     t0 = time.monotonic()
     console = Console(highlight=False)
-    rd = RunDir.open(args.run)
+    rd = open_run_dir(args.run)
     # pandas: only when a gather runs, not at `speedbench --help`
     from speedbench.results.summary import summarize_run_dir
     summary = summarize_run_dir(rd)

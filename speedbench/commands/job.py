@@ -7,6 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from speedbench.results.run import open_run_dir
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -28,6 +30,7 @@ def run(args) -> int:
     # function-local: the whole run path (pandas, the doctor, the engine), only when a job runs
     from speedbench.run.session import ConsoleProgress, resume_run
 
+    open_run_dir(args.run)  # a missing, empty or non-run folder: exit 2 before anything starts
     tag = args.tag or os.environ.get("SLURM_JOB_ID") or f"pid{os.getpid()}"
     return resume_run(Path(args.run), overrides=[], skip_doctor=args.skip_doctor,
                       progress=ConsoleProgress(Console(highlight=False)), arms=[args.arm], tag=tag, summarize=False)

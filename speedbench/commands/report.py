@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from speedbench.report.terminal import print_report
-from speedbench.results import RunDir, load_run
+from speedbench.results import load_run
 from speedbench.results.verify import verify_run
 
 
@@ -27,16 +27,16 @@ def run(args) -> int:
     from speedbench.report.render import write_report  # matplotlib: not at `speedbench --help`
 
     console = Console(highlight=False)
+    r = load_run(args.run)  # first: an empty or non-run folder is exit 2 with what was expected
+    assert r.dir is not None  # load_run reads a folder
     # Lost or damaged records would show as fewer requests, or a failed point: say so first.
-    v = verify_run(RunDir.open(args.run))
+    v = verify_run(r.dir)
     for problem in v.problems():
         console.print(f"[yellow]warning[/yellow]: {problem}", markup=True, soft_wrap=True)
     if not v.ok:
         console.print(f"`speedbench run --resume {v.run.path}` re-measures the damaged rounds", soft_wrap=True)
-    r = load_run(args.run)
     print_report(r, console)
     if not args.no_files:
-        assert r.dir is not None  # load_run reads a folder
         md_path, html_path = write_report(r.dir)
         console.print(f"wrote {md_path} and {html_path}", markup=False, soft_wrap=True)
     return 0

@@ -10,7 +10,7 @@ from rich.console import Console
 from speedbench.errors import UsageError
 from speedbench.executors.kinds import executor_for, executor_of_run
 from speedbench.stopping.schedule import look_level, look_schedule
-from speedbench.results import RunDir
+from speedbench.results.run import open_run_dir
 from speedbench.run.cost import describe, estimate
 from speedbench.run.plan import ArmPlan, Plan, build_plan, display_argv, display_env, shell_line
 from speedbench.scenario import Scenario, load_scenario, select_arms
@@ -149,7 +149,8 @@ def run(args) -> int:
     if args.resume and args.dry_run:
         raise UsageError("--resume and --dry-run do not go together")
     if args.resume:
-        executor = executor_for(args.executor) if args.executor else executor_of_run(RunDir.open(args.resume))
+        rd = open_run_dir(args.resume)  # a missing, empty or non-run folder: exit 2 before anything starts
+        executor = executor_for(args.executor) if args.executor else executor_of_run(rd)
         return executor.resume(
             Path(args.resume), console, overrides=args.overrides, skip_doctor=args.skip_doctor)
     if not args.scenario:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from speedbench.executors.kinds import executor_of_run
-from speedbench.results import RunDir
+from speedbench.results.run import open_run_dir
 from speedbench.scenario import validate_data
 
 
@@ -26,7 +26,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     console = Console(highlight=False)
-    rd = RunDir.open(args.run)
+    rd = open_run_dir(args.run)
     sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
     executor = executor_of_run(rd)
     jobs = executor.status(rd, sc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from speedbench.results import RunDir
+from speedbench.results.run import open_run_dir
 from speedbench.results.verify import verify_run
 
 HELP = """\
@@ -13,6 +13,7 @@ with its records (how many lines were written and their digest), and every recor
 must be a whole record. Lists each problem: records lost, changed or duplicated, damaged
 lines, unreadable files. `speedbench run --resume RUN` repairs what it lists: damaged
 lines move to records.damaged.jsonl and the rounds that lost records are measured again.
+A path that is not a run folder, or a summary.json that does not parse, is exit 2.
 """
 
 
@@ -24,7 +25,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    rd = RunDir.open(args.run)
+    rd = open_run_dir(args.run)  # a missing, empty or non-run folder: exit 2, never "ok, 0 rounds"
+    if rd.summary_path.exists():
+        rd.load_summary()  # a garbage summary is exit 2 here too, as in report and gate
     v = verify_run(rd)
     note = f" ({v.unverifiable} rounds from before record counts were kept: not checked)" if v.unverifiable else ""
     kept = f"; {v.quarantined} lines kept in {rd.damaged_path.name}" if v.quarantined else ""

@@ -33,6 +33,7 @@ from speedbench.executors.base import ArmJob, Executor
 from speedbench.executors.base import speedbench_argv as _speedbench_argv
 from speedbench.run.plan import build_plan
 from speedbench.results import RunDir, atomic_write
+from speedbench.results.files import ensure_dir
 from speedbench.scenario import Scenario, SlurmSpec, resolved_dict, validate_data
 
 # Slurm's words for a job that is queued or running (scontrol's JobState)
@@ -245,7 +246,7 @@ def submit(sc: Scenario, run_dir: Any, *, arms: list[str] | None = None, skip_do
     cwd = (cwd or Path.cwd()).resolve()
     run_path = Path(run_dir.path).resolve()
     folder = run_path / DIR
-    folder.mkdir(exist_ok=True)
+    ensure_dir(folder)
     (folder / CANCELLED).unlink(missing_ok=True)
     try:
         jobs = load_jobs(run_path)
@@ -254,13 +255,13 @@ def submit(sc: Scenario, run_dir: Any, *, arms: list[str] | None = None, skip_do
     ids = []
     for arm in arms if arms is not None else [a.name for a in sc.arms]:
         script = folder / f"{arm}.sbatch"
-        script.write_text(arm_script(sc, run_path, arm, cwd=cwd, skip_doctor=skip_doctor), encoding="utf-8")
+        atomic_write(script, arm_script(sc, run_path, arm, cwd=cwd, skip_doctor=skip_doctor))
         job_id = slurm.sbatch(script)
         jobs["arms"].setdefault(arm, []).append(job_id)
         ids.append(job_id)
         _save_jobs(run_path, jobs)  # after every sbatch: a failure later still leaves a cancellable list
     script = folder / "gather.sbatch"
-    script.write_text(gather_script(sc, run_path, cwd=cwd), encoding="utf-8")
+    atomic_write(script, gather_script(sc, run_path, cwd=cwd))
     jobs["gather"].append(slurm.sbatch(script, dependency="afterany:" + ":".join(ids) if ids else None))
     jobs["submissions"].append({"utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                                 "arms": ids, "gather": jobs["gather"][-1]})
@@ -354,7 +355,7 @@ def cancel(run_dir: Any, slurm: Slurm | None = None, wait_s: float = 120) -> lis
     slurm = slurm or Slurm()
     run_path = Path(run_dir.path)
     jobs = load_jobs(run_path)
-    (run_path / DIR / CANCELLED).write_text(_dt.datetime.now(_dt.timezone.utc).isoformat() + "\n")
+    atomic_write(run_path / DIR / CANCELLED, _dt.datetime.now(_dt.timezone.utc).isoformat() + "\n")
     every = [i for ids in jobs["arms"].values() for i in ids] + list(jobs.get("gather") or [])
     active = [i for i in every if (slurm.show(i) or {}).get("JobState", "") in ACTIVE_STATES]
     slurm.cancel(active)

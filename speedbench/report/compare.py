@@ -21,7 +21,7 @@ from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
 from speedbench.results import Run
-from speedbench.errors import UsageError
+from speedbench.errors import UsageError, did_you_mean
 from speedbench.report import html
 from speedbench.report import plots
 
@@ -213,7 +213,8 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
     """Two arms of one run against the same baseline on the same prompts."""
     for a in (arm_a, arm_b):
         if a not in run.arms():
-            raise UsageError(f"arm '{a}' is not in run {run.run_id}; its arms are {run.arms()}")
+            raise UsageError(f"arm '{a}' is not in run {run.run_id}{did_you_mean(a, run.arms())}; its arms are "
+                             f"{', '.join(map(str, run.arms()))}")
     cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
                "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.errors import SpeedbenchError
 from speedbench.report import html
 from speedbench.report import leaderboard
 from speedbench.report import nightly
@@ -26,8 +26,9 @@ from speedbench.report import plots
 from speedbench.report import tables
 from speedbench.report import verdicts as verdict_block
 from speedbench.report.nightly import checkpoint, pooled_al
-from speedbench.results import Run, atomic_write, load_run
-from speedbench.results.files import started_at
+from speedbench.results import Run, atomic_write
+from speedbench.results.discover import discover_runs, require_runs
+from speedbench.results.files import ensure_dir, started_at
 from speedbench.report.render import render_report
 
 MAX_LATEST = 50  # rows in the "latest runs" table
@@ -61,20 +62,16 @@ def _safe_rel(rel: Path) -> Path:
     return Path(*[re.sub(r"[^A-Za-z0-9_.\-]", "_", p).lstrip(".") or "_" for p in rel.parts])
 
 
-def scan(results_dir: Path, skip: Path | None = None) -> tuple[list[SiteRun], list[str]]:
-    runs, problems = [], []
-    for summary in sorted(results_dir.rglob("summary.json")):
-        folder = summary.parent
-        if skip is not None and (folder == skip or skip in folder.parents):
-            continue
-        try:
-            run = load_run(folder)
-        except SpeedbenchError as e:
-            problems.append(f"skipped {folder}: {e}")
-            continue
-        runs.append(SiteRun(run, folder.relative_to(results_dir), _created(run)))
+def scan(results_dir: Path, skip: Path | None = None, required: bool = False) -> tuple[list[SiteRun], list[str]]:
+    """Every run under results_dir once (results/discover.py), in time order, and the
+    folders skipped; ``required``: no run at all is a UsageError (exit 2)."""
+    found = discover_runs(results_dir, skip)
+    if required:
+        require_runs(found, results_dir)
+    runs = [SiteRun(run, run.dir.path.relative_to(results_dir) if run.dir else Path(run.run_id), _created(run))
+            for run in found.runs]
     runs.sort(key=lambda r: r.created)
-    return runs, problems
+    return runs, found.problems
 
 
 def _up_to_date(dest: Path, src: Path, same_size: bool) -> bool:
@@ -249,9 +246,7 @@ def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
                      ) -> tuple[list[nightly.Verdict], list[str]]:
     """The verdicts over every run folder under results_dir (``speedbench changes``)."""
     results = Path(results_dir).resolve()
-    if not results.is_dir():
-        raise UsageError(f"results folder not found: {results}")
-    runs, problems = scan(results)
+    runs, problems = scan(results, required=True)
     by_scenario: dict[str, list[SiteRun]] = {}
     for sr in runs:
         by_scenario.setdefault(sr.run.scenario_name, []).append(sr)
@@ -260,10 +255,10 @@ def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
 
 def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     results, site = Path(results_dir).resolve(), Path(site_dir).resolve()
-    if not results.is_dir():
-        raise UsageError(f"results folder not found: {results}")
-    runs, problems = scan(results, skip=site)
-    site.mkdir(parents=True, exist_ok=True)
+    runs, problems = scan(results, skip=site, required=True)
+    # the same per-round digests as `speedbench verify`: a damaged run is listed, not hidden
+    problems += [f"{sr.rel}: records damaged: {p}" for sr in runs for p in sr.run.record_problems[:3]]
+    ensure_dir(site)
     for sr in runs:
         _copy_report(sr, site, problems)
     by_scenario: dict[str, list[SiteRun]] = {}
@@ -275,10 +270,8 @@ def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
             + (f" · {nav}" if nav else "") + "</div></header>"]
     if problems:
         body.append(html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(p)}</li>" for p in problems) + "</ul>"),
-                           "Skipped", "warn"))
-    if not runs:
-        body.append(html.card(html.Safe(f"<p>No run folders (summary.json) under {html.esc(results)}.</p>")))
-    else:
+                           "Skipped runs and damaged records", "warn"))
+    if runs:  # scan(required=True) refused none; kept so that an empty list cannot crash here
         links = {id(sr.run): sr.report for sr in runs}
         body.insert(1, verdict_block.block(_verdicts(by_scenario), lambda run: links.get(id(run))))
         body.insert(2, "".join(leaderboard.leaderboard(name, rs[-1].run, rs[-1].report)

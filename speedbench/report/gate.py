@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from speedbench.errors import UsageError
+from speedbench.errors import UsageError, did_you_mean
 from speedbench.metrics.registry import GATE_METRICS
 from speedbench.report import noise
 from speedbench.report import significance
@@ -69,12 +69,13 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
     """Gates from a YAML file (a list, or a mapping with ``gates:``), else the run's scenario."""
     if path is not None:
         p = Path(path)
-        if not p.exists():
-            raise UsageError(f"gates file not found: {p}")
+        if not p.is_file():
+            raise UsageError(f"gates file {'is a folder' if p.is_dir() else 'not found'}: {p} -- expected a YAML "
+                             "list of gates, such as [{metric: speedup, min: 1.5}]")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise UsageError(f"{p}: YAML syntax error: {e}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise UsageError(f"{p}: not a YAML gates file: {e}") from None
         if isinstance(data, dict) and "gates" in data:
             data = data["gates"]
         where = str(p)
@@ -111,7 +112,8 @@ def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
     spec_only = GATE_METRICS[g.metric].speculative_only
     if g.arm is not None:
         if g.arm not in run.arms():
-            problems.append(f"arm {g.arm} has no results in this run (arms: {', '.join(run.arms()) or 'none'})")
+            problems.append(f"arm {g.arm} has no results in this run{did_you_mean(g.arm, run.arms())} "
+                            f"(arms: {', '.join(run.arms()) or 'none'})")
         rows = [r for r in run.rows if r.get("arm") == g.arm]
     else:
         rows = [r for r in run.rows if tables.is_speculative(r)] if spec_only else list(run.rows)
@@ -198,11 +200,22 @@ def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline
                     f"upper end {high:.3f} ({source}) reaches the limit {threshold:.3f}")
 
 
+def _damaged(run: Run, gates: list[GateSpec], which: str) -> list[GateResult]:
+    """Records that no longer match their rounds' digests (``speedbench verify``) leave
+    every figure of the run unchecked: each gate fails on them instead of passing."""
+    problems = run.record_problems
+    if not problems:
+        return []
+    msg = (f"the {which}'s records are damaged ({len(problems)} problems; first: {problems[0]}) -- "
+           f"`speedbench verify {run.path}` lists them, `speedbench run --resume {run.path}` re-measures them")
+    return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
+
+
 def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
                    history: list[Run] | None = None) -> list[GateResult]:
     """``history``: earlier runs; with at least 3 of the same scenario, a relative gate
     also needs the drop to exceed 2 night-to-night standard deviations."""
-    results: list[GateResult] = []
+    results = _damaged(run, gates, "run") + (_damaged(baseline, gates, "baseline run") if baseline else [])
     for i, g in enumerate(gates):
         rows, problems = _select(run, g)
         for p in problems:

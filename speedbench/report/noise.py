@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from speedbench.analysis.cells import num
-from speedbench.analysis.changepoints import MIN_BASELINE, Change, find_changes, robust_sd
+from speedbench.analysis.changepoints import MIN_BASELINE, Change, find_changes, floored_sd, robust_sd
 from speedbench.results import Run
 
 MIN_NIGHTS = MIN_BASELINE  # fewer earlier nights give no usable spread
@@ -56,7 +56,9 @@ def history_values(history: Iterable[Run], scenario: str, arm: str, concurrency:
 def night_sd(values: list[float]) -> float:
     """Night-to-night sd as the detector estimates it over a whole series (successive
     differences, barely moved by a step); NaN with fewer than MIN_NIGHTS values."""
-    return robust_sd(values) if len(values) >= MIN_NIGHTS else math.nan
+    if len(values) < MIN_NIGHTS:
+        return math.nan
+    return floored_sd(robust_sd(values), sum(values) / len(values))  # identical nights: the floor, not 0
 
 
 def tonight(past: list[float], value: float, past_hw: list[float] | None = None,

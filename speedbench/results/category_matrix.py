@@ -20,6 +20,7 @@ ok measured requests, the summary row's ``draft_acceptance_rate`` restricted to 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from rich.table import Table
 
 from speedbench.metrics.keys import AL_REQUESTS, AL_TOKENS, N_OK, SPEEDUP_CI_HIGH, SPEEDUP_CI_LOW, SPEEDUP_MEAN
 from speedbench.errors import UsageError
+from speedbench.results.files import atomic_write, ensure_dir
 from speedbench.results.run import Run
 
 # AIPerf's qualitative SPEED-Bench categories in its column order; others follow sorted.
@@ -139,17 +141,23 @@ def _two(v: float | None) -> str:
     return f"{v:.2f}" if v is not None else ""
 
 
+def _write_csv(path: Path, rows: list[list[Any]]) -> Path:
+    """Through the one writer: an unwritable folder is exit 3, never a half-written CSV."""
+    buf = io.StringIO(newline="")
+    csv.writer(buf).writerows(rows)
+    atomic_write(path, buf.getvalue())
+    return path
+
+
 def write_aiperf(cps: list[Checkpoint], cats: list[str], figure: str, path: Path) -> Path:
     """AIPerf's layout: Model, one column per category, Overall (mean over the categories
     with a value), two decimals, empty where there is no value. Rows sorted by model."""
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["Model", *cats, "Overall"])
-        for cp in sorted(cps, key=lambda c: c.label):
-            values = [_num(cp.cells.get(cat, {}).get(figure)) for cat in cats]
-            present = [v for v in values if v is not None]
-            w.writerow([cp.label, *(_two(v) for v in values), _two(sum(present) / len(present) if present else None)])
-    return path
+    rows: list[list[Any]] = [["Model", *cats, "Overall"]]
+    for cp in sorted(cps, key=lambda c: c.label):
+        values = [_num(cp.cells.get(cat, {}).get(figure)) for cat in cats]
+        present = [v for v in values if v is not None]
+        rows.append([cp.label, *(_two(v) for v in values), _two(sum(present) / len(present) if present else None)])
+    return _write_csv(path, rows)
 
 
 def matrix_header(cps: list[Checkpoint]) -> list[str]:
@@ -158,31 +166,26 @@ def matrix_header(cps: list[Checkpoint]) -> list[str]:
 
 def write_matrix(cps: list[Checkpoint], cats: list[str], path: Path) -> Path:
     """Ours: a row per category, a column group per checkpoint, values as in the summaries."""
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(matrix_header(cps))
-        for cat in cats:
-            row: list[Any] = [cat]
-            for cp in cps:
-                cell = cp.cells.get(cat, {})
-                row += ["" if _num(cell.get(fig)) is None else cell.get(fig) for fig in FIGURES]
-            w.writerow(row)
-    return path
+    rows: list[list[Any]] = [matrix_header(cps)]
+    for cat in cats:
+        row: list[Any] = [cat]
+        for cp in cps:
+            cell = cp.cells.get(cat, {})
+            row += ["" if _num(cell.get(fig)) is None else cell.get(fig) for fig in FIGURES]
+        rows.append(row)
+    return _write_csv(path, rows)
 
 
 def write_checkpoints(cps: list[Checkpoint], path: Path) -> Path:
     """What each label stands for: run, arm, point and draft."""
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["label", "run_id", "scenario", "run_path", "arm", "concurrency", "variant", "draft"])
-        for cp in cps:
-            w.writerow([cp.label, cp.run.run_id, cp.run.scenario_name, str(cp.run.path or ""), cp.arm,
-                        cp.concurrency, cp.variant, cp.draft])
-    return path
+    rows: list[list[Any]] = [["label", "run_id", "scenario", "run_path", "arm", "concurrency", "variant", "draft"]]
+    rows += [[cp.label, cp.run.run_id, cp.run.scenario_name, str(cp.run.path or ""), cp.arm, cp.concurrency,
+              cp.variant, cp.draft] for cp in cps]
+    return _write_csv(path, rows)
 
 
 def export_matrix(runs: list[Run], out: Path, concurrency: int | None = None, variant: str = "") -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     cps = checkpoints(runs, concurrency, variant)
     cats = category_order(cps)
     written = [write_matrix(cps, cats, out / MATRIX_FILE), write_checkpoints(cps, out / "checkpoints.csv")]

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from speedbench.metrics.keys import GOODPUT
 from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, wall_s
-from speedbench.results.files import atomic_write, finite, safe_part
+from speedbench.results.files import atomic_write, atomic_write_with, ensure_dir, finite, safe_part
 from speedbench.results.formats import data_frame, write_parquet
 from speedbench.results.run import Run
 from speedbench.results.profile import write_profiles
@@ -212,12 +212,15 @@ def vllm_file_name(key: PointKey) -> str:
                       f"c{key.concurrency}"] + ([safe_part(key.variant)] if key.variant else [])) + ".json"
 
 
+def _to_parquet(df: Any, f: Any) -> None:
+    df.to_parquet(f, index=False)
+
+
 def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
     """Write ``run`` in ``fmt`` under ``out_dir``; returns the files written."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(Path(out_dir))
     written: list[Path] = []
     if fmt == "vllm":
         for key, res in vllm_results(run).items():
@@ -244,16 +247,18 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
             for c in df.columns:  # lists as JSON text, as summary.csv writes them
                 if df[c].map(lambda v: isinstance(v, (list, dict))).any():
                     df[c] = df[c].map(lambda v: json.dumps(finite(v)) if isinstance(v, (list, dict)) else v)
-            df.to_csv(p, index=False)
+            atomic_write(p, df.to_csv(index=False))
         else:
             for c in df.columns:  # parquet needs one type per column; nested lists as JSON text
                 if df[c].map(lambda v: isinstance(v, (list, dict))).any():
                     df[c] = df[c].map(lambda v: json.dumps(finite(v)))
-            df.to_parquet(p, index=False)
+            atomic_write_with(p, partial(_to_parquet, df))
         written.append(p)
     if fmt == "parquet" and run.records and run.dir is not None:
         if run.dir.parquet_path.exists():
-            written.append(Path(shutil.copyfile(run.dir.parquet_path, out / "records.parquet")))
+            src = run.dir.parquet_path
+            atomic_write_with(out / "records.parquet", lambda f: f.write(src.read_bytes()))
+            written.append(out / "records.parquet")
         else:
             written.append(write_parquet(out / "records.parquet", run.records))
     return written

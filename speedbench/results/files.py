@@ -16,8 +16,10 @@ from typing import IO, Any
 from speedbench.errors import OutputError
 
 # Write errors that waiting or retrying does not fix: the disk (or quota) is full, the
-# folder is read-only or not ours. They stop a run cleanly (exit 3) instead of a traceback.
-OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+# folder is read-only or not ours, or a file stands where a folder must go (and the
+# reverse). They stop a command cleanly (exit 3) instead of a traceback.
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                           errno.ENOTDIR, errno.EISDIR, errno.EEXIST})
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -62,8 +64,11 @@ def atomic_write(path: Path, text: str, fsync: bool = False) -> None:
 
 
 def atomic_write_with(path: Path, write: Callable[[IO[bytes]], Any], fsync: bool = False) -> None:
-    """:func:`atomic_write` for any writer: ``write(f)`` fills a binary file object."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """:func:`atomic_write` for any writer: ``write(f)`` fills a binary file object.
+    Every file a command writes (other than the append-only logs) goes through here, so
+    an unwritable output ends as one :class:`OutputError` (exit 3), never a traceback."""
+    path = Path(path)
+    ensure_dir(path.parent)
     # pid + thread: arms of one wave write from several threads.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
@@ -81,6 +86,17 @@ def atomic_write_with(path: Path, write: Callable[[IO[bytes]], Any], fsync: bool
         if isinstance(e, OSError) and e.errno in OUTPUT_ERRNOS:
             raise output_error(e, path) from None
         raise
+
+
+def ensure_dir(folder: Path) -> Path:
+    """Create ``folder`` (and its parents); an unwritable place is an :class:`OutputError`."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if e.errno in OUTPUT_ERRNOS:
+            raise output_error(e, Path(folder)) from None
+        raise
+    return Path(folder)
 
 
 def free_space(path: Path) -> tuple[Path, int | None]:
@@ -111,8 +127,10 @@ def output_error(e: OSError, path: Path) -> OutputError:
     """An :class:`OutputError` naming the file, the reason and the free space."""
     folder, free = free_space(path)
     why = e.strerror or str(e)
+    # No option is named here: the commands differ in how they choose where to write
+    # (-o/--output, --junit FILE, the run folder itself); each one's --help says how.
     fix = ("free space there" if e.errno in (errno.ENOSPC, errno.EDQUOT)
-           else "make the folder writable, or write somewhere else with -o/--output")
+           else f"make {folder} writable (a folder, not a file), or choose an output path elsewhere")
     return OutputError(f"cannot write {path}: {why} (free space in {folder}: {human_bytes(free)}) -- fix: {fix}",
                        path=path)
 

@@ -193,7 +193,6 @@ def write_profile(run: Run, row: dict[str, Any], out: Path) -> Path:
     """``out/<arm>__c<concurrency>[__<variant>]/speculation_profile.json``: the file keeps
     specdec_bench's name, so tools that look for it find it."""
     p = out / profile_dir_name(row) / FILE_NAME
-    p.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(p, json.dumps(finite(speculation_profile(run, row)), indent=2) + "\n")
     return p
 

@@ -6,8 +6,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.rundir import RunDir
+from speedbench.results.verify import verify_run
+
+EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
 
 
 class Run:
@@ -57,6 +61,12 @@ class Run:
         return self.dir.load_records() if self.dir else []
 
     @cached_property
+    def record_problems(self) -> list[str]:
+        """What ``speedbench verify`` finds wrong with the records (the same per-round
+        digests): every command that reads records says so, and a gate fails on it."""
+        return verify_run(self.dir).problems() if self.dir else []
+
+    @cached_property
     def provenance(self) -> dict[str, Any]:
         return self.dir.load_provenance() if self.dir else {}
 
@@ -83,7 +93,41 @@ class Run:
         return None
 
 
+# What RunDir.create and a run's first steps write: a folder holding any of them is a run,
+# finished or not (a run stopped before its first point has only the first two folders).
+RUN_MARKERS = ("summary.json", "scenario.resolved.yaml", "host.json", "provenance.json", "prometheus", "logs")
+
+
+def is_run_folder(p: Path) -> bool:
+    """A folder a run wrote, whoever wrote it (a cluster job's points-<job>.json too)."""
+    return (any((p / m).exists() for m in RUN_MARKERS) or any(p.glob("points*.json"))
+            or any(p.glob("records*.jsonl")))
+
+
+def open_run_dir(path: str | Path) -> RunDir:
+    """The one loader of a run folder that a command reads: a missing path, a file where
+    the folder belongs, an empty folder or another folder is a UsageError (exit 2) that
+    says what was expected, never a traceback further on."""
+    p = Path(path)
+    if p.is_file() and p.name == "summary.json":
+        p = p.parent
+    if not p.exists():
+        raise UsageError(f"{p}: not found -- expected {EXPECTED}")
+    if not p.is_dir():
+        raise UsageError(f"{p} is a file -- expected {EXPECTED}")
+    try:
+        empty = not any(p.iterdir())
+    except OSError as e:
+        raise UsageError(f"{p}: cannot be read ({e.strerror or e})") from None
+    if empty:
+        raise UsageError(f"{p} is an empty folder -- expected {EXPECTED}")
+    if not is_run_folder(p):
+        raise UsageError(f"{p} is not a run folder (no summary.json, points.json or records.jsonl) -- expected "
+                         f"{EXPECTED}; `speedbench dashboard` and `speedbench changes` read a folder of runs")
+    return RunDir.open(p)
+
+
 def load_run(path: str | Path) -> Run:
     """A run folder (or its summary.json) -> :class:`Run`; UsageError when unreadable."""
-    rd = RunDir.open(path)
+    rd = open_run_dir(path)
     return Run(rd, rd.load_summary())

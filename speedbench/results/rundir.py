@@ -347,8 +347,10 @@ class RunDir(PointLog):
         if data is None:
             raise UsageError(f"{self.summary_path} not found -- the run has not finished; "
                              f"`speedbench run --resume {self.path}` completes it")
-        if not isinstance(data, dict) or "rows" not in data:
-            raise UsageError(f"{self.summary_path}: not a speedbench summary (no 'rows')")
+        rows = data.get("rows") if isinstance(data, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise UsageError(f"{self.summary_path}: not a speedbench summary (expected a JSON object whose 'rows' "
+                             "is a list of rows) -- fix: `speedbench gather RUN` writes it again from the records")
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise UsageError(f"{self.summary_path}: missing schema_version")

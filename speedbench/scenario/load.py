@@ -12,8 +12,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from speedbench.errors import ScenarioError
+from speedbench.errors import ScenarioError, did_you_mean
 from speedbench.scenario.arms import expand_arms
+from speedbench.scenario.base import Strict
 from speedbench.scenario.model import Scenario
 
 
@@ -65,21 +66,46 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
         r"^(function-|str$|int$|float$|bool$|list\[|dict\[|none$|json-or-python)", str(p)))
 
 
-def format_validation_error(path: str, text: str, err: ValidationError) -> ScenarioError:
+def _key_names() -> list[str]:
+    """Every key a scenario may spell (each model's fields and their aliases): what an
+    unknown key is matched against for "did you mean"."""
+    names: set[str] = set()
+    todo = [Strict]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        for name, f in cls.model_fields.items():
+            names.update(n for n in (name, f.alias) if n)
+    return sorted(names)
+
+
+def _where(path: str, lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...],
+           blame: dict[tuple[Any, ...], str]) -> str:
+    """An override's value is its own fault, not the file's: ``--set repeats=abc``, never
+    the line the file gives that key (or the closest key, for a value the file lacks)."""
+    expr = next((x for at, x in blame.items() if loc[:len(at)] == at), None)
+    if expr is not None:
+        return f"--set {expr}"
+    # a model_validator error has no field; point at the closest existing key
+    line = None
+    probe = loc
+    while probe and line is None:
+        line = lines.get(probe)
+        probe = probe[:-1]
+    return f"{path}:{line}" if line else path
+
+
+def format_validation_error(path: str, text: str, err: ValidationError,
+                            blame: dict[tuple[Any, ...], str] | None = None) -> ScenarioError:
+    """``blame``: where each ``--set`` wrote (its key path in the data) -> the override."""
     lines = _line_map(text)
     parts = []
     for e in err.errors():
         loc = _clean_loc(tuple(e["loc"]))
-        # a model_validator error has no field; point at the closest existing key
-        line = None
-        probe = loc
-        while probe and line is None:
-            line = lines.get(probe)
-            probe = probe[:-1]
-        where = f"{path}:{line}" if line else path
+        where = _where(path, lines, loc, blame or {})
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            msg = f"unknown key '{loc[-1]}'"
+            msg = f"unknown key '{loc[-1]}'{did_you_mean(loc[-1], _key_names())}"
         hint = _HINTS.get(e["type"], "")
         item = f"{where}: {_fmt_path(loc)}: {msg}"
         if e["type"] not in ("extra_forbidden", "missing") and "input" in e and not isinstance(e["input"], dict):
@@ -104,37 +130,50 @@ def parse_override(expr: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+def apply_overrides(data: dict[str, Any], overrides: list[str],
+                    touched: dict[tuple[Any, ...], str] | None = None) -> dict[str, Any]:
     """Apply ``a.b.c=value`` overrides; list items are addressed by index or by name.
 
     Names may contain dots (``arms.eagle3.1.args.x=1``): at a list, the longest run of
-    path parts that spells an item's name wins.
+    path parts that spells an item's name wins. ``touched`` collects where each override
+    wrote (list indices resolved), so a validation error can blame the override.
     """
     data = copy.deepcopy(data)
     for expr in overrides:
-        keys, value = parse_override(expr)
-        node: Any = data
-        i = 0
-        while i < len(keys):
-            if isinstance(node, list):
-                idx, used = _list_index(node, keys[i:], expr)
-                i += used
-                if i == len(keys):
-                    node[idx] = value
-                else:
-                    node = node[idx]
-                continue
-            if not isinstance(node, dict):
-                raise ScenarioError(f"--set {expr!r}: '{'.'.join(keys[:i])}' is not a mapping or list")
-            key = keys[i]
-            i += 1
-            if i == len(keys):
-                node[key] = value
-            else:
-                if node.get(key) is None:
-                    node[key] = {}
-                node = node[key]
+        loc = _apply_one(data, expr)
+        if touched is not None:
+            touched[loc] = expr
     return data
+
+
+def _apply_one(data: dict[str, Any], expr: str) -> tuple[Any, ...]:
+    """Set one ``KEY.PATH=VALUE`` in ``data``; returns the key path it wrote."""
+    keys, value = parse_override(expr)
+    node: Any = data
+    loc: list[Any] = []
+    i = 0
+    while i < len(keys):
+        if isinstance(node, list):
+            idx, used = _list_index(node, keys[i:], expr)
+            i += used
+            loc.append(idx)
+            if i == len(keys):
+                node[idx] = value
+            else:
+                node = node[idx]
+            continue
+        if not isinstance(node, dict):
+            raise ScenarioError(f"--set {expr!r}: '{'.'.join(keys[:i])}' is not a mapping or list")
+        key = keys[i]
+        i += 1
+        loc.append(key)
+        if i == len(keys):
+            node[key] = value
+        else:
+            if node.get(key) is None:
+                node[key] = {}
+            node = node[key]
+    return tuple(loc)
 
 
 def _list_index(node: list[Any], keys: list[str], expr: str) -> tuple[int, int]:
@@ -145,7 +184,9 @@ def _list_index(node: list[Any], keys: list[str], expr: str) -> tuple[int, int]:
                 return j, n
     if keys[0].isdigit() and int(keys[0]) < len(node):
         return int(keys[0]), 1
-    raise ScenarioError(f"--set {expr!r}: no list item '{keys[0]}' (use an index or an arm name)")
+    names = [str(item["name"]) for item in node if isinstance(item, dict) and item.get("name")]
+    raise ScenarioError(f"--set {expr!r}: no list item '{keys[0]}'{did_you_mean(keys[0], names)} (use an index or "
+                        f"a name: {', '.join(names) or 'none'})")
 
 
 class _DuplicateKey(yaml.YAMLError):
@@ -186,7 +227,13 @@ def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
     p = Path(path)
     if not p.exists():
         raise ScenarioError(f"scenario file not found: {p} -- fix: check the path (scenarios live in scenarios/)")
-    text = p.read_text()
+    if p.is_dir():
+        raise ScenarioError(f"{p} is a folder -- expected a scenario YAML file, such as scenarios/cpu_tiny.yaml")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"scenario file {p} cannot be read ({getattr(e, 'strerror', None) or e}) -- expected "
+                            "a YAML text file") from None
     try:
         data = _load_yaml(text)
     except _DuplicateKey as e:
@@ -207,11 +254,13 @@ def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
     return text, data
 
 
-def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = "") -> Scenario:
+def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = "",
+                  blame: dict[tuple[Any, ...], str] | None = None) -> Scenario:
+    """``blame``: apply_overrides' ``touched`` (errors in overridden values name the --set)."""
     try:
         sc = Scenario.model_validate(data)
     except ValidationError as e:
-        raise format_validation_error(path, text, e) from None
+        raise format_validation_error(path, text, e, blame) from None
     try:
         arms = expand_arms(sc.arms)
     except ValueError as e:
@@ -252,6 +301,7 @@ def _with_aa_arm(sc: Scenario, path: str) -> dict[str, Any]:
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> Scenario:
     """Read, override, validate and expand a scenario file."""
     text, data = load_raw(path)
+    touched: dict[tuple[Any, ...], str] = {}
     if overrides:
-        data = apply_overrides(data, overrides)
-    return validate_data(data, str(path), text)
+        data = apply_overrides(data, overrides, touched)
+    return validate_data(data, str(path), text, touched)

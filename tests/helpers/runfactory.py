@@ -225,10 +225,6 @@ def make_run(root: str | Path, spec: RunSpec | None = None, **overrides: Any) ->
     rows, all_recs = _measure(rd, spec, arms, rng)
     # per-category rows as summary.py writes them (per-user TPS, paired speedup, both ALs)
     cat_rows = category_rows([r for recs in all_recs for r in recs], arms[0]["name"])
-    if spec.write_records:
-        for recs in all_recs:
-            for r in recs:
-                rd.append_record(r)
     reference = _write_setup(rd, spec, arms)
     rd.write_summary({"scenario": spec.scenario, "run_id": rd.name, "created_utc": created.isoformat(),
                       "hardware": spec.hardware, "baseline": arms[0]["name"], "reference": reference, "rows": rows,
@@ -265,6 +261,9 @@ def _measure(rd: RunDir, spec: RunSpec, arms: list[dict[str, Any]], rng) -> tupl
                 msg = f"arm {arm['name']} failed to start: exit code 1" if arm["name"] in spec.failed_arms else None
                 rows.append(_row(arm, c, v, recs, base_recs, rng, msg))
                 all_recs.append(recs)
+                if spec.write_records:  # before the point is marked: its count and digest go into points.json
+                    for r in recs:
+                        rd.append_record(r)
                 status = "failed" if msg else ("partial" if any(not r.ok for r in recs) else "ok")
                 rd.mark_point((arm["name"], c, v), status, failure=msg, wall_s=3.0, loop_lag_ms={"max": 1.0},
                               n_records=len(recs))

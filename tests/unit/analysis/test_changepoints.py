@@ -87,3 +87,17 @@ def test_the_charts_band_is_not_widened_by_the_step():
     assert lo0 > hi1  # the two levels' bands do not overlap
     # the old band, mean ± 2 sd of every night, would have swallowed the step
     assert 2 * np.std(y, ddof=1) > 0.18
+
+
+def test_identical_nights_have_a_floor_not_a_zero_spread():
+    """Copies of one night (a spread of exactly zero) once gave "500000000.0 night-to-night
+    sd": the floor keeps a change's size in sds meaningful (issue 47)."""
+    from speedbench.analysis.changepoints import SD_FLOOR_REL, floored_sd
+
+    y = [2.0] * 8 + [1.0] * 3
+    changes = find_changes(y)
+    assert changes and changes[-1].kind == REGRESSION
+    assert changes[-1].noise_sd == SD_FLOOR_REL * 2.0
+    assert changes[-1].sigmas == 1.0 / (SD_FLOOR_REL * 2.0)
+    assert floored_sd(0.0, 1.5) == SD_FLOOR_REL * 1.5 and floored_sd(0.2, 1.5) == 0.2
+    assert math.isnan(floored_sd(math.nan, 1.5))

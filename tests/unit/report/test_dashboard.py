@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from urllib.parse import unquote
 
-from tests.helpers.runfactory import make_history
+from tests.helpers.runfactory import make_history, make_run
 
 from speedbench.cli import main
 from speedbench.report.render import write_report
@@ -44,11 +44,15 @@ def test_dashboard_site(tmp_path):
 
 
 def test_dashboard_cli_and_empty(tmp_path, capsys):
+    """A folder with no runs is bad input (issue 47): a 0-run site would pass every night."""
     (tmp_path / "results").mkdir()
-    assert main(["dashboard", str(tmp_path / "results"), "-o", str(tmp_path / "site")]) == 0
-    assert "No run folders" in (tmp_path / "site" / "index.html").read_text()
+    assert main(["dashboard", str(tmp_path / "results"), "-o", str(tmp_path / "site")]) == 2
+    assert "no run folders" in capsys.readouterr().err
+    assert not (tmp_path / "site" / "index.html").exists()
     assert main(["dashboard", str(tmp_path / "nope"), "-o", str(tmp_path / "site")]) == 2
-    assert "0 runs" in capsys.readouterr().out
+    make_run(tmp_path / "results")
+    assert main(["dashboard", str(tmp_path / "results"), "-o", str(tmp_path / "site")]) == 0
+    assert "(1 runs)" in capsys.readouterr().out
 
 
 def test_site_inside_results_is_not_rescanned(tmp_path):
