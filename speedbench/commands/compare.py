@@ -20,14 +20,28 @@ records, non-overlapping 95% CIs count as significant.
 
 With --arms A B, compare two arms within each run (e.g. eagle3 vs eagle3.1): a paired
 bootstrap over the prompts both arms saw.
+
+With --checkpoints RESULTS_DIR, compare checkpoints across nights: every run folder under
+RESULTS_DIR is a night of its scenario; each checkpoint's speedup (per concurrency) and AL
+(pooled and per category) are pooled over the nights it ran, and compared with the
+reference checkpoint (--reference: an arm name, a draft path or a full checkpoint name;
+default the first checkpoint seen) night by night: the ratio's 95% interval is a t
+interval over the nights both ran, so night-to-night variation is in it. Calls (better,
+worse, no difference; insufficient nights below 3) are controlled over every checkpoint x
+concurrency x category comparison with Benjamini-Hochberg at q=0.05. See docs/dashboard.md.
 """
 
 
 def register(sub) -> None:
     p = sub.add_parser("compare", help="compare runs, or two arms of a run, with significance tests",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run folders; the first is the reference")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="run folders; the first is the reference")
     p.add_argument("--arms", nargs=2, metavar=("A", "B"), help="compare arm B against arm A within each run")
+    p.add_argument("--checkpoints", metavar="RESULTS_DIR",
+                   help="compare checkpoints across the nights (run folders) under RESULTS_DIR")
+    p.add_argument("--reference", metavar="NAME", help="with --checkpoints: the reference checkpoint (arm, draft "
+                   "path or full name; default the first seen)")
+    p.add_argument("--json", action="store_true", help="with --checkpoints: print JSON")
     p.add_argument("-o", "--output", "--html", dest="html", metavar="OUT",
                    help="also write a self-contained HTML comparison to this file (--html: the old spelling)")
     p.set_defaults(func=run)
@@ -38,8 +52,14 @@ def run(args) -> int:
     from speedbench.report.compare import (compare_arms, compare_runs, merge, print_comparison,
                                            render_comparison_html)
 
-    runs = [load_run(p) for p in args.runs]
     console = Console(highlight=False)
+    if args.checkpoints:
+        return _checkpoints(args, console)
+    if args.reference or args.json:
+        raise UsageError("--reference and --json go with --checkpoints RESULTS_DIR")
+    if not args.runs:
+        raise UsageError("compare needs run folders, or --checkpoints RESULTS_DIR")
+    runs = [load_run(p) for p in args.runs]
     if args.arms:
         comparisons = [compare_arms(r, *args.arms) for r in runs]
     else:
@@ -51,4 +71,29 @@ def run(args) -> int:
     if args.html:
         atomic_write(Path(args.html), render_comparison_html(merge(comparisons)))
         console.print(f"wrote {args.html}", markup=False, soft_wrap=True)
+    return 0
+
+
+def _checkpoints(args, console: Console) -> int:
+    import json
+
+    from speedbench.report import checkpoints, dashboard
+
+    if args.runs or args.arms or args.html:
+        raise UsageError("--checkpoints RESULTS_DIR takes no run folders, --arms or --html")
+    results = Path(args.checkpoints)
+    if not results.is_dir():
+        raise UsageError(f"results folder not found: {results}")
+    runs, problems = dashboard.scan(results.resolve())
+    for p in problems:
+        console.print(f"warning: {p}", markup=False, soft_wrap=True)
+    by_scenario: dict = {}
+    for sr in runs:
+        by_scenario.setdefault(sr.run.scenario_name, []).append(sr.run)
+    found = checkpoints.compare_all(by_scenario, args.reference)
+    if args.json:
+        out = json.dumps(checkpoints.as_json(found), indent=1, ensure_ascii=False)
+    else:
+        out = "\n".join(checkpoints.text_lines(found) or ["no speculative arms under " + str(results)])
+    console.print(out, markup=False, soft_wrap=True)
     return 0

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.report import acknowledged, html
+from speedbench.report import checkpoints as across_nights
 from speedbench.report import leaderboard
 from speedbench.report import nightly
 from speedbench.report import plots
@@ -291,6 +292,8 @@ def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
         body.insert(1, verdict_block.block(vs, lambda run: links.get(id(run))))
         body.insert(2, "".join(leaderboard.leaderboard(name, rs[-1].run, rs[-1].report)
                                for name, rs in by_scenario.items()))
+        body.insert(3, across_nights.block(across_nights.compare_all(
+            {name: [sr.run for sr in rs] for name, rs in by_scenario.items()})))
         body.append(_latest_table(runs))
         body.append(_al_matrix(by_scenario))
         colors = checkpoint_colors(runs)
