@@ -1,7 +1,7 @@
 """Checkpoints across nights: each checkpoint's speedup (per concurrency) and AL (pooled and
 per category) pooled over the nights it ran, and compared with a reference checkpoint
 night by night (analysis/checkpoints.py), with Benjamini–Hochberg over every comparison
-of a scenario. ``speedbench compare --checkpoints`` prints it; the dashboard shows it.
+of a scenario (over the checkpoints, then within each). ``speedbench compare --checkpoints`` prints it; the dashboard shows it.
 """
 
 from __future__ import annotations
@@ -124,10 +124,12 @@ def compare_scenario(scenario: str, runs: Sequence[Run], reference: str | None =
 
 
 def _control(results: list[CheckpointResult]) -> None:
-    """Benjamini–Hochberg over every comparison of the scenario, then each checkpoint's verdict."""
-    comps = [c for r in results for c in r.comparisons]
-    for c, q in zip(comps, stats.bh_qvalues([c.contrast.p for c in comps])):
-        c.q, c.call = q, stats.call(c.contrast, q)
+    """Benjamini–Hochberg over every comparison of the scenario (over the checkpoints, then
+    within each: analysis.checkpoints.two_level_q), then each checkpoint's verdict."""
+    qs = stats.two_level_q([[c.contrast.p for c in r.comparisons] for r in results])
+    for r, q_row in zip(results, qs):
+        for c, q in zip(r.comparisons, q_row):
+            c.q, c.call = q, stats.call(c.contrast, q)
     for r in results:
         r.verdict = _verdict(r.comparisons) if r.comparisons else "the reference"
 
