@@ -32,7 +32,7 @@ with --strict, for a suspicious last night), 0 otherwise. See docs/dashboard.md.
 
 
 def register(sub) -> None:
-    p = sub.add_parser("changes", help="what changed over the nights, whether it is real, and why (exit 1: open regression)",
+    p = sub.add_parser("changes", help="what changed over the nights, is it real, and why (exit 1: open regression)",
                        description=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="folder holding run folders (e.g. results)")
     p.add_argument("--since", metavar="DATE", help="only changes that began on or after DATE (YYYY-MM-DD, UTC)")

@@ -47,7 +47,8 @@ class Ack:
 def _entry(item: object) -> Ack:
     if not isinstance(item, dict):
         raise ValueError("each entry is a mapping with series, since and reason")
-    series, reason, since = str(item.get("series") or "").strip(), str(item.get("reason") or "").strip(), item.get("since")
+    series, reason = str(item.get("series") or "").strip(), str(item.get("reason") or "").strip()
+    since = item.get("since")
     if not series or not reason or since is None:
         raise ValueError("series, since and reason are all required")
     day = since if isinstance(since, dt.date) else dt.date.fromisoformat(str(since))

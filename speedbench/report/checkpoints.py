@@ -1,7 +1,8 @@
 """Checkpoints across nights: each checkpoint's speedup (per concurrency) and AL (pooled and
 per category) pooled over the nights it ran, and compared with a reference checkpoint
 night by night (analysis/checkpoints.py), with Benjamini–Hochberg over every comparison
-of a scenario (over the checkpoints, then within each). ``speedbench compare --checkpoints`` prints it; the dashboard shows it.
+of a scenario (over the checkpoints, then within each). ``speedbench compare
+--checkpoints`` prints it; the dashboard shows it.
 """
 
 from __future__ import annotations
