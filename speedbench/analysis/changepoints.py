@@ -30,7 +30,7 @@ Everything here is pure (lists of floats in, dataclasses out).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -113,26 +113,22 @@ def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_al
     return Change(new[0], float(b.mean()), float(a.mean()), b_hw, a_hw, sd, len(a), kind)
 
 
-def _holds_without_any_one_night(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_all: float,
-                                 floor_rel: float, higher_is_better: bool, change: Change) -> bool:
+def _holds_without_any_one_night(new: list[int], last: int, change: Change,
+                                 judge: Callable[[list[int], float], Change | None]) -> bool:
     """A level of 2 or more nights must not rest on one of them: with any one of its nights
     left out, the change still stands in the same direction (at ``Z_HOLD``; with the last
-    night left out, at the full ``Z_CALL`` when 2 or more nights remain,
-    at ``Z_LAST`` when one does). So one bad last
-    night is never merged into a longer regression with an earlier start, and one bad night
-    in the past never drags a few neighbours into a change."""
+    night left out, at the full ``Z_CALL`` when 2 or more nights remain, at ``Z_LAST`` when
+    one does). So one bad last night is never merged into a longer regression with an
+    earlier start, and one bad night in the past never drags a few neighbours into a
+    change. ``judge(nights, z)``: the change of those nights against the same baseline."""
     if len(new) < 2:
         return True
-    from speedbench.analysis import pelt
-
-    last = len(y) - 1
     for drop in new:
         rest = [i for i in new if i != drop]
         # the newest night left out, 2 or more nights left must be called on their own (full
         # bar): tonight's bad night is not merged back into nights that were not a change
         z = (Z_CALL if len(rest) >= 2 else Z_LAST) if drop == last else Z_HOLD
-        again = _judge(y, hw, base, rest, sd_all, floor_rel, higher_is_better,
-                       pelt.t_critical(z, len(base) + len(rest) - 2))
+        again = judge(rest, z)
         if again is None or (again.delta > 0) != (change.delta > 0):
             return False
     return True
@@ -164,8 +160,12 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
             continue
         critical = pelt.t_critical(Z_CALL, len(base) + len(new) - 2)
         change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better, critical)
-        if change is None or not _holds_without_any_one_night(y, hw, base, new, sd_all, floor_rel,
-                                                               higher_is_better, change):
+
+        def judge(nights: list[int], z: float, base: list[int] = base) -> Change | None:
+            return _judge(y, hw, base, nights, sd_all, floor_rel, higher_is_better,
+                          pelt.t_critical(z, len(base) + len(nights) - 2))
+
+        if change is None or not _holds_without_any_one_night(new, len(y) - 1, change, judge):
             continue
         if change.nights == 1 and tau < len(y) - 1:
             outliers.add(tau)  # one night out and back: noise, kept out of later baselines

@@ -24,6 +24,9 @@ against under 5% with the two levels. BH bounds the expected share of false call
 the calls made; under a complete null (no checkpoint differs) that is the chance of any
 false call at all. Simultaneous intervals (Bonferroni over ~70 comparisons) would cost far
 more power for a ranking whose calls are reviewed anyway.
+
+scipy is imported at the top: nothing loaded at ``speedbench --help`` imports this module
+(report/checkpoints.py, which the dashboard and ``compare --checkpoints`` load when they run).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 MIN_NIGHTS = 3  # nights both checkpoints ran, needed for a call (two give a t with one df)
 LEVEL = 0.95  # each interval's coverage
@@ -62,8 +66,6 @@ class Contrast:
 
 
 def _t(df: int) -> float:
-    from scipy import stats  # function-local: scipy is slow to import (`speedbench --help`)
-
     return float(stats.t.ppf(0.5 + LEVEL / 2, df))
 
 
@@ -75,8 +77,6 @@ def _log_mean(d: np.ndarray) -> tuple[float, float, float, float]:
     se = float(d.std(ddof=1)) / math.sqrt(n)
     if se == 0:
         return m, m, m, (1.0 if m == 0 else 0.0)
-    from scipy import stats
-
     half = _t(n - 1) * se
     return m, m - half, m + half, float(2 * stats.t.sf(abs(m) / se, n - 1))
 

@@ -1,5 +1,5 @@
 """``speedbench changes RESULTS_DIR``: the dashboard's verdicts for a terminal, a CI job
-or an alert hook; exit 1 when a regression began within the recent nights."""
+or an alert hook; exit 1 for an open, unacknowledged regression (whatever its age)."""
 
 from __future__ import annotations
 

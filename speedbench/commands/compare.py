@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 from rich.console import Console
 
@@ -48,43 +51,39 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    # matplotlib (its HTML has plots): loaded when a comparison runs, not at `speedbench --help`
-    from speedbench.report.compare import (compare_arms, compare_runs, merge, print_comparison,
-                                           render_comparison_html)
+    # matplotlib (its HTML and the dashboard have plots): loaded when a comparison runs, not at `speedbench --help`
+    from speedbench.report import checkpoints, compare, dashboard
 
     console = Console(highlight=False)
     if args.checkpoints:
-        return _checkpoints(args, console)
+        return _checkpoints(args, console, checkpoints, dashboard.scan)
     if args.reference or args.json:
         raise UsageError("--reference and --json go with --checkpoints RESULTS_DIR")
     if not args.runs:
         raise UsageError("compare needs run folders, or --checkpoints RESULTS_DIR")
     runs = [load_run(p) for p in args.runs]
     if args.arms:
-        comparisons = [compare_arms(r, *args.arms) for r in runs]
+        comparisons = [compare.compare_arms(r, *args.arms) for r in runs]
     else:
         if len(runs) < 2:
             raise UsageError("compare needs two or more runs, or --arms A B to compare two arms of one run")
-        comparisons = [compare_runs(runs)]
+        comparisons = [compare.compare_runs(runs)]
     for cmp in comparisons:
-        print_comparison(cmp, console)
+        compare.print_comparison(cmp, console)
     if args.html:
-        atomic_write(Path(args.html), render_comparison_html(merge(comparisons)))
+        atomic_write(Path(args.html), compare.render_comparison_html(compare.merge(comparisons)))
         console.print(f"wrote {args.html}", markup=False, soft_wrap=True)
     return 0
 
 
-def _checkpoints(args, console: Console) -> int:
-    import json
-
-    from speedbench.report import checkpoints, dashboard
-
+def _checkpoints(args, console: Console, checkpoints: ModuleType, scan: Callable) -> int:
+    """``checkpoints``: report.checkpoints; ``scan``: report.dashboard.scan (both loaded by run())."""
     if args.runs or args.arms or args.html:
         raise UsageError("--checkpoints RESULTS_DIR takes no run folders, --arms or --html")
     results = Path(args.checkpoints)
     if not results.is_dir():
         raise UsageError(f"results folder not found: {results}")
-    runs, problems = dashboard.scan(results.resolve())
+    runs, problems = scan(results.resolve())
     for p in problems:
         console.print(f"warning: {p}", markup=False, soft_wrap=True)
     by_scenario: dict = {}
