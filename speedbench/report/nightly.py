@@ -219,7 +219,9 @@ def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = N
     found, idx, floor = changes(series)
     cutoff = since if since is not None else nights[max(len(nights) - RECENT_NIGHTS, 0)].created
     recent = [c for c in found if nights[idx[c.index]].created >= cutoff]
-    still = open_regression(series, nights, found, idx)
+    # a series no longer measured in the recent nights (an arm taken out) cannot recover: not open
+    retired = series.nights[-1] < len(nights) - RECENT_NIGHTS
+    still = None if retired else open_regression(series, nights, found, idx)
     if not recent:
         return Verdict(series, NO_CHANGE, ck, floor_rel=floor, open=still)
     ch = recent[-1]

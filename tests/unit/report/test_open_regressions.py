@@ -69,3 +69,16 @@ def test_the_dashboard_lists_open_regressions_first(tmp_path):
     opened = page.index("Open regressions")
     assert verdict < opened < page.index("Last night · cpu_tiny") < page.index("Latest runs")
     assert re.search(r"eagle3 speedup c=4: open since 2026-11-11, 20 nights, −1\d\.\d%", page)
+
+
+def test_an_arm_taken_out_has_no_open_regression(tmp_path):
+    from tests.helpers.histories import load_nights
+
+    from speedbench.report import nightly
+
+    ns = load_nights(write_history(tmp_path, 30, [Plant("eagle3", 10, "speedup", -0.15)], report=False))
+    for n in ns[20:]:  # eagle3 left the matrix after night 19
+        n.run.rows[:] = [r for r in n.run.rows if r.get("arm") != "eagle3"]
+    vs = nightly.verdicts({"cpu_tiny": ns})
+    assert not [v for v in vs if v.open is not None]
+    assert [v for v in nightly.verdicts({"cpu_tiny": ns[:20]}) if v.open is not None]
