@@ -80,6 +80,10 @@ def resolve(name: str | None, names: Sequence[str]) -> str:
     return hits[0]
 
 
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _verdict(comps: list[Comparison]) -> str:
     if all(c.call == stats.INSUFFICIENT for c in comps):
         n = max((c.contrast.nights for c in comps), default=0)
@@ -90,7 +94,7 @@ def _verdict(comps: list[Comparison]) -> str:
     for c in speed:
         by_call.setdefault(c.call, []).append(c.figure[1])
     if by_call:
-        parts.append("speedup " + ", ".join(f"{k} at {' and '.join(v)}" for k, v in by_call.items()))
+        parts.append("speedup " + ", ".join(f"{k} at {_and(v)}" for k, v in by_call.items()))
     pooled = next((c for c in comps if c.figure == ("AL", "pooled")), None)
     if pooled is not None:
         parts.append(f"AL pooled {pooled.call}")
@@ -204,9 +208,9 @@ def _cell(r: CheckpointResult, fig: Figure) -> Any:
     c = next((c for c in r.comparisons if c.figure == fig), None)
     if p is None:
         return "–"
-    text = f"{_ci(p)} ({p.nights} n)"
+    text = f"{_ci(p)} ({p.nights} nights)"
     if c is not None:
-        text += f" · {_ci(c.contrast, True)} ({c.contrast.nights} n) {c.call}"
+        text += f" · {_ci(c.contrast, True)} ({c.contrast.nights} nights) {c.call}"
     return html.Cell(text, cls="sig") if c is not None and c.call in (stats.BETTER, stats.WORSE) else text
 
 
@@ -218,7 +222,7 @@ def block(comparisons: Sequence[ScenarioComparison]) -> str:
                       key=_order)
         rows = [[r.name, r.nights, *(_cell(r, f) for f in figs), html.Cell(r.verdict, cls="l")] for r in sc.checkpoints]
         note = (f'<p class="muted">Each figure pooled over the nights it ran (geometric mean, 95% t interval over '
-                f"nights; (n): the nights it rests on), then × the reference <b>{html.esc(sc.reference)}</b> "
+                f"nights; in brackets the nights it rests on), then × the reference <b>{html.esc(sc.reference)}</b> "
                 f"measured the same nights. Calls: Benjamini–Hochberg at q={stats.Q} over every checkpoint × "
                 f"concurrency × category comparison; fewer than {stats.MIN_NIGHTS} shared nights: "
                 f"{stats.INSUFFICIENT}.</p>")

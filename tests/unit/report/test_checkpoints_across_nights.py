@@ -33,7 +33,7 @@ def test_a_checkpoint_5_percent_faster_is_better_at_every_concurrency(tmp_path):
         k = comps[("speedup", c)]
         assert k.contrast.nights == 6 and k.contrast.low <= 1.05 <= k.contrast.high and k.call == "better"
     assert comps[("AL", "pooled")].call == "no difference"
-    assert r.verdict.startswith("speedup better at c=1 and c=4 and c=16; AL pooled no difference")
+    assert r.verdict.startswith("speedup better at c=1, c=4 and c=16; AL pooled no difference")
     assert r.pooled[("speedup", "c=4")].nights == 6
 
 
@@ -57,7 +57,7 @@ def test_compare_checkpoints_cli_text_and_json(tmp_path, capsys):
     assert main(["compare", "--checkpoints", str(tmp_path), "--reference", "eagle3"]) == 0
     out = capsys.readouterr().out
     assert "cpu_tiny: reference eagle3 · .fixtures/tiny/eagle3 (5 nights)" in out
-    assert "eagle3-untrained · .fixtures/tiny/eagle-random (5 nights): speedup worse at c=1 and c=4 and c=16" in out
+    assert "eagle3-untrained · .fixtures/tiny/eagle-random (5 nights): speedup worse at c=1, c=4 and c=16" in out
     assert main(["compare", "--checkpoints", str(tmp_path), "--json"]) == 0
     (sc,) = json.loads(capsys.readouterr().out)
     assert sc["fdr_q"] == 0.05 and sc["min_nights"] == 3
@@ -73,4 +73,4 @@ def test_the_dashboard_has_a_checkpoint_section_with_nights(tmp_path):
     page = build_dashboard(tmp_path / "r", tmp_path / "site").index.read_text()
     i = page.index("Checkpoints across nights · cpu_tiny")
     assert page.index("Checkpoints side by side") < i < page.index("Latest runs")
-    assert "(4 n)" in page and "reference <b>eagle3 · .fixtures/tiny/eagle3</b>" in page
+    assert "(4 nights)" in page and "reference <b>eagle3 · .fixtures/tiny/eagle3</b>" in page
