@@ -30,7 +30,7 @@ Everything here is pure (lists of floats in, dataclasses out).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +43,8 @@ K_SIGMA = 2.0  # a change smaller than this many night-to-night sds is not worth
 # meaningless ("500000000.0 night-to-night sd"); figures are not known better than this.
 SD_FLOOR_REL = 0.005
 Z_CALL = 3.5  # the means' difference in standard errors needed to call it (as a normal's level; t pays for few nights)
+Z_HOLD = 2.5  # ... and with any one night of the new level left out (it must not rest on one night)
+Z_LAST = 3.0  # ... and a level of 2 nights with its last night left out (the night before stands out alone)
 
 REGRESSION, IMPROVEMENT, SUSPICIOUS = "regression", "improvement", "suspicious"
 
@@ -121,6 +123,27 @@ def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_al
     return Change(new[0], float(b.mean()), float(a.mean()), b_hw, a_hw, sd, len(a), kind)
 
 
+def _holds_without_any_one_night(new: list[int], last: int, change: Change,
+                                 judge: Callable[[list[int], float], Change | None]) -> bool:
+    """A level of 2 or more nights must not rest on one of them: with any one of its nights
+    left out, the change still stands in the same direction (at ``Z_HOLD``; with the last
+    night left out, at the full ``Z_CALL`` when 2 or more nights remain, at ``Z_LAST`` when
+    one does). So one bad last night is never merged into a longer regression with an
+    earlier start, and one bad night in the past never drags a few neighbours into a
+    change. ``judge(nights, z)``: the change of those nights against the same baseline."""
+    if len(new) < 2:
+        return True
+    for drop in new:
+        rest = [i for i in new if i != drop]
+        # the newest night left out, 2 or more nights left must be called on their own (full
+        # bar): tonight's bad night is not merged back into nights that were not a change
+        z = (Z_CALL if len(rest) >= 2 else Z_LAST) if drop == last else Z_HOLD
+        again = judge(rest, z)
+        if again is None or (again.delta > 0) != (change.delta > 0):
+            return False
+    return True
+
+
 def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = None,
                  floor_rel: float = math.nan, higher_is_better: bool = True) -> list[Change]:
     """Every real change in the series, oldest first. ``half_widths``: each night's own
@@ -148,7 +171,12 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
             continue
         critical = pelt.t_critical(Z_CALL, len(base) + len(new) - 2)
         change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better, critical)
-        if change is None:
+
+        def judge(nights: list[int], z: float, base: list[int] = base) -> Change | None:
+            return _judge(y, hw, base, nights, sd_all, floor_rel, higher_is_better,
+                          pelt.t_critical(z, len(base) + len(nights) - 2))
+
+        if change is None or not _holds_without_any_one_night(new, len(y) - 1, change, judge):
             continue
         if change.nights == 1 and tau < len(y) - 1:
             outliers.add(tau)  # one night out and back: noise, kept out of later baselines

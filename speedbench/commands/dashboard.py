@@ -10,10 +10,13 @@ def register(sub) -> None:
         "dashboard",
         help="build a static HTML dashboard from all run folders under a results directory",
         description="Scan RESULTS_DIR recursively for run folders (summary.json) and build a static site. It "
-        "opens with last night's verdicts per scenario (regression, improvement, suspicious, no change, "
-        "insufficient data; each change with before -> after, its size against the noise, the night it began "
+        "opens with the open regressions (called, not recovered, whatever their age; acknowledged ones with their "
+        "reason from RESULTS_DIR/acknowledged.yaml), then last night's verdicts per scenario (regression, "
+        "improvement, suspicious, no change, insufficient data; each change with before -> after, its size "
+        "against the noise, the night it began "
         "and what changed in the provenance: the same as `speedbench changes`), then the checkpoints side by "
-        "side, the latest runs with links to their reports (copied into the site; an incremental build "
+        "side, the checkpoints across nights (pooled, against a reference, with the nights each figure rests on), "
+        "the latest runs with links to their reports (copied into the site; an incremental build "
         "copies only new or changed ones), trend charts per draft checkpoint and concurrency with change "
         "points marked, an AL matrix by category and per-position acceptance. Opens from file:// with no "
         "network. See docs/dashboard.md.",

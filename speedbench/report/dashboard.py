@@ -19,7 +19,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from speedbench.errors import SpeedbenchError
-from speedbench.report import html
+from speedbench.report import acknowledged, html
+from speedbench.report import checkpoints as across_nights
 from speedbench.report import leaderboard
 from speedbench.report import nightly
 from speedbench.report import plots
@@ -237,9 +238,15 @@ def checkpoint_colors(runs: list[SiteRun]) -> dict[str, str]:
     return colors | {name + " (predicted)": c for name, c in colors.items()}
 
 
-def _verdicts(by_scenario: dict[str, list[SiteRun]], since: dt.datetime | None = None) -> list[nightly.Verdict]:
+def _verdicts(by_scenario: dict[str, list[SiteRun]], results: Path, problems: list[str],
+              since: dt.datetime | None = None) -> list[nightly.Verdict]:
+    """Every series' verdict, its open regression acknowledged where results/acknowledged.yaml says so."""
     nights = {name: [nightly.Night(sr.created, sr.run) for sr in rs] for name, rs in by_scenario.items()}
-    return nightly.verdicts(nights, since)
+    vs = nightly.verdicts(nights, since)
+    acks, bad = acknowledged.load(results)
+    problems += bad
+    acknowledged.apply(vs, acks)
+    return vs
 
 
 def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
@@ -250,7 +257,8 @@ def results_verdicts(results_dir: str | Path, since: dt.datetime | None = None
     by_scenario: dict[str, list[SiteRun]] = {}
     for sr in runs:
         by_scenario.setdefault(sr.run.scenario_name, []).append(sr)
-    return _verdicts(by_scenario, since), problems
+    vs = _verdicts(by_scenario, results, problems, since)
+    return vs, problems
 
 
 def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
@@ -268,14 +276,17 @@ def build_dashboard(results_dir: str | Path, site_dir: str | Path) -> Dashboard:
     body = [f'<header class="top"><h1>speedbench dashboard</h1><div class="sub">{len(runs)} runs, '
             f"{len(by_scenario)} scenarios · generated {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC"
             + (f" · {nav}" if nav else "") + "</div></header>"]
+    vs = _verdicts(by_scenario, results, problems) if runs else []
     if problems:
         body.append(html.card(html.Safe("<ul>" + "".join(f"<li>{html.esc(p)}</li>" for p in problems) + "</ul>"),
                            "Skipped runs and damaged records", "warn"))
     if runs:  # scan(required=True) refused none; kept so that an empty list cannot crash here
         links = {id(sr.run): sr.report for sr in runs}
-        body.insert(1, verdict_block.block(_verdicts(by_scenario), lambda run: links.get(id(run))))
+        body.insert(1, verdict_block.block(vs, lambda run: links.get(id(run))))
         body.insert(2, "".join(leaderboard.leaderboard(name, rs[-1].run, rs[-1].report)
                                for name, rs in by_scenario.items()))
+        body.insert(3, across_nights.block(across_nights.compare_all(
+            {name: [sr.run for sr in rs] for name, rs in by_scenario.items()})))
         body.append(_latest_table(runs))
         body.append(_al_matrix(by_scenario))
         colors = checkpoint_colors(runs)

@@ -27,8 +27,11 @@ from speedbench.analysis.changepoints import (
     MIN_BASELINE,
     REGRESSION,
     SUSPICIOUS,
+    K_SIGMA,
+    WINDOW,
     Change,
     find_changes,
+    robust_sd,
 )
 from speedbench.report import tables, whatchanged
 from speedbench.results import Run
@@ -63,6 +66,16 @@ class Series:
 
 
 @dataclass
+class OpenRegression:
+    """A regression that was called and has not recovered (no later change up), whatever its age."""
+
+    change: Change
+    began: Night  # the first night at the lower level
+    nights: int  # nights of the series from that night to the last
+    acknowledged: str = ""  # the reason, when RESULTS/acknowledged.yaml acknowledges it
+
+
+@dataclass
 class Verdict:
     series: Series
     status: str
@@ -72,6 +85,7 @@ class Verdict:
     after: Night | None = None  # the night the change began
     what_changed: list[str] = field(default_factory=list)
     floor_rel: float = math.nan
+    open: OpenRegression | None = None  # the series' open regression, recent or not
 
     @property
     def began(self) -> dt.datetime | None:
@@ -159,6 +173,42 @@ def changes(series: Series) -> tuple[list[Change], list[int], float]:
     return find_changes(series.values[keep], series.half_widths[keep], floor_rel=floor), idx, floor
 
 
+def _latest_real(found: Sequence[Change]) -> Change | None:
+    real = [c for c in found if c.kind != SUSPICIOUS]
+    return real[-1] if real else None
+
+
+def _older_change(series: Series) -> tuple[Change | None, list[int]]:
+    """The latest real change before the judged nights, for a series longer than them whose
+    judged nights hold none: windows further back, each judged only when the level at its
+    start differs from tonight's by more than ``K_SIGMA`` night-to-night sds (a flat series
+    costs no PELT)."""
+    y, step = series.values, HISTORY_NIGHTS // 2
+    sd = robust_sd(y[-HISTORY_NIGHTS:])
+    now = statistics.fmean(y[-WINDOW:])
+    end, lo = len(y) - step, len(y)
+    while lo > 0 and math.isfinite(sd):
+        lo = max(end - HISTORY_NIGHTS, 0)
+        if abs(statistics.fmean(y[lo:lo + WINDOW]) - now) > K_SIGMA * sd:
+            latest = _latest_real(find_changes(y[lo:end], series.half_widths[lo:end]))
+            if latest is not None:
+                return latest, series.nights[lo:end]
+        end -= step
+    return None, []
+
+
+def open_regression(series: Series, nights: Sequence[Night], found: Sequence[Change], idx: list[int]
+                    ) -> OpenRegression | None:
+    """The series' latest real change, when it is a regression (a later improvement closes it)."""
+    latest = _latest_real(found)
+    if latest is None and len(series.values) > HISTORY_NIGHTS:
+        latest, idx = _older_change(series)
+    if latest is None or latest.kind != REGRESSION:
+        return None
+    began = idx[latest.index]
+    return OpenRegression(latest, nights[began], sum(i >= began for i in series.nights))
+
+
 def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = None) -> Verdict:
     """The series' verdict: its latest real change that began on or after ``since``
     (default: within the last ``RECENT_NIGHTS`` of the scenario's nights)."""
@@ -169,14 +219,17 @@ def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = N
     found, idx, floor = changes(series)
     cutoff = since if since is not None else nights[max(len(nights) - RECENT_NIGHTS, 0)].created
     recent = [c for c in found if nights[idx[c.index]].created >= cutoff]
+    # a series no longer measured in the recent nights (an arm taken out) cannot recover: not open
+    retired = series.nights[-1] < len(nights) - RECENT_NIGHTS
+    still = None if retired else open_regression(series, nights, found, idx)
     if not recent:
-        return Verdict(series, NO_CHANGE, ck, floor_rel=floor)
+        return Verdict(series, NO_CHANGE, ck, floor_rel=floor, open=still)
     ch = recent[-1]
     before, after = nights[idx[ch.index - 1]], nights[idx[ch.index]]
     lines = whatchanged.diff(before.run, after.run, series.deps)
     old = checkpoint(before.run, _arm_of(series))
     ck = ck if old == ck else f"{old} → {ck}"  # the slot loads another draft: say so
-    return Verdict(series, ch.kind, ck, ch, before, after, lines, floor)
+    return Verdict(series, ch.kind, ck, ch, before, after, lines, floor, still)
 
 
 def verdicts(by_scenario: dict[str, list[Night]], since: dt.datetime | None = None) -> list[Verdict]:

@@ -9,8 +9,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from speedbench.analysis.changepoints import REGRESSION
-from speedbench.report import html
+from speedbench.analysis.changepoints import SUSPICIOUS
+from speedbench.report import acknowledged, html
 from speedbench.report.nightly import INSUFFICIENT, NO_CHANGE, STATUSES, Verdict, counts, describe
 
 _CLASS = {"regression": "v-reg", "improvement": "v-imp", "suspicious": "v-sus"}
@@ -71,12 +71,13 @@ def block(vs: Sequence[Verdict], link: Callable[[Any], str | None]) -> str:
             inner += html.table(["verdict", "figure", "before → after (95%)", "size vs noise", "reports"],
                                 [_row(v, link) for v in group], left=2)
         parts.append(html.card(html.Safe(inner), f"Last night · {scen}"))
-    return '<section id="verdict"><h2>Did anything change?</h2>' + "".join(parts) + "</section>"
+    return ('<section id="verdict"><h2>Did anything change?</h2>' + acknowledged.block(vs) + "".join(parts)
+            + "</section>")
 
 
 def text_lines(vs: Sequence[Verdict]) -> list[str]:
     """Counts per scenario, then per change (checkpoint, night, what changed) its figures."""
-    lines = []
+    lines = acknowledged.text_lines(vs)
     for scen, items in by_scenario(vs).items():
         n = counts(items)
         lines.append(f"{scen}: " + ", ".join(f"{n[s]} {s}" for s in STATUSES))
@@ -100,6 +101,11 @@ def as_json(vs: Sequence[Verdict]) -> list[dict[str, Any]]:
                         before_run=v.before.run.run_id if v.before else None,
                         after_run=v.after.run.run_id if v.after else None,
                         floor_rel=_finite(v.floor_rel), what_changed=v.what_changed)
+        if v.open is not None:
+            op = v.open
+            item["open_regression"] = {"since": op.began.created.isoformat(), "nights": op.nights,
+                                       "before": op.change.before, "after": op.change.after,
+                                       "relative": op.change.relative, "acknowledged": op.acknowledged or None}
         out.append(item)
     return out
 
@@ -108,5 +114,9 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def any_regression(vs: Sequence[Verdict]) -> bool:
-    return any(v.status == REGRESSION for v in vs)
+def exit_code(vs: Sequence[Verdict], strict: bool = False) -> int:
+    """1 for an open, unacknowledged regression (whatever its age), and with ``strict`` for a
+    suspicious last night too; 0 otherwise."""
+    if acknowledged.unacknowledged(vs):
+        return 1
+    return 1 if strict and any(v.status == SUSPICIOUS for v in vs) else 0

@@ -101,3 +101,32 @@ def test_identical_nights_have_a_floor_not_a_zero_spread():
     assert changes[-1].sigmas == 1.0 / (SD_FLOOR_REL * 2.0)
     assert floored_sd(0.0, 1.5) == SD_FLOOR_REL * 1.5 and floored_sd(0.2, 1.5) == 0.2
     assert math.isnan(floored_sd(math.nan, 1.5))
+
+def test_a_bad_last_night_is_never_merged_into_a_longer_regression():
+    # 200 flat series of 30 nights whose last night alone is 10% (6.7 sd) low: at most a
+    # suspicious last night, never a change that began earlier (issue 48: 2 in 11 were)
+    for s in range(200):
+        y = series(seed=s, sd=0.027)
+        y[-1] *= 0.9
+        for ch in find_changes(y):
+            if ch.index + ch.nights == len(y):  # a level that reaches the last night
+                assert ch.kind == SUSPICIOUS and ch.index == len(y) - 1, (s, ch)
+
+
+def test_one_bad_night_in_the_past_is_not_a_change_point():
+    calls = 0
+    for s in range(150):
+        y = series(seed=s, sd=0.027)
+        y[15] *= 0.88
+        calls += any(abs(ch.index - 15) <= 4 for ch in find_changes(y))
+    assert calls <= 1
+
+
+def test_steps_held_two_nights_or_more_are_still_found():
+    for held, want in ((2, 0.9), (3, 0.95), (5, 0.97)):
+        hits = 0
+        for s in range(100):
+            y = series(seed=s, sd=0.027)
+            y[30 - held:] = [v * 0.9 for v in y[30 - held:]]
+            hits += any(ch.kind == REGRESSION and abs(ch.index - (30 - held)) <= 1 for ch in find_changes(y))
+        assert hits >= want * 100, (held, hits)
