@@ -39,6 +39,7 @@ if [ "$seeded" = 0 ]; then
   echo "[test] random order: seed $seed (replay: bash scripts/test.sh -p randomly --randomly-seed=$seed)"
   args=(-p randomly --randomly-seed="$seed" ${args[@]+"${args[@]}"})
 fi
+t_start=$(date +%s.%N)
 bash scripts/setup.sh
 # Headless Chromium renders the dashboard in one test (Debian's package; needs root).
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ]; then
@@ -60,8 +61,8 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
   t0=$(date +%s.%N)
   .venv/bin/python -m pytest "$@" || rc=$?
   # on a line of its own: triton's exit-time "nanobind: leaked ..." message ends without one
-  awk -v n="$name" -v a="$t0" -v b="$(date +%s.%N)" -v rc="$rc" \
-    'BEGIN { printf "\n[test] %s tier: %.1f s wall (exit %d)\n", n, b - a, rc }'
+  awk -v n="$name" -v a="$t0" -v b="$(date +%s.%N)" -v rc="$rc" -v l="$(cut -d' ' -f1-3 /proc/loadavg)" \
+    'BEGIN { printf "\n[test] %s tier: %.1f s wall (exit %d; load average 1/5/15 min: %s)\n", n, b - a, rc, l }'
   return "$rc"
 }
 echo "[test] lint: ruff and mypy"
@@ -91,3 +92,5 @@ tier unit tests/unit -q -n 2 "${slowest[@]}" ${args[@]+"${args[@]}"}
 tier integration tests/integration -q -n "${SPEEDBENCH_TEST_WORKERS:-4}" --dist loadgroup "${slowest[@]}" \
   ${args[@]+"${args[@]}"}
 tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" ${args[@]+"${args[@]}"}
+awk -v a="$t_start" -v b="$(date +%s.%N)" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+  'BEGIN { printf "[test] all tiers passed: %.1f min in all, set-up included (load average now %s)\n", (b - a) / 60, l }'

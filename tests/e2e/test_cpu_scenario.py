@@ -8,8 +8,9 @@ from the records. Nothing here depends on how the scheduler treats the client.
 
 One run of every arm with one round, no A/A check and 8 prompts (5 server launches, each
 guarding its API with a key) is shared by most tests; a smaller run of the baseline and
-EAGLE 3.1 adds a system-prompt sweep and gives `compare` two runs to put side by side; a third runs the baseline with its A/A twin for 2 rounds (4 launches) for
-the rounds, ABBA and the noise floor.
+EAGLE 3.1 adds a system-prompt sweep and gives `compare` two runs to put side by side; a
+third runs the baseline with its A/A twin for 2 rounds (4 launches) for the rounds, ABBA
+and the noise floor.
 """
 
 from __future__ import annotations
