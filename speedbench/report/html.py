@@ -167,12 +167,12 @@ def speedup_card(t: tables.SpeedupTable, baseline: str | None) -> Safe:
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, tables.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_engine
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_other
         else:
             al = tables.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
             row = [r.concurrency, tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1),
-                   Cell(tables.fmt_speedup(r.speedup, r.ci_low, r.ci_high), cls="big")]
-            row += [tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
+                   Cell(r.speedup_cell, cls="big")]
+            row += [r.other_cell] * t.has_other + [al]
         if has_ref:
             row.append(tables.fmt(r.reference, 2, "×"))
         if t.has_predicted:

@@ -15,6 +15,7 @@ from typing import Any
 
 from speedbench.analysis.al_trend import al_trends
 from speedbench.analysis.cells import num
+from speedbench.metrics.headline import headline, headline_clock
 from speedbench.report import html, significance, tables
 from speedbench.report.nightly import checkpoint
 from speedbench.results import Run
@@ -64,8 +65,8 @@ def _main_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> str
         vals = []
         for c in levels:
             r = run.row(arm, c, v) or {}
-            m = num(r.get("speedup_mean"))
-            text = tables.fmt_speedup(m, r.get("speedup_ci_low"), r.get("speedup_ci_high"))
+            m, lo, hi = headline(r)  # the clock that holds: the star goes to the figure every report shows
+            text = tables.fmt_speedup(m, lo, hi) + (" (engine)" if headline_clock(r) == "engine" else "")
             pred = num(r.get("speedup_predicted"))
             row.append(text + (f" (predicted {pred:.2f})" if math.isfinite(pred) else ""))
             vals.append(m)
