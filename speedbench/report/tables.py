@@ -19,6 +19,7 @@ from speedbench.analysis.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline, headline_clock, other_clock
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
+from speedbench.scenario.model import AA_SUFFIX
 from speedbench.report.facts import cpu_attention, draft_model, hardware, target_model, vllm_version
 from speedbench.results import Run
 
@@ -232,6 +233,19 @@ def measured_lines(run: Run) -> list[str]:
     return lines
 
 
+def _floor_cell(run: Run, f: dict[str, Any]) -> str:
+    """One A/A point in the report's header: the A/A row's stored headline interval, the
+    same one the tables show (the simultaneous interval only decides the verdict); the
+    floor entry's own figures for a run whose rows lack the A/A arm."""
+    c, v = f.get("concurrency"), str(f.get("variant") or "")
+    where = f"c={c}" + (f" [{v}]" if v else "")
+    row = run.row(f"{run.baseline}{AA_SUFFIX}", int(num(c)), v) if run.baseline and ok(c) else None
+    if row is not None and ok(headline(row)[0]):
+        clock = headline_clock(row)
+        return f"{where} {fmt_speedup(*headline(row))}" + (" (engine)" if clock == ENGINE else "")
+    return f"{where} {fmt_speedup(f.get('speedup'), f.get('ci_low'), f.get('ci_high'))}"
+
+
 def noise_lines(run: Run) -> list[str]:
     """What the intervals cover, and the run's noise floor (the A/A check), for the top
     of every report: a reader must know this before reading any speedup."""
@@ -247,17 +261,14 @@ def noise_lines(run: Run) -> list[str]:
                    "server starts. Set repeats: 3 and aa_check: true to measure it.")
     floor = run.summary.get("noise_floor") or []
     if floor:
-        cells = [f"c={f.get('concurrency')}{' [' + f['variant'] + ']' if f.get('variant') else ''} "
-                 f"{fmt_speedup(f.get('speedup'), f.get('ci_low'), f.get('ci_high'))}"
-                 + (f" (engine {fmt_speedup(f.get('speedup_engine'), f.get('engine_ci_low'), f.get('engine_ci_high'))})"
-                    if ok(f.get("speedup_engine")) else "") for f in floor]
+        cells = [_floor_cell(run, f) for f in floor]
         bad = [f for f in floor if f.get("contains_one") is False]
         level = num(floor[0].get("level"))
         at = (f"intervals simultaneous over its {len(floor)} point(s), each at {100 * level:.1f}%"
               if math.isfinite(level) else "95% intervals")
         out.append(f"Noise floor (A/A check: a second {run.baseline or 'baseline'} server, which should read 1.00x; "
-                   f"{at}): " + "; ".join(cells) + "."
-                   + (f" {len(bad)} point(s) exclude 1.00x: the two servers differed by more than this run's "
+                   f"each point's stored 95% interval, as in the tables; judged at {at}): " + "; ".join(cells) + "."
+                   + (f" {len(bad)} point(s) exclude 1.00x at that level: the two servers differed by more than this run's "
                       "intervals allow. A correct run fails this check about one time in twenty; if it fails "
                       "again, the intervals of this machine are too narrow." if bad else ""))
     out += _baseline_and_stopping_lines(run)

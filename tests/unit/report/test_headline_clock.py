@@ -105,3 +105,20 @@ def test_compare_arms_overlapping_engine_intervals_are_not_significant(tmp_path)
     cmp = compare_arms(load_run(rd.path), "eagle3", "eagle3.1")
     assert [row[4] for row in cmp.sections[0].rows] == ["no"] * 3
     assert all("(engine)" in row[1] for row in cmp.sections[0].rows)
+
+
+def test_report_header_shows_the_aa_rows_stored_interval(tmp_path):
+    """The A/A point reads the same interval in the header as in the tables; the
+    simultaneous interval of the noise floor only decides the verdict."""
+    rd = make_run(tmp_path, seed=1)
+    summary = json.loads(rd.summary_path.read_text())
+    aa = dict(next(r for r in summary["rows"] if r["arm"] == "eagle3" and r["concurrency"] == 16))
+    aa.update(arm="baseline-aa", speedup_mean=1.02, speedup_ci_low=0.31, speedup_ci_high=2.56, speculative=False)
+    for k in HEADLINE_KEYS:
+        aa.pop(k, None)
+    summary["rows"].append(aa)
+    summary["noise_floor"] = [{"concurrency": 16, "variant": "", "speedup": 1.02, "ci_low": 0.27, "ci_high": 2.98,
+                               "level": 0.983, "contains_one": True}]
+    rd.write_summary(summary)
+    line = next(x for x in tables.noise_lines(load_run(rd.path)) if x.startswith("Noise floor"))
+    assert "c=16 1.02× [0.31, 2.56]" in line and "2.98" not in line
