@@ -18,6 +18,7 @@ from typing import Any
 from speedbench import __version__
 from speedbench.analysis.cells import al_of
 from speedbench.report import breakdowns
+from speedbench.report import header
 from speedbench.report import markdown
 from speedbench.report import plots
 from speedbench.report import tables
@@ -195,7 +196,7 @@ def _summary_blocks(run: Run) -> list[str]:
          f'<div class="sub">run {esc(run.run_id)}'
          + (f" · {esc(run.created_utc)}" if run.created_utc else "")
          + f" · {esc(tables.hardware(run))}</div></header>"]
-    noise_text = tables.noise_lines(run)
+    noise_text = header.noise_lines(run)
     if noise_text:
         b.append(card(Safe("".join(f"<p><strong>{esc(x)}</strong></p>" for x in noise_text)), "Noise"))
     b.append("<h2>Speedup</h2>")

@@ -16,6 +16,7 @@ from speedbench.metrics.registry import BY_KEY
 from speedbench.metrics.headline import headline, headline_clock
 from speedbench.metrics.registry import label as metric_label
 from speedbench.report import breakdowns
+from speedbench.report import header
 from speedbench.report import tables
 from speedbench.results import Run
 
@@ -131,7 +132,7 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
     parts = [f"# speedbench report: {md(run.scenario_name)}", "",
              f"Run `{md(run.run_id)}`" + (f", created {md(run.created_utc)}" if run.created_utc else "")
              + f", hardware: {md(tables.hardware(run))}.", ""]
-    parts += [f"**{md(line)}**  " for line in tables.noise_lines(run)] + [""]
+    parts += [f"**{md(line)}**  " for line in header.noise_lines(run)] + [""]
     parts += ["## Speedup", ""]
     speedup_tabs = tables.speedup_tables(run)
     for t in speedup_tabs:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
-from speedbench.report import breakdowns, tables
+from speedbench.report import breakdowns, header, tables
 from speedbench.results import Run, RunDir, load_run
 
 
@@ -93,7 +93,7 @@ def print_report(run: Run, console: Console | None = None) -> None:
     if run.created_utc:
         head += f"  ({escape(run.created_utc)})"
     console.print(head)
-    for line in tables.noise_lines(run):
+    for line in header.noise_lines(run):
         console.print(f"[bold]{escape(line)}[/bold]")
     speedup_tabs = tables.speedup_tables(run)
     for t in speedup_tabs:

@@ -11,7 +11,7 @@ from rich.console import Console
 from tests.helpers.runfactory import DEFAULT_ARMS, make_run
 
 from speedbench.metrics.headline import HEADLINE_KEYS
-from speedbench.report import tables
+from speedbench.report import header, tables
 from speedbench.report.compare import compare_arms
 from speedbench.report.gate import evaluate_gates
 from speedbench.report.terminal import print_summary
@@ -120,5 +120,5 @@ def test_report_header_shows_the_aa_rows_stored_interval(tmp_path):
     summary["noise_floor"] = [{"concurrency": 16, "variant": "", "speedup": 1.02, "ci_low": 0.27, "ci_high": 2.98,
                                "level": 0.983, "contains_one": True}]
     rd.write_summary(summary)
-    line = next(x for x in tables.noise_lines(load_run(rd.path)) if x.startswith("Noise floor"))
+    line = next(x for x in header.noise_lines(load_run(rd.path)) if x.startswith("Noise floor"))
     assert "c=16 1.02× [0.31, 2.56]" in line and "2.98" not in line
