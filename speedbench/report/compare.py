@@ -20,7 +20,6 @@ from rich.table import Table
 
 from speedbench.analysis.cells import al_of
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
-from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
 from speedbench.results import Run
@@ -66,33 +65,8 @@ def _shown(row: dict[str, Any]) -> str:
     return tables.fmt_speedup(m, lo, hi) + (f" ({clock})" if clock == ENGINE and math.isfinite(m) else "")
 
 
-def _ci_overlap(a: dict[str, Any], b: dict[str, Any]) -> significance.Interval:
-    """Without a standard error from both intervals: the difference of the shown figures,
-    significant iff the two stored intervals do not overlap (conservative)."""
-    (ma, la, ha), (mb, lb, hb) = _figure(a), _figure(b)
-    if not all(map(math.isfinite, (ma, mb, la, ha, lb, hb))):
-        return significance.NAN_INTERVAL if not (math.isfinite(ma) and math.isfinite(mb)) else \
-            significance.Interval(mb - ma, math.nan, math.nan, 0, "an unbounded interval: no test")
-    apart = hb < la or lb > ha
-    # encode "significant" through the interval sign, so callers treat both tests alike
-    lo, hi = (mb - ma, mb - ma) if apart else (min(lb - ha, 0.0), max(hb - la, 0.0))
-    return significance.Interval(mb - ma, lo, hi, 0, "the two stored 95% intervals overlap or not")
-
-
 def _ci_diff(a: dict[str, Any], b: dict[str, Any]) -> significance.Interval:
-    """The difference of the two figures shown (so its sign is theirs), with the two
-    stored intervals combined as normal errors. Those intervals cover rounds of server
-    starts where a point has 2 or more (the two-level bootstrap); a bootstrap over prompt
-    pairs alone would call server-to-server noise real."""
-    (ma, la, ha), (mb, lb, hb) = _figure(a), _figure(b)
-    se = math.hypot(*((hi - lo) / (2 * 1.96) for lo, hi in ((la, ha), (lb, hb))))
-    if not (math.isfinite(ma) and math.isfinite(mb) and math.isfinite(se)):
-        return _ci_overlap(a, b)
-    d = mb - ma
-    rounds = max(noise.rounds(a), noise.rounds(b))
-    return significance.Interval(d, d - 1.96 * se, d + 1.96 * se, max(rounds, 1),
-                                 "each point's stored interval (over rounds of server starts where there are 2 "
-                                 "or more), combined as normal errors")
+    return significance.stored_diff(a, b)
 
 
 def _fmt_diff(iv: significance.Interval, pct_of: float = math.nan) -> str:
