@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from speedbench.metrics.headline import headline
+from speedbench.metrics.headline import headline  # a point's speedup is the one every report shows
 from speedbench.metrics.keys import (
     AL_PROMETHEUS, AL_TOKENS, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT, PER_USER_TPS_MEAN, PROXY_SPEEDUP
 )
@@ -196,7 +196,6 @@ def optimal_k(rows: list[dict], template: str | None = None,
         if len(by_k) < 2 or (template is not None and template not in (tmpl, series)):
             continue
         points = [
-            # the headline clock's stored figure: the one every report shows for the point
             KPoint(k=k, arm=str(r.get("arm")), speedup=headline(r)[0], ci_low=headline(r)[1],
                    ci_high=headline(r)[2], per_user_tps=num(r.get(PER_USER_TPS_MEAN)),
                    proxy_speedup=num(r.get(PROXY_SPEEDUP)),
