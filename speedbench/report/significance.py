@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.metrics.headline import headline
+from speedbench.metrics.headline import headline, headline_clock
 from speedbench.records import RequestRecord
 from speedbench.report.noise import rounds
 from speedbench.results import Run
@@ -216,6 +216,8 @@ def stored_diff(a: dict[str, Any], b: dict[str, Any]) -> Interval:
         return stored_overlap(a, b)
     d = mb - ma
     n = max(rounds(a), rounds(b))
+    clocks = {headline_clock(a), headline_clock(b)} - {""}
+    mixed = f" (the points lead with different clocks: {' and '.join(sorted(clocks))})" if len(clocks) > 1 else ""
     return Interval(d, d - 1.96 * se, d + 1.96 * se, max(n, 1),
                     "each point's stored interval (over rounds of server starts where there are 2 or more), "
-                    "combined as normal errors")
+                    "combined as normal errors" + mixed)
