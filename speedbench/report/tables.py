@@ -207,10 +207,14 @@ def measured_lines(run: Run) -> list[str]:
          "from per-request counters, the mean over requests (SPEED-Bench's per-category figure), and pooled "
          "from Prometheus counter deltas (vLLM bench serve's figure)."),
     ]
-    if any(r.get("speedup_headline_clock") == ENGINE for r in run.rows):
+    engine_led = [f"{label(str(r.get('arm')), str(r.get('variant') or ''))} c={r.get('concurrency')} "
+                  f"({r.get('speedup_headline_reason')})"
+                  for r in run.rows if r.get("speedup_headline_clock") == ENGINE]
+    if engine_led:
         lines.append("Headline clock: where the client-side interval is unbounded or its loop lag widened it past "
                      "the engine's, the speedup shown first (and gated, starred, compared) is the engine's own "
-                     "per-request timing, marked (engine); the client's figure stands beside it.")
+                     "per-request timing, marked (engine); the client's figure stands beside it. Engine-led: "
+                     + "; ".join(engine_led) + ".")
     facts = [f"target {target_model(run) or 'unknown model'}", f"hardware {hardware(run)}"]
     if vllm_version(run):
         facts.append(f"vLLM {vllm_version(run)}")

@@ -122,3 +122,9 @@ def test_report_header_shows_the_aa_rows_stored_interval(tmp_path):
     rd.write_summary(summary)
     line = next(x for x in header.noise_lines(load_run(rd.path)) if x.startswith("Noise floor"))
     assert "c=16 1.02× [0.31, 2.56]" in line and "2.98" not in line
+
+
+def test_the_report_names_each_engine_led_point_and_why(tmp_path):
+    run = load_run(busy_host(make_run(tmp_path, seed=1)).path)
+    line = next(x for x in tables.measured_lines(run) if x.startswith("Headline clock"))
+    assert "eagle3.1 c=1 (the client-side interval is unbounded)" in line
