@@ -18,9 +18,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from speedbench.metrics.headline import headline  # a point's speedup is the one every report shows
 from speedbench.metrics.keys import (
-    AL_PROMETHEUS, AL_TOKENS, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT, PER_USER_TPS_MEAN, PROXY_SPEEDUP,
-    SPEEDUP_CI_HIGH, SPEEDUP_CI_LOW, SPEEDUP_MEAN
+    AL_PROMETHEUS, AL_TOKENS, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT, PER_USER_TPS_MEAN, PROXY_SPEEDUP
 )
 from speedbench.analysis.cells import al_of, as_list, num
 
@@ -196,8 +196,8 @@ def optimal_k(rows: list[dict], template: str | None = None,
         if len(by_k) < 2 or (template is not None and template not in (tmpl, series)):
             continue
         points = [
-            KPoint(k=k, arm=str(r.get("arm")), speedup=num(r.get(SPEEDUP_MEAN)), ci_low=num(r.get(SPEEDUP_CI_LOW)),
-                   ci_high=num(r.get(SPEEDUP_CI_HIGH)), per_user_tps=num(r.get(PER_USER_TPS_MEAN)),
+            KPoint(k=k, arm=str(r.get("arm")), speedup=headline(r)[0], ci_low=headline(r)[1],
+                   ci_high=headline(r)[2], per_user_tps=num(r.get(PER_USER_TPS_MEAN)),
                    proxy_speedup=num(r.get(PROXY_SPEEDUP)),
                    al=al_of(r)[0])
             for k, r in sorted(by_k.items())
@@ -305,7 +305,7 @@ def context_curves(rows: list[dict], variant_tokens: dict[str, int]) -> list[Con
             eagle_version=str(rs[0].get("eagle_version") or ""),
             variants=tuple(str(r.get("variant")) for r in rs),
             tokens=tuple(variant_tokens[str(r.get("variant"))] for r in rs),
-            al=tuple(al_of(r)[0] for r in rs), speedup=tuple(num(r.get(SPEEDUP_MEAN)) for r in rs),
+            al=tuple(al_of(r)[0] for r in rs), speedup=tuple(headline(r)[0] for r in rs),
         ))
     return out
 

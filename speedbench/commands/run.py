@@ -12,7 +12,8 @@ from speedbench.executors.kinds import executor_for, executor_of_run
 from speedbench.stopping.schedule import look_level, look_schedule
 from speedbench.results.run import open_run_dir
 from speedbench.run.cost import describe, estimate
-from speedbench.run.plan import ArmPlan, Plan, build_plan, display_argv, display_env, shell_line
+from speedbench.run.plan import (PORT_AT_START, ArmPlan, Plan, build_plan, display_argv, display_env,
+                                 port_chosen_at_start, shell_line)
 from speedbench.scenario import Scenario, load_scenario, select_arms
 
 HELP = """\
@@ -79,6 +80,9 @@ def _print_arm(sc: Scenario, ap: ArmPlan, console: Console) -> None:
     console.print("  command:", highlight=False)
     console.print("    " + shell_line(display_argv(sc, ap, measurement=False), {}), highlight=False,
                   soft_wrap=True)
+    if port_chosen_at_start(sc):
+        console.print(f"  port: chosen at start ({PORT_AT_START} above: a free port for each server; "
+                      "server.port pins one)", highlight=False, soft_wrap=True)
     extra = ap.launch.measurement
     if extra or ap.launch.measurement_env:
         console.print("  measurement flags (added by speedbench; server.measurement_flags: false drops them): "

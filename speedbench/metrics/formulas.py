@@ -25,6 +25,7 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.metrics.acceptance import (AL_AGREE_TOLERANCE, acceptance, al_from_counters, overcount_stats,
                                           per_position_rates)
 from speedbench.metrics.bootstrap import RoundSpread
+from speedbench.metrics.headline import HEADLINE_KEYS, headline_of
 from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.latency import good_requests, latency_stats
 from speedbench.metrics.numbers import NAN, mean, pct, plain
@@ -293,6 +294,14 @@ def _widen(out: dict[str, Any], entries: list[dict[str, Any]], prefix: str, entr
     out[f"{prefix}_ci_low"] = min([*lows, *([lo] if not math.isnan(lo) else [])])
     out[f"{prefix}_ci_high"] = max([*highs, *([hi] if not math.isnan(hi) else [])])
     return True
+
+
+@formula(*HEADLINE_KEYS)
+def _headline(d: PointData) -> dict[str, Any]:
+    """The clock the point's headline is read from, chosen from the finished (widened)
+    intervals, so the choice every reader sees is made once."""
+    cells = {k: plain(v) for k, v in block(d, _speedups).items()}
+    return headline_of(cells)
 
 
 @formula("warnings")

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from speedbench.analysis.cells import num
+from speedbench.metrics.headline import headline
 from speedbench.metrics.registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
 from speedbench.records import PointKey, rate_label
 from speedbench.report.tables import fmt, fmt_speedup, label, ok, spec_arms
@@ -111,8 +112,8 @@ def rate_table(run: Run) -> list[list[str]]:
     return [[label(str(r.get("arm")), _workload_variant(r)), fmt(r.get("request_rate"), 3).rstrip("0").rstrip("."),
              fmt(r.get("burstiness"), 2), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
              fmt(r.get("per_user_tps_mean"), 1),
-             fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
-             fmt(r.get("goodput"), 3), fmt(num(r.get("goodput_share")) * 100, 0, "%")] for r in rows]
+             fmt_speedup(*headline(r)), fmt(r.get("goodput"), 3),
+             fmt(num(r.get("goodput_share")) * 100, 0, "%")] for r in rows]
 
 
 # Screening runs (load: {mode: screen}): AL per arm and the speedups its calibration predicts.

@@ -1,10 +1,12 @@
 """Side-by-side comparison of runs (arms matched by name), or of two arms in one run.
 
-Differences are tested on the stored per-request records (see significance.py):
-across runs, a bootstrap of the difference in mean paired speedup (and in mean
-per-user TPS) with each run resampled independently; between two arms of one run, a
-paired bootstrap over the prompts both arms saw. When records are missing the test
-falls back to "do the two 95% CIs overlap" (conservative: non-overlap is significant).
+Every speedup shown is the point's stored headline figure and interval (the clock that
+holds, metrics/headline.py): the same interval the report, category matrix and exports
+show. A speedup difference is the difference of the two figures shown (its sign is
+theirs), with the two stored intervals (over rounds of server starts where a point has
+2 or more) combined as normal errors; where an interval is unbounded, only "do the two
+intervals overlap" is asked. Per-user TPS differences bootstrap the stored records
+(significance.py), each run resampled independently.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from speedbench.analysis.cells import al_of
-from speedbench.report import noise
+from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.report import significance
 from speedbench.report import tables
 from speedbench.results import Run
@@ -51,30 +53,20 @@ def _has_records(run: Run) -> bool:
     return run.dir is not None and bool(run.dir.record_files()) and bool(run.records)
 
 
-def _ci_overlap(a: dict[str, Any], b: dict[str, Any]) -> significance.Interval:
-    """Fallback without records: the difference of means, significant iff the CIs do not overlap."""
-    ma, mb = tables.num(a.get("speedup_mean")), tables.num(b.get("speedup_mean"))
-    la, ha, lb, hb = (tables.num(a.get("speedup_ci_low")), tables.num(a.get("speedup_ci_high")),
-                      tables.num(b.get("speedup_ci_low")), tables.num(b.get("speedup_ci_high")))
-    if not all(map(math.isfinite, (ma, mb, la, ha, lb, hb))):
-        return significance.NAN_INTERVAL
-    apart = hb < la or lb > ha
-    # encode "significant" through the interval sign, so callers treat both tests alike
-    lo, hi = (mb - ma, mb - ma) if apart else (min(lb - ha, 0.0), max(hb - la, 0.0))
-    return significance.Interval(mb - ma, lo, hi, 0, "95% CI overlap (no records)")
+def _figure(row: dict[str, Any]) -> tuple[float, float, float]:
+    """The point's one stored interval: its headline clock's (metrics/headline.py)."""
+    return headline(row)
+
+
+def _shown(row: dict[str, Any]) -> str:
+    """The figure compare prints for a point, with its clock when that is the engine's."""
+    m, lo, hi = _figure(row)
+    clock = headline_clock(row)
+    return tables.fmt_speedup(m, lo, hi) + (f" ({clock})" if clock == ENGINE and math.isfinite(m) else "")
 
 
 def _ci_diff(a: dict[str, Any], b: dict[str, Any]) -> significance.Interval:
-    """With repeats, each run's own interval already covers server starts and prompts
-    (the two-level bootstrap); the difference's interval combines the two as normal
-    errors. A bootstrap over prompt pairs alone would call server-to-server noise real."""
-    ma, mb = tables.num(a.get("speedup_mean")), tables.num(b.get("speedup_mean"))
-    se = math.hypot(noise.se_from_ci(a), noise.se_from_ci(b))
-    if not (math.isfinite(ma) and math.isfinite(mb) and math.isfinite(se)):
-        return significance.NAN_INTERVAL
-    d = mb - ma
-    return significance.Interval(d, d - 1.96 * se, d + 1.96 * se, max(noise.rounds(a), noise.rounds(b)),
-                      "each run's interval over server starts and prompts, combined as normal errors")
+    return significance.stored_diff(a, b)
 
 
 def _fmt_diff(iv: significance.Interval, pct_of: float = math.nan) -> str:
@@ -133,8 +125,7 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
         for lab, r in labels:
             if lab in present:
                 x = r.row(arm, c, v) or {}
-                row.append(tables.fmt_speedup(x.get("speedup_mean"), x.get("speedup_ci_low"),
-                                              x.get("speedup_ci_high")))
+                row.append(_shown(x))
         sig_cells, tps_cells, any_sig = [], [], False
         for lab in diffs:
             iv, tv, base_row = _diff(runs, rec, int(lab[1:]) - 1, arm, (c, v))
@@ -151,21 +142,14 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
 
 def _diff(runs: list[Run], rec: list[bool], i: int, arm: str, point: tuple[int, str]
           ) -> tuple[significance.Interval, significance.Interval, dict[str, Any]]:
-    """Run i's speedup and per-user TPS minus R1's at one point (intervals), and R1's row:
-    from the rounds when either run has 2 or more, else from the records, else from the CIs."""
+    """Run i's speedup and per-user TPS minus R1's at one point (intervals), and R1's row.
+    The speedup difference reads the stored intervals (the figures the table shows); the
+    per-user TPS difference, which no row interval holds, bootstraps the records."""
     first, (c, v) = runs[0], point
     base_row = first.row(arm, c, v) or {}
     other_row = runs[i].row(arm, c, v) or {}
-    if noise.rounds(base_row) >= 2 or noise.rounds(other_row) >= 2:
-        iv = _ci_diff(base_row, other_row)
-        tv = significance.tps_diff_runs(first, runs[i], arm, c,
-                                        v) if rec[0] and rec[i] else significance.NAN_INTERVAL
-    elif rec[0] and rec[i]:
-        iv = significance.speedup_diff_runs(first, runs[i], arm, c, v)
-        tv = significance.tps_diff_runs(first, runs[i], arm, c, v)
-    else:
-        iv = _ci_overlap(base_row, other_row)
-        tv = significance.NAN_INTERVAL
+    iv = _ci_diff(base_row, other_row)
+    tv = significance.tps_diff_runs(first, runs[i], arm, c, v) if rec[0] and rec[i] else significance.NAN_INTERVAL
     return iv, tv, base_row
 
 
@@ -218,20 +202,16 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
     cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
                "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]
-    sec = Section(title="Speedup, paired by prompt", headers=headers, rows=[])
-    has = _has_records(run)
+    sec = Section(title="Speedup (headline clock), from each point's stored interval", headers=headers, rows=[])
     for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
         ra, rb = run.row(arm_a, c, v) or {}, run.row(arm_b, c, v) or {}
-        iv = significance.speedup_diff_arms(run, arm_a, arm_b, c, v) if has else _ci_overlap(ra, rb)
+        iv = _ci_diff(ra, rb)
         if iv.excludes_zero:
             sec.significant_rows.add(len(sec.rows))
         if math.isfinite(iv.value):
             sec.note = f"test: {iv.test}"
         sec.rows.append([f"{c}" + (f" [{v}]" if v else ""),
-                         tables.fmt_speedup(ra.get("speedup_mean"), ra.get("speedup_ci_low"),
-                                            ra.get("speedup_ci_high")),
-                         tables.fmt_speedup(rb.get("speedup_mean"), rb.get("speedup_ci_low"),
-                                            rb.get("speedup_ci_high")),
+                         _shown(ra), _shown(rb),
                          _fmt_diff(iv), _sig(iv), tables.fmt(ra.get("per_user_tps_mean"), 1),
                          tables.fmt(rb.get("per_user_tps_mean"), 1), tables.fmt(al_of(ra)[0], 3),
                          tables.fmt(al_of(rb)[0], 3)])

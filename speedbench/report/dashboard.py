@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from speedbench.errors import SpeedbenchError
+from speedbench.metrics.headline import headline
 from speedbench.report import acknowledged, html
 from speedbench.report import checkpoints as across_nights
 from speedbench.report import leaderboard
@@ -124,8 +125,7 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str
             tps.setdefault(c, {}).setdefault(ck, []).append(
                 (sr.created, tables.num(r.get("per_user_tps_mean"))))
             if tables.is_speculative(r) and not screening:  # a screening run measured no speedup
-                point = (sr.created, tables.num(r.get("speedup_mean")), tables.num(r.get("speedup_ci_low")),
-                         tables.num(r.get("speedup_ci_high")))
+                point = (sr.created, *headline(r))
                 speed.setdefault(c, {}).setdefault(ck, []).append(point)
                 pred = tables.num(r.get("speedup_predicted"))
                 if math.isfinite(pred):  # a calibrated full run: the model's figure beside the measured one

@@ -26,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from speedbench.errors import UsageError, did_you_mean
+from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline_clock
 from speedbench.metrics.registry import GATE_METRICS
 from speedbench.report import noise
 from speedbench.report import significance
@@ -133,16 +134,34 @@ def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
     return rows, problems
 
 
+# the gate metrics that read one clock's speedup; ``speedup`` reads the row's headline clock
+SPEEDUP_CLOCKS = {"speedup_client": CLIENT, "speedup_engine": ENGINE}
+
+
+def gate_clock(row: dict[str, Any], metric: str) -> str | None:
+    """The clock a speedup gate reads on this row (None for the other metrics)."""
+    if metric == "speedup":
+        return headline_clock(row) or CLIENT
+    return SPEEDUP_CLOCKS.get(metric)
+
+
 def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float, str]:
-    """Upper end of the current value's 95% CI and where it came from."""
+    """Upper end of the current value's 95% CI and where it came from. A speedup reads the
+    stored interval of the clock the gate reads: never the other clock's, whose width
+    (a busy host's lag-widened client interval) says nothing about this one's drop."""
     arm, c, v = str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or "")
-    if metric == "speedup" and tables.ok(row.get("speedup_ci_high")):
-        n = noise.rounds(row)
-        return tables.num(row["speedup_ci_high"]), (f"summary CI over {n} rounds of server starts" if n >= 2
-                                               else "summary CI, one server per arm")
+    clock = gate_clock(row, metric)
+    if clock is not None:
+        _, _, high = clock_figure(row, clock)
+        if math.isfinite(high):
+            n = noise.rounds(row)
+            return high, (f"{clock}-clock summary CI over {n} rounds of server starts" if n >= 2
+                          else f"{clock}-clock summary CI, one server per arm")
+        if clock == ENGINE:  # no per-request fallback: the records' bootstrap is the client's clock
+            return metric_value(row, metric), "point estimate (no engine-clock interval)"
     iv = significance.NAN_INTERVAL
     if run.records:
-        if metric == "speedup":
+        if clock is not None:
             iv = significance.speedup_ci(run, arm, c, v)
         elif metric == "acceptance_length":
             iv = significance.al_ci(run, arm, c, v)
@@ -153,12 +172,24 @@ def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float,
     return metric_value(row, metric), "point estimate (no per-request data)"
 
 
+def _baseline_value(row: dict[str, Any], brow: dict[str, Any] | None, metric: str) -> float:
+    """The baseline run's figure for a relative gate, on the same clock as the current
+    row's (a busy night's engine-clock headline is not compared with a client figure)."""
+    if not brow or brow.get("status") == "failed":
+        return math.nan
+    clock = gate_clock(row, metric)
+    if clock is not None:
+        same = clock_figure(brow, clock)[0]
+        return same if math.isfinite(same) else metric_value(brow, metric)
+    return metric_value(brow, metric)
+
+
 def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline: Run | None,
               history: list[Run] | None = None) -> tuple[str, str]:
     if baseline is None:
         return "skip", "relative gate skipped: no --baseline-run given"
     brow = baseline.row(str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
-    bval = metric_value(brow, g.metric) if brow and brow.get("status") != "failed" else math.nan
+    bval = _baseline_value(row, brow, g.metric)
     if not math.isfinite(bval):
         return "skip", f"relative gate skipped: no usable {g.metric} for this point in baseline run {baseline.run_id}"
     r = g.max_regression or 0.0

@@ -18,6 +18,7 @@ from typing import Any
 from speedbench import __version__
 from speedbench.analysis.cells import al_of
 from speedbench.report import breakdowns
+from speedbench.report import header
 from speedbench.report import markdown
 from speedbench.report import plots
 from speedbench.report import tables
@@ -167,12 +168,12 @@ def speedup_card(t: tables.SpeedupTable, baseline: str | None) -> Safe:
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, tables.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_engine
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_other
         else:
             al = tables.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
             row = [r.concurrency, tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1),
-                   Cell(tables.fmt_speedup(r.speedup, r.ci_low, r.ci_high), cls="big")]
-            row += [tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
+                   Cell(r.speedup_cell, cls="big")]
+            row += [r.other_cell] * t.has_other + [al]
         if has_ref:
             row.append(tables.fmt(r.reference, 2, "×"))
         if t.has_predicted:
@@ -195,7 +196,7 @@ def _summary_blocks(run: Run) -> list[str]:
          f'<div class="sub">run {esc(run.run_id)}'
          + (f" · {esc(run.created_utc)}" if run.created_utc else "")
          + f" · {esc(tables.hardware(run))}</div></header>"]
-    noise_text = tables.noise_lines(run)
+    noise_text = header.noise_lines(run)
     if noise_text:
         b.append(card(Safe("".join(f"<p><strong>{esc(x)}</strong></p>" for x in noise_text)), "Noise"))
     b.append("<h2>Speedup</h2>")

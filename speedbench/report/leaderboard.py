@@ -15,6 +15,7 @@ from typing import Any
 
 from speedbench.analysis.al_trend import al_trends
 from speedbench.analysis.cells import num
+from speedbench.metrics.headline import headline, headline_clock
 from speedbench.report import html, significance, tables
 from speedbench.report.nightly import checkpoint
 from speedbench.results import Run
@@ -64,8 +65,8 @@ def _main_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> str
         vals = []
         for c in levels:
             r = run.row(arm, c, v) or {}
-            m = num(r.get("speedup_mean"))
-            text = tables.fmt_speedup(m, r.get("speedup_ci_low"), r.get("speedup_ci_high"))
+            m, lo, hi = headline(r)  # the clock that holds: the star goes to the figure every report shows
+            text = tables.fmt_speedup(m, lo, hi) + (" (engine)" if headline_clock(r) == "engine" else "")
             pred = num(r.get("speedup_predicted"))
             row.append(text + (f" (predicted {pred:.2f})" if math.isfinite(pred) else ""))
             vals.append(m)
@@ -95,22 +96,24 @@ def _category_table(run: Run, keys: list[tuple[str, str]]) -> str:
 
 
 def _pairs_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> str:
-    if not run.records:
-        return '<p class="muted">No per-request records in this run: no pairwise tests.</p>'
+    """Every pair's headline speedup difference from the two points' stored intervals
+    (as `compare --arms`), so its sign and its test agree with the figures starred above."""
     rows = []
     for c in levels:
         for (a, va), (b, vb) in list(itertools.combinations(keys, 2))[:MAX_PAIRS]:
             if va != vb:
                 continue
-            iv = significance.speedup_diff_arms(run, a, b, c, va)
+            iv = significance.stored_diff(run.row(a, c, va) or {}, run.row(b, c, vb) or {})
             if not math.isfinite(iv.value):
                 continue
             sig = "yes" if iv.excludes_zero else "no"
-            rows.append([tables.label(f"{b} − {a}", va), c, f"{iv.value:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}]",
+            cell = f"{iv.value:+.3f}" + (f" [{iv.low:+.3f}, {iv.high:+.3f}]" if iv.n else "")
+            rows.append([tables.label(f"{b} − {a}", va), c, cell,
                          html.Cell(sig, cls="sig") if iv.excludes_zero else sig])
     if not rows:
         return ""
-    return html.table(["speedup difference", "concurrency", "Δ (95%, paired by prompt)", "significant"], rows, left=1)
+    return html.table(["speedup difference", "concurrency", "Δ (95%, from the stored intervals)", "significant"],
+                      rows, left=1)
 
 
 def leaderboard(name: str, run: Run, link: str | None) -> str:

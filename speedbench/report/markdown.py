@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from speedbench.metrics.registry import BY_KEY
+from speedbench.metrics.headline import headline, headline_clock
 from speedbench.metrics.registry import label as metric_label
 from speedbench.report import breakdowns
+from speedbench.report import header
 from speedbench.report import tables
 from speedbench.results import Run
 
@@ -43,12 +45,12 @@ def speedup_table_md(t: tables.SpeedupTable, baseline: str | None) -> str:
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, tables.fmt(r.base_tps, 1), "failed", "–", "–"] + ["–"] * t.has_engine
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), "failed", "–", "–"] + ["–"] * t.has_other
         else:
             al = tables.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
             row = [r.concurrency, tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1),
-                   tables.fmt_speedup(r.speedup, r.ci_low, r.ci_high)]
-            row += [tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)] * t.has_engine + [al]
+                   r.speedup_cell]
+            row += [r.other_cell] * t.has_other + [al]
         if has_ref:
             row.append(tables.fmt(r.reference, 2, "×"))
         if t.has_predicted:
@@ -67,7 +69,7 @@ def _head(key: str, *, unit: bool = False) -> str:
 DETAIL_HEADERS = [
     _head("arm"), _head("concurrency"), _head("status"), f"{_head('n_ok')}/{_head('n_requests')}",
     f"{_head('per_user_tps_mean')} mean (p10–p90)", _head("output_tps"), _head("ttft_ms_median", unit=True),
-    _head("tpot_ms_median", unit=True), _head("speedup_mean"),
+    _head("tpot_ms_median", unit=True), _head("speedup_headline_mean"),
     " / ".join(_head(k) for k in ("al_tokens", "al_requests", "al_prometheus")), _head("draft_acceptance_rate"),
 ]
 
@@ -82,7 +84,7 @@ def detail_rows(run: Run) -> list[list[str]]:
              f"{tables.fmt(r.get('per_user_tps_p90'), 1)})"),
             tables.fmt(r.get("output_tps"), 1), tables.fmt(r.get("ttft_ms_median"), 1),
                     tables.fmt(r.get("tpot_ms_median"), 2),
-            tables.fmt_speedup(r.get("speedup_mean"), r.get("speedup_ci_low"), r.get("speedup_ci_high")),
+            tables.fmt_speedup(*headline(r)) + (" (engine)" if headline_clock(r) == "engine" else ""),
             " / ".join(tables.fmt(r.get(k), 3) for k in ("al_tokens", "al_requests", "al_prometheus")),
             tables.fmt(r.get("draft_acceptance_rate"), 3),
         ])
@@ -130,7 +132,7 @@ def render_markdown(run: Run, drift_md: str = "") -> str:
     parts = [f"# speedbench report: {md(run.scenario_name)}", "",
              f"Run `{md(run.run_id)}`" + (f", created {md(run.created_utc)}" if run.created_utc else "")
              + f", hardware: {md(tables.hardware(run))}.", ""]
-    parts += [f"**{md(line)}**  " for line in tables.noise_lines(run)] + [""]
+    parts += [f"**{md(line)}**  " for line in header.noise_lines(run)] + [""]
     parts += ["## Speedup", ""]
     speedup_tabs = tables.speedup_tables(run)
     for t in speedup_tabs:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from speedbench.analysis.cells import al_of, num, pool_by_n_ok
+from speedbench.metrics.headline import headline
 from speedbench.analysis.changepoints import (
     IMPROVEMENT,
     MIN_BASELINE,
@@ -138,8 +139,8 @@ class _Collector:
             name, fl = tables.label(arm, v), floors.get((c, v), math.nan)
             self.add(idx, name, "per-user TPS", f"c={c}", (arm,), num(r.get("per_user_tps_mean")), floor=fl)
             if tables.is_speculative(r):
-                lo, hi = num(r.get("speedup_ci_low")), num(r.get("speedup_ci_high"))
-                self.add(idx, name, "speedup", f"c={c}", (arm, base), num(r.get("speedup_mean")), (hi - lo) / 2, fl)
+                m, lo, hi = headline(r)
+                self.add(idx, name, "speedup", f"c={c}", (arm, base), m, (hi - lo) / 2, fl)
         for arm in tables.spec_arms(run):
             for v in tables.variants(run):
                 self.add(idx, tables.label(arm, v), "AL", "pooled", (arm,), pooled_al(run, arm, v))

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from speedbench.metrics.headline import headline, headline_clock
 from speedbench.records import RequestRecord
+from speedbench.report.noise import rounds
 from speedbench.results import Run
 
 N_BOOT = 2000
@@ -185,3 +188,36 @@ def speedup_ci(run: Run, arm: str, concurrency: int, variant: str) -> Interval:
     lo, hi = _pct(_ratio_boot(spec, base, np.random.default_rng(SEED)))
     return Interval(value=float(spec.mean() / base.mean()), low=lo, high=hi, n=len(spec),
                     test="paired bootstrap over prompts")
+
+
+# Differences of two points' stored headline figures (compare, the leaderboard's pairs)
+
+def stored_overlap(a: dict[str, Any], b: dict[str, Any]) -> Interval:
+    """Without a standard error from both intervals: the difference of the shown figures,
+    significant iff the two stored intervals do not overlap (conservative)."""
+    (ma, la, ha), (mb, lb, hb) = headline(a), headline(b)
+    if not all(map(math.isfinite, (ma, mb, la, ha, lb, hb))):
+        return NAN_INTERVAL if not (math.isfinite(ma) and math.isfinite(mb)) else \
+            Interval(mb - ma, math.nan, math.nan, 0, "an unbounded interval: no test")
+    apart = hb < la or lb > ha
+    # encode "significant" through the interval sign, so callers treat both tests alike
+    lo, hi = (mb - ma, mb - ma) if apart else (min(lb - ha, 0.0), max(hb - la, 0.0))
+    return Interval(mb - ma, lo, hi, 0, "the two stored 95% intervals overlap or not")
+
+
+def stored_diff(a: dict[str, Any], b: dict[str, Any]) -> Interval:
+    """The difference of the two figures shown (so its sign is theirs), with the two
+    stored intervals combined as normal errors. Those intervals cover rounds of server
+    starts where a point has 2 or more (the two-level bootstrap); a bootstrap over prompt
+    pairs alone would call server-to-server noise real."""
+    (ma, la, ha), (mb, lb, hb) = headline(a), headline(b)
+    se = math.hypot(*((hi - lo) / (2 * 1.96) for lo, hi in ((la, ha), (lb, hb))))
+    if not (math.isfinite(ma) and math.isfinite(mb) and math.isfinite(se)):
+        return stored_overlap(a, b)
+    d = mb - ma
+    n = max(rounds(a), rounds(b))
+    clocks = {headline_clock(a), headline_clock(b)} - {""}
+    mixed = f" (the points lead with different clocks: {' and '.join(sorted(clocks))})" if len(clocks) > 1 else ""
+    return Interval(d, d - 1.96 * se, d + 1.96 * se, max(n, 1),
+                    "each point's stored interval (over rounds of server starts where there are 2 or more), "
+                    "combined as normal errors" + mixed)

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
 from speedbench.analysis.cells import al_of, num, pool_by_n_ok
+from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline, headline_clock, other_clock
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
 from speedbench.report.facts import cpu_attention, draft_model, hardware, target_model, vllm_version
@@ -103,12 +104,30 @@ class SpeedupRow:
     reference: float
     status: str
     failure: str = ""
-    engine_speedup: float = math.nan  # the same ratio on the engine's clock
-    engine_ci_low: float = math.nan
-    engine_ci_high: float = math.nan
+    # speedup / ci_* above are the headline clock's (metrics/headline.py); other_* the other clock's
+    clock: str = "client"
+    clock_reason: str = ""
+    other_speedup: float = math.nan
+    other_ci_low: float = math.nan
+    other_ci_high: float = math.nan
     predicted: float = math.nan  # from the run's calibration at this AL (docs/metrics.md)
     predicted_ci_low: float = math.nan
     predicted_ci_high: float = math.nan
+
+    @property
+    def other_clock(self) -> str:
+        return other_clock(self.clock)
+
+    @property
+    def speedup_cell(self) -> str:
+        """The headline figure, with its clock named when it is not the client's."""
+        cell = fmt_speedup(self.speedup, self.ci_low, self.ci_high)
+        return cell + (f" ({self.clock})" if self.clock == ENGINE and ok(self.speedup) else "")
+
+    @property
+    def other_cell(self) -> str:
+        cell = fmt_speedup(self.other_speedup, self.other_ci_low, self.other_ci_high)
+        return cell + (f" ({self.other_clock})" if cell != "–" else "")
 
     @property
     def predicted_cell(self) -> str:
@@ -126,9 +145,9 @@ class SpeedupTable:
     rows: list[SpeedupRow] = field(default_factory=list)
 
     @property
-    def has_engine(self) -> bool:
-        """Engine-side speedups exist (runs from servers with per-request timing)."""
-        return any(ok(r.engine_speedup) for r in self.rows)
+    def has_other(self) -> bool:
+        """The other clock's speedups exist (engine-side ones need per-request timing)."""
+        return any(ok(r.other_speedup) for r in self.rows)
 
     @property
     def has_predicted(self) -> bool:
@@ -154,20 +173,26 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
                 c = int(r["concurrency"])
                 base = run.row(run.baseline, c, v) if run.baseline else None
                 al, src = al_of(r)
-                t.rows.append(SpeedupRow(
-                    concurrency=c, base_tps=num((base or {}).get("per_user_tps_mean")),
-                    spec_tps=num(r.get("per_user_tps_mean")),
-                    speedup=num(r.get("speedup_mean")), ci_low=num(r.get("speedup_ci_low")),
-                    ci_high=num(r.get("speedup_ci_high")),
-                    pairs=int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al=al, al_source=src,
-                    reference=reference_speedup(run, arm, c), status=str(r.get("status") or ""),
-                    failure=str(r.get("failure") or ""),
-                    engine_speedup=num(r.get("speedup_engine_mean")), engine_ci_low=num(r.get("speedup_engine_ci_low")),
-                    engine_ci_high=num(r.get("speedup_engine_ci_high")),
-                    predicted=num(r.get("speedup_predicted")), predicted_ci_low=num(r.get("speedup_predicted_ci_low")),
-                    predicted_ci_high=num(r.get("speedup_predicted_ci_high"))))
+                t.rows.append(_speedup_row(run, r, base, c))
             tables.append(t)
     return tables
+
+
+def _speedup_row(run: Run, r: dict[str, Any], base: dict[str, Any] | None, c: int) -> SpeedupRow:
+    """One concurrency of the table: the headline clock's stored figure first, the other
+    clock's beside it (both read from the row, never recomputed)."""
+    al, src = al_of(r)
+    clock = headline_clock(r) or CLIENT
+    (m, lo, hi), (om, olo, ohi) = headline(r), clock_figure(r, other_clock(clock))
+    return SpeedupRow(
+        concurrency=c, base_tps=num((base or {}).get("per_user_tps_mean")), spec_tps=num(r.get("per_user_tps_mean")),
+        speedup=m, ci_low=lo, ci_high=hi,
+        pairs=int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al=al, al_source=src,
+        reference=reference_speedup(run, str(r.get("arm")), c), status=str(r.get("status") or ""),
+        failure=str(r.get("failure") or ""), clock=clock, clock_reason=str(r.get("speedup_headline_reason") or ""),
+        other_speedup=om, other_ci_low=olo, other_ci_high=ohi,
+        predicted=num(r.get("speedup_predicted")), predicted_ci_low=num(r.get("speedup_predicted_ci_low")),
+        predicted_ci_high=num(r.get("speedup_predicted_ci_high")))
 
 
 def measured_lines(run: Run) -> list[str]:
@@ -182,6 +207,14 @@ def measured_lines(run: Run) -> list[str]:
          "from per-request counters, the mean over requests (SPEED-Bench's per-category figure), and pooled "
          "from Prometheus counter deltas (vLLM bench serve's figure)."),
     ]
+    engine_led = [f"{label(str(r.get('arm')), str(r.get('variant') or ''))} c={r.get('concurrency')} "
+                  f"({r.get('speedup_headline_reason')})"
+                  for r in run.rows if r.get("speedup_headline_clock") == ENGINE]
+    if engine_led:
+        lines.append("Headline clock: where the client-side interval is unbounded or its loop lag widened it past "
+                     "the engine's, the speedup shown first (and gated, starred, compared) is the engine's own "
+                     "per-request timing, marked (engine); the client's figure stands beside it. Engine-led: "
+                     + "; ".join(engine_led) + ".")
     facts = [f"target {target_model(run) or 'unknown model'}", f"hardware {hardware(run)}"]
     if vllm_version(run):
         facts.append(f"vLLM {vllm_version(run)}")
@@ -201,59 +234,6 @@ def measured_lines(run: Run) -> list[str]:
     if ref.get("source"):
         lines.append(f"Reference figures: {ref['source']}.")
     return lines
-
-
-def noise_lines(run: Run) -> list[str]:
-    """What the intervals cover, and the run's noise floor (the A/A check), for the top
-    of every report: a reader must know this before reading any speedup."""
-    rounds = max((len(r.get("speedup_by_repeat") or []) for r in run.rows), default=0)
-    out = []
-    if rounds >= 2:
-        sds = [num(r.get("speedup_between_sd")) for r in run.rows if ok(r.get("speedup_between_sd"))]
-        out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "
-                   f"prompts, the spread between rounds pooled over each arm's concurrencies); the speedup moved "
-                   f"between rounds by a standard deviation of up to {max(sds, default=math.nan):.3f}x.")
-    elif any(ok(r.get("speedup_ci_low")) for r in run.rows):
-        out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
-                   "server starts. Set repeats: 3 and aa_check: true to measure it.")
-    floor = run.summary.get("noise_floor") or []
-    if floor:
-        cells = [f"c={f.get('concurrency')}{' [' + f['variant'] + ']' if f.get('variant') else ''} "
-                 f"{fmt_speedup(f.get('speedup'), f.get('ci_low'), f.get('ci_high'))}"
-                 + (f" (engine {fmt_speedup(f.get('speedup_engine'), f.get('engine_ci_low'), f.get('engine_ci_high'))})"
-                    if ok(f.get("speedup_engine")) else "") for f in floor]
-        bad = [f for f in floor if f.get("contains_one") is False]
-        level = num(floor[0].get("level"))
-        at = (f"intervals simultaneous over its {len(floor)} point(s), each at {100 * level:.1f}%"
-              if math.isfinite(level) else "95% intervals")
-        out.append(f"Noise floor (A/A check: a second {run.baseline or 'baseline'} server, which should read 1.00x; "
-                   f"{at}): " + "; ".join(cells) + "."
-                   + (f" {len(bad)} point(s) exclude 1.00x: the two servers differed by more than this run's "
-                      "intervals allow. A correct run fails this check about one time in twenty; if it fails "
-                      "again, the intervals of this machine are too narrow." if bad else ""))
-    out += _baseline_and_stopping_lines(run)
-    return out
-
-
-def _baseline_and_stopping_lines(run: Run) -> list[str]:
-    """Where the baseline came from (a reused one: which run, how old, its canary) and
-    where sequential stopping stopped each point."""
-    out = []
-    src = run.summary.get("baseline_source") or {}
-    if src.get("reused"):
-        canary = ", ".join(f"c={c.get('concurrency')} {fmt(c.get('ratio'), 3)}x "
-                           f"(±{fmt(100 * num(c.get('tolerance')), 1)}%)" for c in src.get("canary") or [])
-        out.append(f"Baseline reused from run {src.get('run_id')}, measured {src.get('measured_utc')} "
-                   f"({fmt(src.get('age_days'), 1)} days before this run); canary against it: {canary}.")
-    elif src.get("reason"):
-        out.append(f"Baseline measured in this run: {src['reason']}.")
-    stops = [s for s in run.summary.get("stopping") or [] if s.get("reason")]
-    if stops:
-        cells = [f"{s.get('arm')} c={s.get('concurrency')}{' [' + s['variant'] + ']' if s.get('variant') else ''}: "
-                 f"{s.get('prompts')} prompts ({str(s.get('reason')).replace('_', ' ')})" for s in stops]
-        out.append("Sequential stopping (intervals of stopped points at the look level "
-                   f"{fmt(stops[0].get('level'), 4)}): " + "; ".join(cells) + ".")
-    return out
 
 
 def _where(r: dict[str, Any]) -> str:
@@ -368,9 +348,9 @@ def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str],
     """Column headers of the published-shape table; the reference column only when known."""
     tps = metric_label("per_user_tps_mean")
     headers = ["concurrency", f"{baseline or 'baseline'} {tps}", f"{t.arm} {tps}",
-               f"{metric_label('speedup_mean')} [95% CI]"]
-    if t.has_engine:
-        headers.append(f"{metric_label('speedup_engine_mean')} [95% CI]")
+               "speedup [95% CI] (headline clock)"]
+    if t.has_other:
+        headers.append("other clock [95% CI]")
     headers.append(metric_label("al_tokens"))
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
-from speedbench.report import breakdowns, tables
+from speedbench.report import breakdowns, header, tables
 from speedbench.results import Run, RunDir, load_run
 
 
@@ -53,9 +53,9 @@ def _natural_width(table: Table) -> int:
 def _speedup_cells(t: tables.SpeedupTable, baseline: str | None) -> tuple[list[str], list[list[str]]]:
     """Headers (rich markup; "\n" where the wide table may break them) and each row's cells."""
     heads = ["concurrency", f"{escape(baseline or 'baseline')}\nper-user TPS", f"{escape(t.arm)}\nper-user TPS",
-             "speedup [95% CI]"]
-    if t.has_engine:
-        heads.append("speedup (engine)\n[95% CI]")
+             "speedup [95% CI]\n(headline clock)"]
+    if t.has_other:
+        heads.append("other clock\n[95% CI]")
     heads.append("AL")
     has_ref = any(math.isfinite(r.reference) for r in t.rows)
     if has_ref:
@@ -66,17 +66,17 @@ def _speedup_cells(t: tables.SpeedupTable, baseline: str | None) -> tuple[list[s
     for r in t.rows:
         if r.status == "failed":
             cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), "[red]failed[/red]", "–",
-                     "–"] + ["–"] * t.has_engine
+                     "–"] + ["–"] * t.has_other
         else:
-            sp = escape(tables.fmt_speedup(r.speedup, r.ci_low, r.ci_high))
+            sp = escape(r.speedup_cell)
             if math.isfinite(r.reference) and math.isfinite(r.speedup):
                 # green when the reference lies inside (or below) our interval
                 style = "green" if (math.isfinite(r.ci_high) and r.ci_high >= r.reference) else "yellow"
                 sp = f"[{style}]{sp}[/{style}]"
             al = tables.fmt(r.al, 2) + (" [dim](prom)[/dim]" if r.al_source == "prometheus" else "")
             cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1), sp]
-            if t.has_engine:
-                cells.append(escape(tables.fmt_speedup(r.engine_speedup, r.engine_ci_low, r.engine_ci_high)))
+            if t.has_other:
+                cells.append(escape(r.other_cell))
             cells.append(al)
         if has_ref:
             cells.append(tables.fmt(r.reference, 2, "×"))
@@ -93,7 +93,7 @@ def print_report(run: Run, console: Console | None = None) -> None:
     if run.created_utc:
         head += f"  ({escape(run.created_utc)})"
     console.print(head)
-    for line in tables.noise_lines(run):
+    for line in header.noise_lines(run):
         console.print(f"[bold]{escape(line)}[/bold]")
     speedup_tabs = tables.speedup_tables(run)
     for t in speedup_tabs:

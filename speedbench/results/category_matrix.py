@@ -12,7 +12,9 @@ Two shapes are written:
 - ``category_matrix.csv``, ours: one row per category, one column group per checkpoint
   (both ALs, acceptance rate, speedup with its 95% CI, requests), full precision.
 
-AL, speedup and its CI are the summary's per-category rows, copied. The acceptance rate
+AL, speedup and its CI are the summary's per-category rows, copied; a last row, ``(all)``
+(all categories), copies the point's own summary row (its stored headline speedup and
+interval), so the matrix shows the same interval for the point as every report. The acceptance rate
 per category has no summary column; it is accepted / drafted tokens over the category's
 ok measured requests, the summary row's ``draft_acceptance_rate`` restricted to them.
 """
@@ -29,7 +31,9 @@ from typing import Any
 
 from rich.table import Table
 
-from speedbench.metrics.keys import AL_REQUESTS, AL_TOKENS, N_OK, SPEEDUP_CI_HIGH, SPEEDUP_CI_LOW, SPEEDUP_MEAN
+from speedbench.metrics.headline import headline
+from speedbench.metrics.keys import (AL_REQUESTS, AL_TOKENS, DRAFT_ACCEPTANCE_RATE, N_OK, SPEEDUP_CI_HIGH,
+                                     SPEEDUP_CI_LOW, SPEEDUP_MEAN)
 from speedbench.errors import UsageError
 from speedbench.results.files import atomic_write, ensure_dir
 from speedbench.results.run import Run
@@ -43,6 +47,9 @@ AIPERF_FILES = (("speed_bench_report.csv", AL_TOKENS), ("speed_bench_report_al_r
                 ("speed_bench_report_speedup.csv", SPEEDUP_MEAN))
 FIGURES = (AL_TOKENS, AL_REQUESTS, "acceptance_rate", SPEEDUP_MEAN, SPEEDUP_CI_LOW, SPEEDUP_CI_HIGH, N_OK)
 MATRIX_FILE = "category_matrix.csv"
+# The whole point's row: its figures copied from the summary row, the speedup the row's
+# stored headline figure and interval (the one every report and export shows for the point)
+ALL = "(all)"
 
 
 @dataclass
@@ -128,12 +135,25 @@ def checkpoints(runs: list[Run], concurrency: int | None = None, variant: str = 
                 cat = str(c.get("category") or "")
                 cp.cells[cat] = {**{k: c.get(k) for k in FIGURES if k != "acceptance_rate"},
                                  "acceptance_rate": rates.get(cat)}
+        _point_cell(cp)
         out.append(cp)
     return out
 
 
+def _point_cell(cp: Checkpoint) -> None:
+    """The point itself under ALL, read from its summary row, never recomputed."""
+    row = cp.run.row(cp.arm, cp.concurrency, cp.variant)
+    if row is None:
+        return
+    m, lo, hi = headline(row)
+    cp.cells[ALL] = {AL_TOKENS: row.get(AL_TOKENS), AL_REQUESTS: row.get(AL_REQUESTS),
+                     "acceptance_rate": row.get(DRAFT_ACCEPTANCE_RATE), SPEEDUP_MEAN: m, SPEEDUP_CI_LOW: lo,
+                     SPEEDUP_CI_HIGH: hi, N_OK: row.get(N_OK)}
+
+
 def category_order(cps: list[Checkpoint]) -> list[str]:
-    seen = {cat for cp in cps for cat in cp.cells}
+    """The categories in AIPerf's order (the point's own ALL row is not one of them)."""
+    seen = {cat for cp in cps for cat in cp.cells} - {ALL}
     return [c for c in AIPERF_CATEGORIES if c in seen] + sorted(seen - set(AIPERF_CATEGORIES))
 
 
@@ -167,7 +187,7 @@ def matrix_header(cps: list[Checkpoint]) -> list[str]:
 def write_matrix(cps: list[Checkpoint], cats: list[str], path: Path) -> Path:
     """Ours: a row per category, a column group per checkpoint, values as in the summaries."""
     rows: list[list[Any]] = [matrix_header(cps)]
-    for cat in cats:
+    for cat in [*cats, ALL]:
         row: list[Any] = [cat]
         for cp in cps:
             cell = cp.cells.get(cat, {})
@@ -201,7 +221,7 @@ def rich_table(cps: list[Checkpoint], cats: list[str]):
     t.add_column("category")
     for cp in cps:
         t.add_column(f"{cp.label}\nc={cp.concurrency}", justify="right")
-    for cat in cats:
+    for cat in [*cats, ALL]:
         t.add_row(cat, *(_cell_text(cp.cells.get(cat, {})) for cp in cps))
     return t
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.errors import UsageError
+from speedbench.metrics.headline import with_headline
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.rundir import RunDir
 from speedbench.results.verify import verify_run
@@ -23,6 +24,10 @@ class Run:
     def __init__(self, run_dir: RunDir | None, summary: dict[str, Any]):
         self.dir = run_dir
         self.summary = summary
+        rows = summary.get("rows") if isinstance(summary, dict) else None
+        for r in rows if isinstance(rows, list) else []:
+            if isinstance(r, dict):  # a folder from before the headline keys: derive them
+                with_headline(r)
 
     @property
     def path(self) -> Path | None:

@@ -1,19 +1,24 @@
 """What a run costs, before it starts (``--dry-run``) and after (``summary.json`` →
 ``arms``): server starts, measuring time, wall time and GPU-hours per arm.
 
-The estimate prices each server start and each point from the latest earlier run of the
-same scenario under the results folder when there is one (its arms' measured start
-seconds and its points' mean end-to-end latency), else from stated defaults for a large
-model on GPUs. It is a plan, not a promise: it says which basis it used.
+The estimate prices each point from the latest earlier run of the same scenario under
+the results folder when there is one (its points' mean end-to-end latency), and each
+server start from the starts measured in earlier run folders, finished or not: the same
+arm of a run with the same target model first, else any start of that target, else a
+stated default for a large model on GPUs. It is a plan, not a promise: it says which
+basis it used. A plan without GPUs reports server-hours, never "0.00 GPU-hours".
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from speedbench.metrics.keys import E2E_S_MEAN
 from speedbench.doctor.base import parallel_size
@@ -85,18 +90,92 @@ def last_run(output_root: Path, scenario: str) -> dict[str, Any] | None:
     return None
 
 
+@dataclass
+class MeasuredStarts:
+    """Server start seconds measured in earlier run folders of the same target model."""
+
+    by_arm: dict[str, list[float]] = field(default_factory=dict)
+    runs: dict[str, str] = field(default_factory=dict)  # arm -> the newest run id its starts come from
+    any_run: str = ""  # the newest run id with any start of the target
+
+    @property
+    def every(self) -> list[float]:
+        return [s for v in self.by_arm.values() for s in v]
+
+    def start_s(self, arm: str) -> tuple[float, str]:
+        """(seconds, basis) for one arm's server start."""
+        if self.by_arm.get(arm):
+            return statistics.fmean(self.by_arm[arm]), f"measured starts, run {self.runs[arm]}"
+        if self.every:
+            return statistics.median(self.every), f"measured starts of the same target, run {self.any_run}"
+        return DEFAULT_START_S, "default start"
+
+
+def _run_starts(folder: Path) -> list[tuple[str, float]]:
+    """(arm, start seconds) recorded in one run folder: its arms*.json (each server
+    lifetime; written as it ends, so an unfinished run has them too)."""
+    out: list[tuple[str, float]] = []
+    for f in sorted(folder.glob("arms*.json")):
+        try:
+            entries = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for a in entries if isinstance(entries, list) else []:
+            if isinstance(a, dict) and isinstance(a.get("start_s"), (int, float)) and a["start_s"] > 0:
+                out.append((str(a.get("arm")), float(a["start_s"])))
+    return out or _summary_starts(folder)
+
+
+def _summary_starts(folder: Path) -> list[tuple[str, float]]:
+    """The same starts as the summary's ``arms`` block keeps them (server_start_s per arm)."""
+    try:
+        arms = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("arms") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [(str(arm), float(x)) for arm, a in (arms.items() if isinstance(arms, dict) else [])
+            if isinstance(a, dict) for x in a.get("server_start_s") or [] if isinstance(x, (int, float)) and x > 0]
+
+
+def _target(folder: Path) -> str | None:
+    """The target model a run folder's saved scenario served (None when unreadable)."""
+    try:
+        data = yaml.safe_load((folder / "scenario.resolved.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    server = data.get("server") if isinstance(data, dict) else None
+    return str(server.get("model")) if isinstance(server, dict) and server.get("model") else None
+
+
+def measured_starts(output_root: Path, plan: Plan) -> MeasuredStarts:
+    """Every measured start of the plan's target under the results folder, newest run
+    first (run ids begin with their UTC time). The scenario may differ: a start is the
+    target's load and warm-up, which the workload does not change."""
+    out, target = MeasuredStarts(), plan.scenario.server.model
+    if not output_root.is_dir():
+        return out
+    folders = sorted((p for p in output_root.glob("*/*") if p.is_dir()), key=lambda p: p.name, reverse=True)
+    for folder in folders:
+        starts = _run_starts(folder)
+        if not starts or (_target(folder) != target and folder.parent.name != plan.scenario.name):
+            continue
+        out.any_run = out.any_run or folder.name
+        for arm, sec in starts:
+            if arm not in out.runs:
+                out.runs[arm] = folder.name
+            if out.runs[arm] == folder.name:  # the newest run that measured this arm
+                out.by_arm.setdefault(arm, []).append(sec)
+    return out
+
+
 def estimate(plan: Plan, output_root: Path | None = None) -> list[ArmCost]:
     sc = plan.scenario
     past = last_run(output_root, sc.name) if output_root is not None else None
+    measured = measured_starts(output_root, plan) if output_root is not None else MeasuredStarts()
     e2e: dict[tuple[str, int], float] = {}
-    starts: dict[str, float] = {}
     if past:
         for r in past.get("rows") or []:
             if isinstance(r.get(E2E_S_MEAN), (int, float)):
                 e2e[(r["arm"], int(r["concurrency"]))] = float(r[E2E_S_MEAN])
-        for arm, a in (past.get("arms") or {}).items():
-            if a.get("server_start_s"):
-                starts[arm] = sum(a["server_start_s"]) / len(a["server_start_s"])
     default_e2e = sc.workload.max_tokens / DEFAULT_PER_USER_TPS
     n, _ = prompt_count(plan)
     out = []
@@ -108,12 +187,22 @@ def estimate(plan: Plan, output_root: Path | None = None) -> list[ArmCost]:
             # open loop: the arrivals set the pace; closed loop: waves of `concurrency` requests
             point = n / key.rate + per_request if key.rate else math.ceil(n / key.concurrency) * per_request
             measure += point + math.ceil(plan.n_warmup / key.concurrency) * per_request
-        start = starts.get(name, DEFAULT_START_S) if ap.launched else 0.0
-        known = name in starts and any(a == name for a, _ in e2e)
-        basis = f"run {past.get('run_id')}" if past and known else "defaults"
+        start, start_basis = measured.start_s(name) if ap.launched else (0.0, "")
+        basis = _basis(past, any(a == name for a, _ in e2e), start_basis)
         out.append(ArmCost(name, plan.rounds if ap.launched else 0, start, measure * plan.rounds,
                            arm_gpus(ap), basis))
     return out
+
+
+def _basis(past: dict[str, Any] | None, requests_known: bool, start_basis: str) -> str:
+    """Where an arm's figures come from, in words ("run X" when one earlier run gave both)."""
+    run_id = str((past or {}).get("run_id") or "")
+    if requests_known and start_basis.endswith(f"measured starts, run {run_id}"):
+        return f"run {run_id}"
+    requests = f"requests from run {run_id}" if requests_known else "default request times"
+    if start_basis.startswith("default") and not requests_known:
+        return "defaults"
+    return f"{requests}; {start_basis}" if start_basis else requests
 
 
 def describe(costs: list[ArmCost], plan: Plan) -> list[str]:
@@ -123,11 +212,14 @@ def describe(costs: list[ArmCost], plan: Plan) -> list[str]:
              f"earlier run, else max_tokens / {DEFAULT_PER_USER_TPS:g} tok/s; a server start "
              f"{DEFAULT_START_S:g} s unless measured"]
     for c in costs:
-        gpu = f", {c.gpu_hours:.2f} GPU-hours on {c.gpus} GPU{'s' * (c.gpus != 1)}" if c.gpus else ", no GPU"
+        gpu = (f", {c.gpu_hours:.2f} GPU-hours on {c.gpus} GPU{'s' * (c.gpus != 1)}" if c.gpus
+               else f", {c.wall_s / 3600:.2f} server-hours, no GPU")
         lines.append(f"  {c.arm}: about {c.wall_s / 60:.0f} min ({c.starts} x {c.start_s:.0f} s server start + "
                      f"{c.measure_s / 60:.1f} min measuring{gpu}; from {c.basis})")
     total = sum(c.wall_s for c in costs)
-    gpu_h = sum(c.gpu_hours for c in costs)
-    lines.append(f"  total: about {total / 60:.0f} min of arm time, {gpu_h:.2f} GPU-hours "
-                 f"(arms on disjoint GPUs run together, so the wall time can be shorter)")
+    if any(c.gpus for c in costs):
+        lines.append(f"  total: about {total / 60:.0f} min of arm time, {sum(c.gpu_hours for c in costs):.2f} "
+                     "GPU-hours (arms on disjoint GPUs run together, so the wall time can be shorter)")
+    else:  # a CPU plan: GPU-hours would read 0.00, which prices nothing
+        lines.append(f"  total: about {total / 60:.0f} min of arm time, {total / 3600:.2f} server-hours (no GPU)")
     return lines

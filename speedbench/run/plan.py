@@ -120,10 +120,27 @@ def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: i
     )
 
 
+# What the dry-run shows where each server's port goes when server.port is unset: a free
+# port is chosen when the server starts, so no number printed before then would be true.
+PORT_AT_START = "PORT"
+# An impossible port (above 65535), rendered and then replaced by PORT_AT_START, so the
+# docker argv, container name and labels all carry the placeholder without their own code.
+_UNSET_PORT = 99_999
+
+
+def port_chosen_at_start(sc: Scenario) -> bool:
+    return sc.server.port is None
+
+
 def display_argv(sc: Scenario, ap: ArmPlan, port: int | None = None, *, measurement: bool = True) -> list[str]:
     """The argv a user could paste: for docker the full `docker run`, else the vLLM command.
-    ``measurement=False``: the scenario's own command, without speedbench's measurement flags."""
-    port = port if port is not None else (sc.server.port or 8000)
+    ``measurement=False``: the scenario's own command, without speedbench's measurement flags.
+    Without a port and without server.port, the port reads ``PORT`` (chosen at start)."""
+    if port is None and sc.server.port is None:
+        argv = display_argv(sc, ap, _UNSET_PORT, measurement=measurement)
+        return [a.replace(str(_UNSET_PORT), PORT_AT_START) for a in argv]
+    port = port if port is not None else sc.server.port
+    assert port is not None  # one of the two is set (checked above)
     if not measurement and ap.launch.measurement:
         launch = replace(ap.launch, argv=ap.launch.argv[:len(ap.launch.argv) - len(ap.launch.measurement)],
                          measurement=[], measurement_env={})

@@ -134,10 +134,10 @@ def test_leaderboard_of_the_latest_night(tmp_path):
     assert "Checkpoints side by side · cpu_tiny" in card and 'href="runs/x/report.html"' in card
     assert card.count("★") >= 4  # the best speedup at each of 3 levels and the best AL (eagle3.1 here)
     assert re.search(r"★ 2\.\d\d× \[", card)  # eagle3.1's speedup at c=1 (about 2.03)
-    assert "eagle3.1 − eagle3" in card and "paired by prompt" in card
+    assert "eagle3.1 − eagle3" in card and "from the stored intervals" in card  # as compare --arms
     assert "coding AL (requests)" in card and "math AL (steps)" in card
-    synthetic = load_nights(write_history(tmp_path / "h", 1, []))[0].run  # no records: no pairwise tests
-    assert "no pairwise tests" in leaderboard("cpu_tiny", synthetic, None)
+    synthetic = load_nights(write_history(tmp_path / "h", 1, []))[0].run  # no records: the rows' intervals serve
+    assert "paired by prompt" not in leaderboard("cpu_tiny", synthetic, None)
 
 
 def test_the_nightly_alert_replayed_night_by_night_on_histories_with_no_change(tmp_path):

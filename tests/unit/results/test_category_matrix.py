@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from speedbench.cli import main
+from speedbench.metrics.headline import headline
+from speedbench.report import tables
 from speedbench.results import load_run
-from speedbench.results.category_matrix import FIGURES, checkpoints
+from speedbench.results.category_matrix import ALL, FIGURES, checkpoints
 from tests.helpers.runfactory import make_run
 
 CATS = ("coding", "math", "qa", "writing")
@@ -40,9 +42,18 @@ def test_one_row_per_category_and_a_column_group_per_checkpoint(two_runs, tmp_pa
     rows = _rows(out / "category_matrix.csv")
     labels = ["eagle3@night_a", "eagle3.1@night_a", "eagle3@night_b", "eagle3.1@night_b"]
     assert rows[0] == ["category"] + [f"{lab}:{fig}" for lab in labels for fig in FIGURES]
-    assert [r[0] for r in rows[1:]] == ["coding", "math", "qa", "writing"]  # AIPerf's category order
+    assert [r[0] for r in rows[1:]] == ["coding", "math", "qa", "writing", ALL]  # AIPerf's category order
     runs = {"night_a": load_run(two_runs[0]), "night_b": load_run(two_runs[1])}
-    for r in rows[1:]:
+    for lab in labels:  # the point's own row: the summary row's stored interval, as the report shows it
+        arm, scen = lab.split("@")
+        cells = dict(zip(rows[0], rows[-1]))
+        want = headline(runs[scen].row(arm, 1))
+        got = tuple(float(cells[f"{lab}:{fig}"]) for fig in ("speedup_mean", "speedup_ci_low", "speedup_ci_high"))
+        assert got == want
+        shown = next(r for t in tables.speedup_tables(runs[scen]) if t.arm == arm for r in t.rows
+                     if r.concurrency == 1)
+        assert (shown.speedup, shown.ci_low, shown.ci_high) == want
+    for r in rows[1:-1]:
         cells = dict(zip(rows[0], r))
         for lab in labels:
             arm, scen = lab.split("@")

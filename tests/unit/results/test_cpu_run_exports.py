@@ -12,7 +12,8 @@ import pytest
 
 from speedbench.cli import main
 from speedbench.results import load_run
-from speedbench.results.category_matrix import FIGURES
+from speedbench.metrics.headline import headline
+from speedbench.results.category_matrix import ALL, FIGURES
 from tests.unit.results.test_speculation_profile import assert_profile_is_the_row
 
 DATA = Path(__file__).parent.parent.parent / "data" / "cpu_tiny_runs"
@@ -45,7 +46,13 @@ def test_category_matrix_of_two_cpu_runs(tmp_path):
         header, *rows = list(csv.reader(f))
     runs = [load_run(p) for p in RUNS]
     cats = sorted({c["category"] for r in runs for c in r.categories})
-    assert [r[0] for r in rows] == cats  # one row per category
+    assert [r[0] for r in rows] == [*cats, ALL]  # one row per category, then the point's own row
+    point, rows = dict(zip(header, rows[-1])), rows[:-1]
+    for g in ("eagle3@dtype=float16", "eagle3.1@dtype=bfloat16"):
+        arm, dtype = g.split("@dtype=")
+        row = runs[0 if dtype == "float16" else 1].row(arm, 1)
+        assert tuple(float(point[f"{g}:{k}"]) for k in ("speedup_mean", "speedup_ci_low", "speedup_ci_high")) == \
+            headline(row)  # the summary row's stored interval, as every report shows it
     groups = [f"{arm}@dtype={dtype}" for dtype in ("float16", "bfloat16")
               for arm in ("eagle3", "eagle3.1", "eagle3-untrained", "self-draft")]
     assert header == ["category"] + [f"{g}:{fig}" for g in groups for fig in FIGURES]

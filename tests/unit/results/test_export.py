@@ -158,3 +158,33 @@ def test_export_default_folder_and_bad_run(tmp_path, capsys):
     assert main(["export", str(rd.path), "--format", "json"]) == 0
     assert (rd.path / "export" / "json" / "summary.json").exists()
     assert main(["export", str(tmp_path / "nope"), "--format", "vllm"]) == 2
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "json"])
+def test_exports_carry_the_interval_the_report_shows(tmp_path, fmt):
+    """One interval per point: an export's headline columns are the figures the report's
+    table shows, for a run folder written before they existed too (derived on read)."""
+    from speedbench.metrics.headline import HEADLINE_KEYS
+    from speedbench.report import tables
+
+    rd = make_run(tmp_path, concurrencies=(1,), n_prompts=4)
+    summary = json.loads(rd.summary_path.read_text())
+    for r in summary["rows"]:
+        for k in HEADLINE_KEYS:
+            r.pop(k, None)
+    rd.write_summary(summary)
+    out = tmp_path / "out"
+    run = load_run(rd.path)
+    export_run(run, fmt, out)
+    if fmt == "json":
+        rows = json.loads((out / "summary.json").read_text())["rows"]
+    else:
+        df = pd.read_csv(out / "summary.csv") if fmt == "csv" else pd.read_parquet(out / "summary.parquet")
+        rows = df.to_dict("records")
+    shown = {t.arm: t.rows[0] for t in tables.speedup_tables(run)}
+    for r in rows:
+        if r["arm"] in shown:
+            s = shown[r["arm"]]
+            assert (r["speedup_headline_mean"], r["speedup_headline_ci_low"], r["speedup_headline_ci_high"]) == \
+                pytest.approx((s.speedup, s.ci_low, s.ci_high))
+            assert r["speedup_headline_clock"] == s.clock

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from speedbench.run.cost import DEFAULT_START_S, estimate
+from speedbench.cli import main
+from speedbench.run.cost import DEFAULT_START_S, describe, estimate
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
@@ -34,3 +35,54 @@ def test_an_earlier_run_prices_starts_and_points(tmp_path):
         # per round: c=1 16 x 0.5 s, c=4 4 x 0.5, c=16 1 x 0.5, warmup 2 + 1 + 1 waves
         assert c.measure_s == 3 * (8.0 + 2.0 + 0.5 + (1.0 + 0.5 + 0.5))
         assert c.wall_s == 3 * 25.0 + c.measure_s
+
+
+def _unfinished_run(root: Path, scenario: str, run_id: str, model: str, starts: dict[str, float]) -> Path:
+    """A run folder as a run leaves it before its summary: the saved scenario and each
+    server lifetime's arms.json entry (start seconds)."""
+    run = root / scenario / run_id
+    run.mkdir(parents=True)
+    (run / "scenario.resolved.yaml").write_text(f"name: {scenario}\nserver: {{model: {model}}}\n")
+    (run / "arms.json").write_text(json.dumps([{"arm": a, "repeat": 0, "start_s": s, "wall_s": 60.0, "gpus": 0}
+                                               for a, s in starts.items()]))
+    return run
+
+
+def test_measured_starts_of_the_same_target_price_another_scenario(tmp_path):
+    """cpu_drift has no run yet, but cpu_tiny measured the same target's starts: ~33 s,
+    not the 600 s default."""
+    drift = load_scenario(ROOT / "scenarios" / "cpu_drift.yaml")
+    run = _unfinished_run(tmp_path, "cpu_tiny", "20261201T000000Z-bbbbbb", str(drift.server.model),
+                          {"baseline": 31.0, "eagle3": 35.0})
+    _unfinished_run(tmp_path, "other", "20261202T000000Z-cccccc", "org/another-model", {"baseline": 900.0})
+    costs = {c.arm: c for c in estimate(build_plan(drift, n_prompts=8), tmp_path)}
+    assert costs["baseline"].start_s == 31.0 and f"measured starts, run {run.name}" in costs["baseline"].basis
+    # an arm no earlier run measured: the median start of the same target
+    assert costs["eagle3-k1"].start_s == 33.0 and "same target" in costs["eagle3-k1"].basis
+    assert all(c.start_s != DEFAULT_START_S for c in costs.values())
+
+
+def test_a_different_target_leaves_the_default(tmp_path):
+    drift = load_scenario(ROOT / "scenarios" / "cpu_drift.yaml")
+    _unfinished_run(tmp_path, "other", "20261202T000000Z-cccccc", "org/another-model", {"baseline": 900.0})
+    assert {c.start_s for c in estimate(build_plan(drift, n_prompts=8), tmp_path)} == {DEFAULT_START_S}
+
+
+def test_a_cpu_plan_reports_server_hours_not_gpu_hours():
+    sc = load_scenario(ROOT / "scenarios" / "cpu_drift.yaml")
+    plan = build_plan(sc, n_prompts=8)
+    text = "\n".join(describe(estimate(plan), plan))
+    assert "GPU-hours" not in text and "server-hours" in text
+    gpu = load_scenario(ROOT / "scenarios" / "kimi_coding.yaml")
+    gplan = build_plan(gpu, inventory=[0, 1, 2, 3])
+    assert "GPU-hours" in describe(estimate(gplan), gplan)[-1]
+
+
+def test_dry_run_ports_are_chosen_at_start_unless_pinned(capsys, tmp_path):
+    scenario = str(ROOT / "scenarios" / "cpu_tiny.yaml")
+    assert main(["run", scenario, "--dry-run", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "--port 8000" not in out and "--port PORT" in out and "chosen at start" in out
+    assert main(["run", scenario, "--dry-run", "-o", str(tmp_path), "--set", "server.port=8123"]) == 0
+    out = capsys.readouterr().out
+    assert "--port 8123" in out and "chosen at start" not in out
