@@ -3,8 +3,8 @@
 # slowest tests:
 #   unit         tests/unit/<package>/  pure and fast; 2 workers (pytest-xdist), one per core
 #   integration  tests/integration/     subprocesses, Slurm, Chromium, fake servers; 4 workers, since
-#                                       most of it waits: each module, and the Slurm modules together,
-#                                       stays on one worker (tests/integration/conftest.py)
+#                                       most of it waits: each module stays on one worker (--dist loadfile;
+#                                       tests/integration/conftest.py)
 #   e2e          tests/e2e/             a real vLLM on the CPU, one server at a time (the `vllm`
 #                                       marker; tests/conftest.py keeps the marker and the folder the same)
 # SPEEDBENCH_TEST_WORKERS=N sets the integration tier's workers (0: none, in this process).
@@ -89,7 +89,7 @@ if [ "$busy" = 1 ]; then
 fi
 slowest=(--durations=10 --durations-min=1)
 tier unit tests/unit -q -n 2 "${slowest[@]}" ${args[@]+"${args[@]}"}
-tier integration tests/integration -q -n "${SPEEDBENCH_TEST_WORKERS:-4}" --dist loadgroup "${slowest[@]}" \
+tier integration tests/integration -q -n "${SPEEDBENCH_TEST_WORKERS:-4}" --dist loadfile "${slowest[@]}" \
   ${args[@]+"${args[@]}"}
 tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" ${args[@]+"${args[@]}"}
 awk -v a="$t_start" -v b="$(date +%s.%N)" -v l="$(cut -d' ' -f1 /proc/loadavg)" \

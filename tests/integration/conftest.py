@@ -1,13 +1,14 @@
-"""The integration tier's shared resources, and how its tests share the workers.
+"""The integration tier's shared resources.
 
-scripts/test.sh runs this tier in parallel workers (pytest-xdist, ``--dist loadgroup``):
+scripts/test.sh runs this tier in parallel workers (pytest-xdist, ``--dist loadfile``):
 most of its tests wait on subprocesses and fake servers, so several run side by side on
-two cores. What cannot be shared is declared, and :func:`pytest_collection_modifyitems`
-turns each declaration into an xdist group (one worker runs a whole group, in order):
-
-* ``slurm``: the one-node Slurm cluster below (one per session, both Slurm modules);
-* every other module is its own group, so a module's module-scoped fixtures (an MLflow
-  server, a shared fake, a run many tests read) start once, not once per worker.
+two cores. Each module runs whole on one worker, so a module-scoped fixture (an MLflow
+server, a shared fake, a run many tests read) starts once, not once per worker; what
+several tests must share lives in one module. The one-node Slurm cluster below is one
+such resource: every test that submits to it is in test_slurm.py (the ``slurm`` marker).
+(xdist's ``loadgroup`` would group across modules, but with pytest 9.2 its group marks
+no longer reach the scheduler: pytest builds node ids apart from the ``_nodeid`` that
+xdist 3.8 rewrites, so every test was scheduled on its own.)
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from tests.helpers.slurm_cluster import Cluster
 
 @pytest.fixture(scope="session")
 def cluster():
-    """The single-node Slurm (tests/helpers/slurm_cluster.py); the Slurm modules' tests all
-    run on one worker (their ``slurm`` group), so one cluster serves them all."""
+    """The single-node Slurm (tests/helpers/slurm_cluster.py), started once per worker that
+    runs a Slurm test: with ``--dist loadfile`` that is the one worker running test_slurm.py."""
     # Not under pytest's tmp folder: that one is private to root, and munged runs as munge.
     root = Path(tempfile.mkdtemp(prefix="speedbench-slurm-", dir="/tmp"))
     c = Cluster(root)
@@ -39,11 +40,3 @@ def cluster():
     subprocess.run(["scancel", "--user=root"], env={**os.environ, **c.env}, check=False)
     c.stop()
     shutil.rmtree(root, ignore_errors=True)
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        group = "slurm" if item.get_closest_marker("slurm") is not None else Path(str(item.path)).stem
-        item.add_marker(pytest.mark.xdist_group(group))
