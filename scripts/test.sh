@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# All the tests: set up, then three tiers in order, each with its wall time and its 10
-# slowest tests:
+# All the tests: set up, lint, then three tiers, each with its wall time and its 10 slowest
+# tests:
 #   unit         tests/unit/<package>/  pure and fast; 2 workers (pytest-xdist), one per core
 #   integration  tests/integration/     subprocesses, Slurm, Chromium, fake servers; 4 workers, since
 #                                       most of it waits: each module stays on one worker (--dist loadfile;
 #                                       tests/integration/conftest.py)
 #   e2e          tests/e2e/             a real vLLM on the CPU, one server at a time (the `vllm`
 #                                       marker; tests/conftest.py keeps the marker and the folder the same)
+# The e2e tier is the longest and mostly waits on vLLM's single-threaded start-up, so it runs
+# beside the others: it starts first, in the background, its output going to
+# .test-logs/e2e.log; lint, unit and integration run in the foreground meanwhile; then the
+# e2e log is shown from its start and followed to its end. A failing tier stops the script,
+# and stops the e2e tier too (SIGINT to its process group: pytest tears its fixtures down
+# and speedbench stops its servers, as on Ctrl-C).
 # SPEEDBENCH_TEST_WORKERS=N sets the integration tier's workers (0: none, in this process).
-# Before the tiers: ruff on speedbench/, tests/ and scripts/, mypy on speedbench/ (configured in
-# pyproject.toml).
-# A failing tier stops the script. Usage: bash scripts/test.sh [--busy] [extra pytest args]
+# Lint: ruff on speedbench/, tests/ and scripts/, mypy on speedbench/ (pyproject.toml).
+# Usage: bash scripts/test.sh [--busy] [extra pytest args, given to every tier]
 #
 # Random order (pytest-randomly): every tier runs in a random order drawn from one seed,
 # printed first ("[test] random order: seed N") and by each tier. To replay a failing order:
@@ -65,10 +70,8 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
     'BEGIN { printf "\n[test] %s tier: %.1f s wall (exit %d; load average 1/5/15 min: %s)\n", n, b - a, rc, l }'
   return "$rc"
 }
-echo "[test] lint: ruff and mypy"
-.venv/bin/ruff check .  # the files [tool.ruff] include names
-.venv/bin/mypy speedbench
 hog=""
+e2e=""
 stop_hog() {
   if [ -n "$hog" ]; then
     kill "$hog" 2>/dev/null || true
@@ -77,10 +80,20 @@ stop_hog() {
     hog=""
   fi
 }
+stop_e2e() {  # the e2e tier's process group: SIGINT first (teardown), SIGKILL after 90 s
+  if [ -n "$e2e" ] && kill -0 "$e2e" 2>/dev/null; then
+    echo "[test] stopping the end-to-end tier (process group $e2e); its log: $e2e_log"
+    kill -INT -- "-$e2e" 2>/dev/null || true
+    for _ in $(seq 1 90); do kill -0 "$e2e" 2>/dev/null || break; sleep 1; done
+    kill -KILL -- "-$e2e" 2>/dev/null || true
+  fi
+  e2e=""
+}
+cleanup() { stop_e2e; stop_hog; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 if [ "$busy" = 1 ]; then
-  trap stop_hog EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
   # a shell loop holds one core; it checks that this script still lives, so a SIGKILL'd
   # script leaves no hog behind either
   sh -c 'while kill -0 "$1" 2>/dev/null; do :; done' hog $$ &
@@ -88,9 +101,25 @@ if [ "$busy" = 1 ]; then
   echo "[test] busy host: CPU hog (pid $hog) holds one core while the tiers run"
 fi
 slowest=(--durations=10 --durations-min=1)
+mkdir -p .test-logs
+e2e_log=.test-logs/e2e.log
+set -m  # the background tier gets a process group of its own, so it can be stopped whole
+tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" ${args[@]+"${args[@]}"} \
+  > "$e2e_log" 2>&1 < /dev/null &
+e2e=$!
+set +m
+echo "[test] end-to-end tier started in the background (process group $e2e); its output: $e2e_log"
+echo "[test] lint: ruff and mypy"
+.venv/bin/ruff check .  # the files [tool.ruff] include names
+.venv/bin/mypy speedbench
 tier unit tests/unit -q -n 2 "${slowest[@]}" ${args[@]+"${args[@]}"}
 tier integration tests/integration -q -n "${SPEEDBENCH_TEST_WORKERS:-4}" --dist loadfile "${slowest[@]}" \
   ${args[@]+"${args[@]}"}
-tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" ${args[@]+"${args[@]}"}
+echo "[test] end-to-end tier, from its start (still running: followed to its end)"
+tail -n +1 -f --pid="$e2e" "$e2e_log"
+e2e_rc=0
+wait "$e2e" || e2e_rc=$?
+e2e=""
+[ "$e2e_rc" = 0 ] || exit "$e2e_rc"
 awk -v a="$t_start" -v b="$(date +%s.%N)" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
   'BEGIN { printf "[test] all tiers passed: %.1f min in all, set-up included (load average now %s)\n", (b - a) / 60, l }'

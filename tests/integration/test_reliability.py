@@ -233,6 +233,17 @@ def test_server_dies_mid_run(tmp_path, tag):
     rows = {(r["arm"], r["concurrency"]): r for r in json.loads((run / "summary.json").read_text())["rows"]}
     assert rows[("a", 2)]["status"] == "failed" and rows[("a", 1)]["status"] == "ok"
     assert_no_orphans(tag, run)
+    # The folder resumes: the failed point runs again on a fresh server (started for c=2
+    # alone, it stays under its die-after count), and the finished c=1 is not rerun. (The
+    # real-vLLM engine-death tests rely on this one for the resume after a death.)
+    c1_before = [r for r in recs if r["concurrency"] == 1]
+    res = sb(["run", "--resume", str(run), "--skip-doctor"], tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, out_of(res)
+    assert points(run)[("a", 2, "")]["status"] == "ok"
+    assert [r for r in records(run) if r["concurrency"] == 1] == c1_before
+    rows = {(r["arm"], r["concurrency"]): r for r in json.loads((run / "summary.json").read_text())["rows"]}
+    assert rows[("a", 2)]["status"] == "ok"
+    assert_no_orphans(tag, run)
 
 
 # ---- 3-5. HTTP 500, stalled stream, malformed SSE, truncated streams ----------------------
