@@ -7,10 +7,10 @@ is read from each draft's config, every request has engine timing and bursts are
 from the records. Nothing here depends on how the scheduler treats the client.
 
 One run of every arm with one round, no A/A check and 8 prompts (5 server launches, each
-guarding its API with a key) is shared by most tests; a smaller run of the baseline and
-EAGLE 3.1 adds a system-prompt sweep and gives `compare` two runs to put side by side; a
-third runs the baseline with its A/A twin for 2 rounds (4 launches) for the rounds, ABBA
-and the noise floor.
+guarding its API with a key) is shared by most tests. A second run, of the baseline with
+its A/A twin for 2 rounds (4 launches), covers the rounds, ABBA and the noise floor, and
+with two system-prompt variants it is also the per-variant sweep; `compare` puts the
+first run beside a copy of itself.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,28 +80,13 @@ def run(vllm_slot, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def variant_run(vllm_slot, run, tmp_path_factory):
-    out = tmp_path_factory.mktemp("results-variants")
-    proc = speedbench(
-        "run", "scenarios/cpu_tiny.yaml", "-o", str(out), "--skip-doctor",
-        "--arms", "baseline,eagle3.1", "--set", "repeats=1", "--set", "aa_check=false",
-        "--set", "concurrency=[1]",
-        "--set", "workload.num_prompts=8",
-        "--set", "workload.variants=[{name: plain}, "
-                 "{name: pirate, system_prompt: 'You are a pirate. Answer in pirate speech.'}]",
-    )
-    print(proc.stdout[-4000:], proc.stderr[-3000:])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    path = only_run(out)
-    return {"dir": path, "stdout": proc.stdout, "summary": json.loads((path / "summary.json").read_text())}
-
-
-@pytest.fixture(scope="module")
 def noise_run(vllm_slot, tmp_path_factory):
     out = tmp_path_factory.mktemp("results-noise")
     proc = speedbench(
         "run", "scenarios/cpu_tiny.yaml", "-o", str(out), "--skip-doctor", "--arms", "baseline",
         "--set", "repeats=2", "--set", "concurrency=[1,4]", "--set", "workload.num_prompts=8",
+        "--set", "workload.variants=[{name: plain}, "
+                 "{name: pirate, system_prompt: 'You are a pirate. Answer in pirate speech.'}]",
     )
     print(proc.stdout[-4000:], proc.stderr[-3000:])
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -243,34 +229,38 @@ def test_gate_passes_on_the_cpu_scenario(run, tmp_path):
     assert "<testsuite" in junit.read_text()
 
 
-def test_system_prompt_sweep_gives_a_per_variant_table(variant_run):
-    s = variant_run["summary"]
+def test_system_prompt_sweep_gives_a_per_variant_table(noise_run, tmp_path):
+    s = noise_run["summary"]
     assert {r["variant"] for r in s["rows"]} == {"plain", "pirate"}
-    assert {r["arm"] for r in s["rows"]} == {"baseline", "eagle3.1"}
-    for arm in ("eagle3.1",):
-        for r in rows(s, arm):
-            assert r["speedup_engine_mean"] > 0 and r["al_tokens"] > 1.2, r
-            # the client-side figure needs client-side TPS, which a lagging client can lose
-            # to bursts on a busy host: then the row says so instead of printing a number
-            assert r["speedup_mean"] is not None or any(
-                w.startswith("no client-side speedup") for w in r["warnings"]), r
-    md = (variant_run["dir"] / "report.md").read_text()
+    assert {r["arm"] for r in s["rows"]} == {"baseline", "baseline-aa"}
+    for r in rows(s, "baseline-aa"):
+        assert r["speedup_engine_mean"] > 0, r
+        # the client-side figure needs client-side TPS, which a lagging client can lose
+        # to bursts on a busy host: then the row says so instead of printing a number
+        assert r["speedup_mean"] is not None or any(
+            w.startswith("no client-side speedup") for w in r["warnings"]), r
+    md = (noise_run["dir"] / "report.md").read_text()
     assert "pirate" in md and "plain" in md
-    points = json.loads((variant_run["dir"] / "points.json").read_text())
+    points = json.loads((noise_run["dir"] / "points.json").read_text())
     by_variant = {}
     for p in points:
         by_variant.setdefault(p["variant"], set()).add(p["rendered_hash"])
-    assert all(len(h) == 1 for h in by_variant.values())  # same prompts across arms
+    assert all(len(h) == 1 for h in by_variant.values())  # same prompts across arms and rounds
     assert by_variant["plain"] != by_variant["pirate"]  # the system prompt really changed them
 
 
-def test_compare_two_runs_shows_eagle3_and_eagle31(run, variant_run):
-    proc = speedbench("compare", str(run["dir"]), str(variant_run["dir"]))
+def test_compare_two_runs_shows_eagle3_and_eagle31(run, tmp_path):
+    twin = tmp_path / run["dir"].name
+    shutil.copytree(run["dir"], twin)
+    proc = speedbench("compare", str(run["dir"]), str(twin))
     assert proc.returncode == 0, proc.stderr
-    assert any("eagle3.1" in ln.split() or " eagle3.1 " in ln for ln in proc.stdout.splitlines())
+    assert "Speedup: eagle3.1" in proc.stdout and "Speedup: eagle3" in proc.stdout
     proc = speedbench("compare", str(run["dir"]), "--arms", "eagle3", "eagle3.1")
     assert proc.returncode == 0, proc.stderr
     assert "eagle3.1" in proc.stdout and "eagle3" in proc.stdout
+
+
+POINTS = [(c, v) for c in (1, 4) for v in ("pirate", "plain")]  # the A/A run's (concurrency, variant)
 
 
 def test_rounds_restart_servers_in_abba_order_with_an_aa_noise_floor(noise_run):
@@ -279,25 +269,26 @@ def test_rounds_restart_servers_in_abba_order_with_an_aa_noise_floor(noise_run):
     assert "round 2 of 2: fresh servers, baseline-aa -> baseline" in out
     # a fresh server per round: each round has its own Prometheus snapshots and records
     prom = {p.name for p in (noise_run["dir"] / "prometheus").iterdir()}
-    assert {"baseline__c1__default__before.txt", "baseline__c1__default__r1__before.txt"} <= prom
+    assert {"baseline__c1__pirate__before.txt", "baseline__c1__pirate__r1__before.txt"} <= prom
     aa = rows(s, "baseline-aa")
-    assert [r["concurrency"] for r in aa] == [1, 4]
+    assert sorted((r["concurrency"], r["variant"]) for r in aa) == POINTS
     recs = [json.loads(ln) for ln in (noise_run["dir"] / "records.jsonl").read_text().splitlines()]
     per_round: dict = {}
     for r in recs:
         if not r["warmup"]:
-            k = (r["arm"], r["concurrency"], r["repeat"])
+            k = (r["arm"], r["concurrency"], r["variant"], r["repeat"])
             per_round[k] = per_round.get(k, 0) + 1
     # every round of every point replayed the same requests (8 prompts, multi-turn ones
-    # adding a request per turn), on both servers
-    assert set(per_round) == {(a, c, rnd) for a in ("baseline", "baseline-aa") for c in (1, 4) for rnd in (0, 1)}
-    assert len(set(per_round.values())) == 1 and per_round[("baseline", 1, 0)] >= 8
-    assert all(r["n_requests"] == 2 * per_round[("baseline", 1, 0)] for r in aa)
+    # adding a request per turn), on both servers, in each variant
+    assert set(per_round) == {(a, c, v, rnd) for a in ("baseline", "baseline-aa") for c in (1, 4)
+                              for v in ("plain", "pirate") for rnd in (0, 1)}
+    assert len(set(per_round.values())) == 1 and per_round[("baseline", 1, "plain", 0)] >= 8
+    assert all(r["n_requests"] == 2 * per_round[("baseline", 1, "plain", 0)] for r in aa)
     floor = s["noise_floor"]
-    assert [f["concurrency"] for f in floor] == [1, 4]
+    assert sorted((f["concurrency"], f["variant"]) for f in floor) == POINTS
     for f in floor:
         assert f["engine_ci_low"] <= f["speedup_engine"] <= f["engine_ci_high"], f
-        assert f["level"] == pytest.approx(1 - 0.05 / 2)  # simultaneous over the 2 points
+        assert f["level"] == pytest.approx(1 - 0.05 / 4)  # simultaneous over the 4 points
         inside = [lo <= 1.0 <= high(hi) for lo, hi in ((f["ci_low"], f["ci_high"]),
                                                       (f["engine_ci_low"], f["engine_ci_high"])) if lo is not None]
         assert f["contains_one"] == all(inside)
