@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from speedbench.analysis.al_trend import al_trends
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.metrics.headline import headline, headline_clock
 from speedbench.report import html, significance, tables
 from speedbench.report.nightly import checkpoint

@@ -82,7 +82,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
 
     # Each arm runs in its own thread, so each point gets its own event loop.
     target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
-    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts), ctx.base_records)
+    stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
     if stop is None:
         m = run_async(measure(target, job))
     else:  # sequential stopping: batches that end at the looks
