@@ -11,7 +11,6 @@ from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
 from speedbench.loadgen import PointJob, Target, measure, run_async
 from speedbench.scenario import Scenario
-from speedbench.stopping.batches import measure_batches
 from speedbench.stopping.point import point_stop
 from speedbench.workload.chat import RequestBuilder
 
@@ -86,7 +85,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     if stop is None:
         m = run_async(measure(target, job))
     else:  # sequential stopping: batches that end at the looks
-        m = run_async(measure_batches(target, job, stop.batches(), stop.go_on))
+        m = run_async(measure(target, job, batches=stop.batches(), go_on=stop.go_on))
     aborted = m.aborted
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None
