@@ -104,7 +104,8 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         n_errors=m.n_errors,
         rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
         padding_unit=builder.padding_unit,
-        **({"request_rate": key.rate, "burstiness": sc.load.burstiness} if key.rate is not None else {}),
+        **({"request_rate": key.rate, "workload": key.workload, "burstiness": sc.load.burstiness}
+           if key.rate is not None else {}),
         **(stop.marks(len(job.prompts)) if stop is not None else {}),
     )
     ctx.live.point_done(key)
