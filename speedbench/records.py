@@ -35,8 +35,9 @@ class PointKey(_PointId):
     ``concurrency`` the most requests in flight. The point's load is in typed fields
     beside it, set where the point is made (the plan), never parsed from the label:
     ``workload`` (the workload variant whose prompts it sends) and ``rate`` (requests per
-    second, None in a closed loop). A key read back from a run folder carries the identity
-    only (``workload`` = ``variant``, ``rate`` None); the run path uses the plan's keys."""
+    second, None in a closed loop). A key read back from a run folder gets both again from
+    the fields its round stored beside it (results/rounds.py); a folder written before
+    ``workload`` was stored falls back here, to the variant."""
 
     # Not tuple items, so they take no part in equality, hashing or the stored identity.
     rate: float | None = None

@@ -22,7 +22,7 @@ from speedbench.metrics.headline import headline  # a point's speedup is the one
 from speedbench.metrics.keys import (
     AL_PROMETHEUS, AL_TOKENS, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT, PER_USER_TPS_MEAN, PROXY_SPEEDUP
 )
-from speedbench.analysis.cells import al_of, as_list, num
+from speedbench.metrics.cells import al_of, as_list, num
 
 # Two AL curves "separate" where they differ by more than this fraction of arm A's AL
 # (and by more than the rows' own measurement disagreement, see separation()).
@@ -30,7 +30,7 @@ SEPARATION_REL = 0.02
 USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 
 
-# ---- row facts: k, AL, series, per-position rates (cells are read by speedbench/analysis/cells.py)
+# ---- row facts: k, AL, series, per-position rates (cells are read by speedbench/metrics/cells.py)
 
 
 def k_of(row: dict) -> int | None:

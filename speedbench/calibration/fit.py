@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from speedbench.metrics.keys import AL_TOKENS, SPEEDUP_MEAN
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 
 Model = Literal["origin", "affine"]
 Z95 = 1.959964

@@ -16,7 +16,7 @@ from typing import Any
 from speedbench.metrics.keys import (
     AL_PROMETHEUS, AL_REQUESTS, AL_TOKENS, N_OK, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT
 )
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.calibration.store import predict
 from speedbench.scenario import Scenario
 from speedbench.scenario.traffic import PromoteSpec

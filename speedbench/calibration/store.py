@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.calibration.fit import Curve
-from speedbench.results.files import atomic_write, finite
 from speedbench.records import PointKey
 from speedbench.scenario import Scenario
 
@@ -60,13 +59,9 @@ def file_name(key: dict[str, Any]) -> str:
     return f"{safe}-{key_digest(key)}.json"
 
 
-def save(folder: Path, key: dict[str, Any], curves: list[Curve], meta: dict[str, Any]) -> Path:
-    """Write (or replace) the calibration of ``key``; ``meta`` says how it was measured."""
-    data = {"schema": SCHEMA, "key": key, "digest": key_digest(key), **meta,
-            "curves": [c.to_dict() for c in curves]}
-    path = Path(folder) / file_name(key)
-    atomic_write(path, json.dumps(finite(data), indent=2, allow_nan=False) + "\n")
-    return path
+def document(key: dict[str, Any], curves: list[Curve], meta: dict[str, Any]) -> dict[str, Any]:
+    """The calibration file of ``key`` (run/calibrate.py writes it); ``meta`` says how it was measured."""
+    return {"schema": SCHEMA, "key": key, "digest": key_digest(key), **meta, "curves": [c.to_dict() for c in curves]}
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from speedbench.calibration.session import CalibrateRequest, calibrate, measured_scenario, store_from_run
+from speedbench.run.calibrate import CalibrateRequest, calibrate, measured_scenario, store_from_run
 from speedbench.commands.run import print_plan
 from speedbench.errors import UsageError
 from speedbench.run.plan import build_plan

@@ -13,6 +13,8 @@ from rich.console import Console
 
 from speedbench.doctor import exit_code, run_checks
 from speedbench.doctor.table import print_checks
+from speedbench.run.cost import output_bytes
+from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
 
@@ -36,7 +38,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     sc = load_scenario(args.scenario, args.overrides)
-    checks = run_checks(sc, output=Path(args.output))
+    checks = run_checks(sc, output=Path(args.output), output_need=output_bytes(build_plan(sc)))
     console = Console()
     console.print(f"speedbench doctor: scenario '{sc.name}' ({args.scenario})", markup=False, highlight=False)
     print_checks(checks, console)

@@ -29,10 +29,10 @@ __all__ = ["Check", "Facts", "Host", "exit_code", "run_checks"]
 
 
 def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path | None = None,
-               n_prompts: int | None = None) -> list[Check]:
+               output_need: int | None = None) -> list[Check]:
     """All checks for ``scenario``, in table order, on ``machine`` (None: this one).
-    ``output``: the results root, whose free space is compared with the run's estimated
-    output; ``n_prompts``: prompts per point (None: the scenario's num_prompts)."""
+    ``output``: the results root, whose free space is compared with ``output_need``, the
+    bytes the run folder may take (run/cost.py's ``output_bytes``; None: unknown)."""
     facts = (machine or Host()).facts()
     resolve, engine_checks = ENGINE_CHECKS[engine_for(scenario).name]
     arms = launched_arms(scenario)
@@ -43,7 +43,7 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
         arms=arms,
         argv={a.name: arm_argv(scenario, a) for a in arms},
         output=output,
-        n_prompts=n_prompts,
+        output_need=output_need,
     )
     # Drafts first: what they are decides which vLLM the scenario needs.
     drafts = _guarded("draft", models.check_drafts, ctx)

@@ -175,7 +175,7 @@ class Context:
     draft_versions: dict[str, str] = field(default_factory=dict)  # "3.1", "3", "?" or ""
     required: list[tuple[str, str, bool]] = field(default_factory=list)  # (feature, why, certain)
     output: Path | None = None  # the results root the run writes under (None: not checked)
-    n_prompts: int | None = None  # prompts per point, when the workload is loaded already
+    output_need: int | None = None  # bytes the run folder may take (run/cost.py); None: unknown
 
     @property
     def needs_gpu(self) -> bool:

@@ -12,32 +12,15 @@ from speedbench.doctor.base import Check, Context
 from speedbench.errors import SpeedbenchError
 from speedbench.fixtures.weights import verify
 from speedbench.results.files import free_space, human_bytes
-from speedbench.run.plan import build_plan
 from speedbench.workload import check_source as workload_check
-
-# What a run folder takes, measured on runs of the CPU fixtures and the fake server: a
-# record line is about 0.7 KB plus ~40 B per output token (its chunk stamps and text),
-# and records.parquet holds them again; vLLM's /metrics text is 30-150 KB per snapshot,
-# two per round of a point; a server log is rarely over a MiB.
-RECORD_BYTES, TOKEN_BYTES, SNAPSHOT_BYTES, LOG_BYTES = 700, 40, 150_000, 1 << 20
-
-
-def estimate_output_bytes(n_requests: int, max_tokens: int, n_rounds: int, n_launches: int) -> int:
-    """An upper-end estimate of a run folder's size, for the free-space check."""
-    return (2 * n_requests * (RECORD_BYTES + TOKEN_BYTES * max_tokens) + 2 * SNAPSHOT_BYTES * n_rounds
-            + LOG_BYTES * n_launches)
-
 
 def check_output_space(ctx: Context) -> list[Check]:
     """A full disk stops a run (exit 3) and resume finishes it, but it is cheaper to know."""
     if ctx.output is None:
         return []
-    sc = ctx.scenario
-    plan = build_plan(sc, n_prompts=ctx.n_prompts)
-    if not plan.n_prompts:
+    need = ctx.output_need
+    if need is None:
         return [Check("output space", "ok", f"{ctx.output}: the run's size is unknown until the data is loaded")]
-    need = estimate_output_bytes(plan.n_requests(), sc.workload.max_tokens, plan.n_points * plan.rounds,
-                                 plan.n_launches)
     folder, _ = free_space(ctx.output)
     free = ctx.facts.disk_free(folder)
     have = f"{human_bytes(free)} free in {folder}, the run writes up to about {human_bytes(need)}"

@@ -14,6 +14,7 @@ import socket
 from dataclasses import dataclass
 
 from speedbench.doctor.base import Check, Context
+from speedbench.engine.procs import state_and_group
 from speedbench.engine.watchdog import OWNER_ARM, OWNER_HOST, OWNER_PID
 
 
@@ -40,14 +41,12 @@ def scan_proc(root: str = "/proc") -> list[Tagged]:
                 env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
             if OWNER_PID.encode() not in env:
                 continue
-            with open(f"{root}/{pid}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-            fields = stat[stat.rfind(")") + 2:].split()
-            if fields[0] == "Z":
+            state, pgid = state_and_group(f"{root}/{pid}/stat")
+            if state == "Z":
                 continue
             with open(f"{root}/{pid}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            out.append(Tagged(pid=pid, pgid=int(fields[2]), cmdline=cmd, owner_pid=int(env[OWNER_PID.encode()] or 0),
+            out.append(Tagged(pid=pid, pgid=pgid, cmdline=cmd, owner_pid=int(env[OWNER_PID.encode()] or 0),
                               owner_host=env.get(OWNER_HOST.encode(), b"").decode(),
                               arm=env.get(OWNER_ARM.encode(), b"").decode()))
         except (OSError, ValueError, IndexError):

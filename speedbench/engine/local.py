@@ -21,6 +21,7 @@ from speedbench.engine import watchdog
 from speedbench.engine.base import LaunchSpec, flag_value
 from speedbench.engine.diagnose import Death, diagnose, memory_figures, signal_name
 from speedbench.engine.host_cpu import cpu_facts, normalise_dtype
+from speedbench.engine.procs import state_and_group
 # free_port is looked up here at call time, so tests can make it racy.
 from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready
 from speedbench.errors import ServerError
@@ -75,12 +76,10 @@ def _group_alive(pgid: int) -> bool:
             if not entry.name.isdigit():
                 continue
             try:
-                stat = (entry / "stat").read_text()
-            except OSError:
+                state, group = state_and_group(entry / "stat")
+            except (OSError, ValueError, IndexError):
                 continue
-            # Fields after the ")" that closes the command name: state ppid pgrp ...
-            fields = stat[stat.rfind(")") + 2:].split()
-            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            if group == pgid and state not in ("Z", "X"):
                 return True
         return False
     try:

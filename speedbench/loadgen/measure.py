@@ -1,11 +1,12 @@
 """A whole point as a run executes it: warmup, a settled Prometheus scrape, every
-measured repeat, a settled scrape again."""
+measured repeat (or, under sequential stopping, each batch until the look says stop), a
+settled scrape again."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from speedbench.errors import ServerError
 from speedbench.loadgen.job import PointJob, ServerAlive, Target
@@ -13,6 +14,7 @@ from speedbench.loadgen.loops import ask
 from speedbench.loadgen.point import PointResult, run_pass
 from speedbench.client.scrape import SETTLE_PREFIXES
 from speedbench.client.scrape import scrape as scrape_metrics
+from speedbench.records import RequestRecord
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
 # two scrapes agree so the "after" snapshot includes the last requests' steps.
@@ -45,10 +47,17 @@ class Measurement:
         return sum(1 for r in self.repeats for rec in r.records if rec.error)
 
 
-async def measure(target: Target, job: PointJob,
-                  scrape: Callable[[str], Awaitable[str]] = scrape_metrics) -> Measurement:
-    """Warmup -> settled scrape -> ``job.repeats`` measured passes -> settled scrape.
-    The same arrival schedule (rate mode) in every pass.
+# go_on(records so far, prompts sent so far) -> True to send the next batch
+GoOn = Callable[[list[RequestRecord], int], bool]
+
+
+async def measure(target: Target, job: PointJob, scrape: Callable[[str], Awaitable[str]] = scrape_metrics, *,
+                  batches: Sequence[Sequence[int]] | None = None, go_on: GoOn | None = None) -> Measurement:
+    """Warmup -> settled scrape -> the measured passes -> settled scrape. The passes are
+    ``job.repeats`` whole passes (the same arrival schedule, rate mode, in each), or with
+    ``batches`` (sequential stopping, stopping/point.py) one closed-loop pass per batch of
+    indices into ``job.prompts`` until ``go_on`` says stop (asked after the last batch too:
+    it records where the point ended).
 
     The warmup runs once, before the first pass, on the same connections. A scrape
     that fails because the server died aborts the point with the death as the reason;
@@ -57,21 +66,50 @@ async def measure(target: Target, job: PointJob,
     """
     m = Measurement([])
     base_url, server_alive = target.client.base_url, target.server_alive
+    records: list[RequestRecord] = []
+    sent = 0
 
     async def before() -> str | None:
         m.before, died = await _scrape_or_dead(scrape, base_url, server_alive)
         return died
 
-    for r in range(job.repeats):
-        res = await run_pass(target, job, job.first_repeat + r, before_measure=before if r == 0 else None)
+    for i, (t, sub, repeat) in enumerate(_passes(target, job, batches)):
+        res = await run_pass(t, sub, repeat, before_measure=before if i == 0 else None)
         # The watchdog polls every 0.5 s; once a server is gone the remaining requests
         # fail in milliseconds, so a pass can end before it looks.
         res.aborted = res.aborted or await ask(server_alive)
         m.repeats.append(res)
+        records.extend(res.records)
+        sent += len(sub.prompts)
         if res.aborted:
             return m
+        if go_on is not None and not go_on(records, sent):
+            break
     m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, base_url, server_alive)
     return m
+
+
+def _passes(target: Target, job: PointJob,
+            batches: Sequence[Sequence[int]] | None) -> Iterator[tuple[Target, PointJob, int]]:
+    """(target, job, repeat) of each pass. A batch is a job of its own prompts (the warmup
+    with the first only); its records keep the prompt's index in ``job.prompts``, so pairs
+    across arms match whatever order the batches follow."""
+    if batches is None:
+        for r in range(job.repeats):
+            yield target, job, job.first_repeat + r
+        return
+    for b, batch in enumerate(batches):
+        index = list(batch)
+
+        def on_record(rec: RequestRecord, index: list[int] = index) -> None:
+            # the loops number prompts within the batch; the record keeps the workload's index
+            rec.prompt_index = index[rec.prompt_index]
+            if target.on_record is not None:
+                target.on_record(rec)
+
+        yield (replace(target, on_record=on_record),
+               replace(job, prompts=[job.prompts[i] for i in index], warmup=job.warmup if b == 0 else ()),
+               job.first_repeat)
 
 
 async def _scrape_or_dead(scrape: Callable[[str], Awaitable[str]], base_url: str,

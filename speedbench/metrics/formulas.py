@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.client.scrape import SpecCounters
 from speedbench.metrics.acceptance import (AL_AGREE_TOLERANCE, acceptance, al_from_counters, overcount_stats,
                                           per_position_rates)

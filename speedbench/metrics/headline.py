@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 
 CLIENT, ENGINE = "client", "engine"
 # the row keys this module fills (declared in metrics/registry.py)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.metrics.speedup import pooled_spreads, speedup
 from speedbench.metrics.table import request_table
 from speedbench.records import PointKey, RequestRecord

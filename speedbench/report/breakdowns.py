@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.metrics.headline import headline
 from speedbench.metrics.registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
 from speedbench.records import PointKey, rate_label

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.analysis import checkpoints as stats
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.errors import UsageError
 from speedbench.report import html, tables
 from speedbench.report.nightly import checkpoint, pooled_al

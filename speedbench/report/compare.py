@@ -18,7 +18,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from speedbench.analysis.cells import al_of
+from speedbench.metrics.cells import al_of
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.report import significance
 from speedbench.report import tables

@@ -30,7 +30,7 @@ from speedbench.report import verdicts as verdict_block
 from speedbench.report.nightly import checkpoint, pooled_al
 from speedbench.results import Run, atomic_write
 from speedbench.results.discover import discover_runs, require_runs
-from speedbench.results.files import ensure_dir, started_at
+from speedbench.results.files import ensure_dir
 from speedbench.report.render import render_report
 
 MAX_LATEST = 50  # rows in the "latest runs" table
@@ -51,14 +51,6 @@ class Dashboard:
     problems: list[str] = field(default_factory=list)
 
 
-def _created(run: Run) -> dt.datetime:
-    t = started_at(run.created_utc) or started_at(run.run_id[:16])
-    if t is not None:
-        return t
-    ts = run.dir.summary_path.stat().st_mtime if run.dir else 0
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc)
-
-
 def _safe_rel(rel: Path) -> Path:
     """A path under site/runs built from folder names only, never from summary contents."""
     return Path(*[re.sub(r"[^A-Za-z0-9_.\-]", "_", p).lstrip(".") or "_" for p in rel.parts])
@@ -70,7 +62,7 @@ def scan(results_dir: Path, skip: Path | None = None, required: bool = False) ->
     found = discover_runs(results_dir, skip)
     if required:
         require_runs(found, results_dir)
-    runs = [SiteRun(run, run.dir.path.relative_to(results_dir) if run.dir else Path(run.run_id), _created(run))
+    runs = [SiteRun(run, run.dir.path.relative_to(results_dir) if run.dir else Path(run.run_id), run.started)
             for run in found.runs]
     runs.sort(key=lambda r: r.created)
     return runs, found.problems

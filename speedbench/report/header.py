@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.report.tables import fmt, fmt_speedup, ok
 from speedbench.results import Run

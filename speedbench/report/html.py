@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speedbench import __version__
-from speedbench.analysis.cells import al_of
+from speedbench.metrics.cells import al_of
 from speedbench.report import breakdowns
 from speedbench.report import header
 from speedbench.report import markdown

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from speedbench.analysis.al_trend import al_trends
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num, pool_by_n_ok
 from speedbench.metrics.headline import headline, headline_clock
 from speedbench.report import html, significance, tables
 from speedbench.report.nightly import checkpoint
@@ -24,24 +24,15 @@ MAX_PAIRS = 15  # pairwise rows per concurrency (6 checkpoints)
 
 
 def _pooled(run: Run, arm: str, variant: str, key: str) -> float:
-    total = weight = 0.0
-    for r in run.rows:
-        if r.get("arm") == arm and (r.get("variant") or "") == variant and r.get("status") != "failed":
-            v, n = num(r.get(key)), num(r.get("n_ok"))
-            if math.isfinite(v):
-                w = n if n > 0 else 1.0
-                total, weight = total + v * w, weight + w
-    return total / weight if weight else math.nan
+    return pool_by_n_ok((r.get(key), r.get("n_ok")) for r in run.rows
+                        if r.get("arm") == arm and (r.get("variant") or "") == variant and r.get("status") != "failed")
 
 
 def _category(run: Run, arm: str, variant: str, cat: str, key: str) -> float:
-    total = weight = 0.0
-    for c in run.categories:
-        if c.get("arm") == arm and (c.get("variant") or "") == variant and c.get("category") == cat:
-            v, n = num(c.get(key)), num(c.get("n_ok"))
-            if math.isfinite(v) and n > 0:
-                total, weight = total + v * n, weight + n
-    return total / weight if weight else math.nan
+    # a category row without requests does not count (floor 0)
+    return pool_by_n_ok(((c.get(key), c.get("n_ok")) for c in run.categories
+                         if c.get("arm") == arm and (c.get("variant") or "") == variant and c.get("category") == cat),
+                        floor=0.0)
 
 
 def _mark_best(rows: list[list[Any]], values: list[list[float]], first: int) -> None:

@@ -21,7 +21,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from speedbench.analysis.cells import al_of, num, pool_by_n_ok
+from speedbench.metrics.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.headline import headline
 from speedbench.analysis.changepoints import (
     IMPROVEMENT,

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from speedbench.analysis.cells import num
+from speedbench.metrics.cells import num
 from speedbench.analysis.changepoints import MIN_BASELINE, Change, find_changes, floored_sd, robust_sd
 from speedbench.results import Run
 

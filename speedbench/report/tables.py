@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
-from speedbench.analysis.cells import al_of, num, pool_by_n_ok
+from speedbench.metrics.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline, headline_clock, other_clock
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedbench.results.files import started_at
+from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
 from speedbench.scenario import Scenario, validate_data
 
@@ -111,8 +111,8 @@ def find_candidates(root: str | Path, sc: Scenario, prov: dict[str, Any], *,
         old_prov = rd.load_provenance().get(base) or {}
         source = data.get("baseline_source") or {}
         # A baseline reused once is as old as the run that measured it, not the run that copied it.
-        c = Candidate(rd, base, _created(source.get("measured_utc") if source.get("reused")
-                                         else data.get("created_utc")))
+        c = Candidate(rd, base, run_started(source.get("measured_utc") if source.get("reused")
+                                            else data.get("created_utc"), folder=rd.path))
         c.mismatches = differences(scenario_facts(old_sc), here_sc) + differences(provenance_facts(old_prov),
                                                                                    here_prov)
         if not rd.finished_points():
@@ -146,5 +146,3 @@ def _scenario(rd: RunDir) -> Scenario | None:
     return validate_data(raw, str(rd.scenario_path)) if raw else None
 
 
-def _created(text: Any) -> _dt.datetime:
-    return started_at(str(text)) or _dt.datetime.fromtimestamp(0, _dt.timezone.utc)

@@ -44,6 +44,21 @@ def started_at(text: Any) -> _dt.datetime | None:
     return None
 
 
+def run_started(*stamps: Any, folder: Path | None = None) -> _dt.datetime:
+    """When a run started: the first of ``stamps`` that reads as a time (``created_utc``,
+    ``measured_utc``, a run id, whose first 16 characters are its start). The one fallback,
+    for a folder whose summary and name carry no time (copied or renamed): when its
+    summary.json, else the folder, last changed; the epoch when there is neither."""
+    for stamp in stamps:
+        t = started_at(stamp) or started_at(str(stamp or "")[:16])
+        if t is not None:
+            return t
+    for path in ([folder / "summary.json", folder] if folder is not None else []):
+        if path.exists():
+            return _dt.datetime.fromtimestamp(path.stat().st_mtime, _dt.timezone.utc)
+    return _dt.datetime.fromtimestamp(0, _dt.timezone.utc)
+
+
 def finite(obj: Any) -> Any:
     """NaN/inf -> None: strict JSON has no NaN, and other tools choke on it."""
     if isinstance(obj, float):

@@ -51,13 +51,6 @@ def _mlflow(tracking_uri: str):
     return MlflowClient(tracking_uri=tracking_uri), entities
 
 
-def _ms(iso: str) -> int:
-    try:
-        return int(dt.datetime.fromisoformat(iso).timestamp() * 1000)
-    except (TypeError, ValueError):
-        return int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
-
-
 def _leaf(path: str) -> str:
     return str(path).rstrip("/").split("/")[-1] if path else ""
 
@@ -186,7 +179,7 @@ def export_mlflow(run: Run, tracking_uri: str, experiment: str | None = None) ->
     """Log each arm of ``run``; returns one line per arm: its MLflow run id and what happened."""
     client, entities = _mlflow(tracking_uri)
     exp_id = experiment_id(client, experiment or f"speedbench/{run.scenario_name}")
-    start, lines = _ms(run.created_utc), []
+    start, lines = int(run.started.timestamp() * 1000), []
     for arm in run.arms():
         if not isinstance(arm, str):
             continue  # a malformed row; nothing to name the MLflow run by

@@ -141,4 +141,9 @@ _STATUS_RANK = {"ok": 0, "partial": 1, "interrupted": 2, "failed": 3}
 
 
 def _round_key(p: dict[str, Any]) -> tuple[PointKey, int]:
-    return PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or ""), int(p.get("repeat") or 0)
+    """A round's key with its load read back from the fields beside it (a rate point's
+    ``request_rate`` and ``workload``), never from its label; a folder written before
+    ``workload`` was stored gets records.py's fallback (the variant)."""
+    key = PointKey(p["arm"], int(p["concurrency"]), p.get("variant") or "", workload=p.get("workload"),
+                   rate=p.get("request_rate"))
+    return key, int(p.get("repeat") or 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import with_headline
 from speedbench.records import PointKey, RequestRecord
+from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
 from speedbench.results.verify import verify_run
 
@@ -44,6 +46,11 @@ class Run:
     @property
     def created_utc(self) -> str:
         return str(self.summary.get("created_utc") or "")
+
+    @property
+    def started(self) -> dt.datetime:
+        """When the run started (results/files.py's run_started: the one fallback)."""
+        return run_started(self.created_utc, self.run_id, folder=self.dir.path if self.dir else None)
 
     @property
     def rows(self) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ summary as the run that wrote the files.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from speedbench.metrics.rows import RowExtras, summarize
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
-from speedbench.results.files import atomic_write, started_at
+from speedbench.results.files import atomic_write, run_started
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
 
@@ -37,8 +36,7 @@ def _hardware(provenance: dict[str, Any], host: Any = None) -> str:
 
 def _created(run_dir: RunDir) -> str:
     """The run's start time, from its folder name (``YYYYmmddTHHMMSSZ-xxxxxx``)."""
-    t = started_at(run_dir.path.name.split("-")[0]) or _dt.datetime.now(_dt.timezone.utc)
-    return t.isoformat(timespec="seconds")
+    return run_started(run_dir.path.name, folder=run_dir.path).isoformat(timespec="seconds")
 
 
 def _prom_deltas(run_dir: RunDir, points: dict) -> dict:

@@ -13,7 +13,7 @@ from speedbench.records import PointKey
 from speedbench.run.live import LiveProgress
 from speedbench.results import RunDir
 from speedbench.scenario import Scenario
-from speedbench.stopping.point import RecordTail
+from speedbench.results.tail import RecordTail
 from speedbench.workload import Workload
 
 

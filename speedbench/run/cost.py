@@ -34,6 +34,28 @@ _PER_CATEGORY = {"qualitative": (80, 11)}
 _PER_TIER = (512, 3)
 
 
+# What a run folder takes, measured on runs of the CPU fixtures and the fake server: a
+# record line is about 0.7 KB plus ~40 B per output token (its chunk stamps and text),
+# and records.parquet holds them again; vLLM's /metrics text is 30-150 KB per snapshot,
+# two per round of a point; a server log is rarely over a MiB.
+RECORD_BYTES, TOKEN_BYTES, SNAPSHOT_BYTES, LOG_BYTES = 700, 40, 150_000, 1 << 20
+
+
+def estimate_output_bytes(n_requests: int, max_tokens: int, n_rounds: int, n_launches: int) -> int:
+    """An upper-end estimate of a run folder's size, for the free-space check."""
+    return (2 * n_requests * (RECORD_BYTES + TOKEN_BYTES * max_tokens) + 2 * SNAPSHOT_BYTES * n_rounds
+            + LOG_BYTES * n_launches)
+
+
+def output_bytes(plan: Plan) -> int | None:
+    """What the doctor's free-space check compares with (None until the data is loaded)."""
+    if not plan.n_prompts:
+        return None
+    return estimate_output_bytes(plan.n_requests(), plan.scenario.workload.max_tokens, plan.n_points * plan.rounds,
+                                 plan.n_launches)
+
+
+
 def prompt_count(plan: Plan) -> tuple[int, str]:
     """The measured prompts per point, and whether it is known or SPEED-Bench's size."""
     wl = plan.scenario.workload

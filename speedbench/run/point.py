@@ -11,7 +11,6 @@ from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
 from speedbench.loadgen import PointJob, Target, measure, run_async
 from speedbench.scenario import Scenario
-from speedbench.stopping.batches import measure_batches
 from speedbench.stopping.point import point_stop
 from speedbench.workload.chat import RequestBuilder
 
@@ -82,11 +81,11 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
 
     # Each arm runs in its own thread, so each point gets its own event loop.
     target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
-    stop = point_stop(sc, ctx.run_dir, key, repeat, len(job.prompts), ctx.base_records)
+    stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
     if stop is None:
         m = run_async(measure(target, job))
     else:  # sequential stopping: batches that end at the looks
-        m = run_async(measure_batches(target, job, stop.batches(), stop.go_on))
+        m = run_async(measure(target, job, batches=stop.batches(), go_on=stop.go_on))
     aborted = m.aborted
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None
@@ -105,7 +104,8 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         n_errors=m.n_errors,
         rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
         padding_unit=builder.padding_unit,
-        **({"request_rate": key.rate, "burstiness": sc.load.burstiness} if key.rate is not None else {}),
+        **({"request_rate": key.rate, "workload": key.workload, "burstiness": sc.load.burstiness}
+           if key.rate is not None else {}),
         **(stop.marks(len(job.prompts)) if stop is not None else {}),
     )
     ctx.live.point_done(key)

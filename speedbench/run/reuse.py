@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from speedbench.engine import Server
-from speedbench.loadgen import Target, run_async
-from speedbench.stopping.batches import measure_batches
+from speedbench.loadgen import Target, measure, run_async
 from speedbench.stopping.schedule import prompt_order
 from speedbench.metrics.table import request_table
 from speedbench.records import PointKey, RequestRecord
@@ -80,7 +79,7 @@ def _canary(ctx: RunContext, server: Server, key: PointKey, found: Candidate,
     order = prompt_order(len(job.prompts), sc.stop.seed) if sc.stop else list(range(len(job.prompts)))
     builder, cfg = client_side(ctx, server, key, job)
     target = Target(client=cfg, builder=builder, server_alive=server.dead)
-    m = run_async(measure_batches(target, job, [order[:n]], lambda records, sent: False))
+    m = run_async(measure(target, job, batches=[order[:n]]))
     now = [r for res in m.repeats for r in res.records]
     then = [r for r in old if (r.concurrency, r.variant or "") == (key.concurrency, key.variant)]
     ratio, pairs, source = _paired_ratio(now, then)

@@ -26,10 +26,11 @@ from speedbench.results.files import free_space
 from speedbench.results.mlflow_export import check_tracking, track_finished_run
 from speedbench.report.render import write_report
 from speedbench.run.arms import run_arms
+from speedbench.run.cost import output_bytes
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.point import trust_remote_code
 from speedbench.run.progress import ConsoleProgress, Progress
-from speedbench.stopping.point import baseline_tail
+from speedbench.results.tail import baseline_tail
 from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
 from speedbench.results.summary import summarize_run_dir
@@ -115,7 +116,7 @@ def prepare(sc: Scenario, progress: Progress) -> Prepared:
 
 
 def _doctor_ok(sc: Scenario, progress: Progress, output: Path, prepared: Prepared) -> bool:
-    checks = run_checks(sc, output=output, n_prompts=prepared.n_prompts)
+    checks = run_checks(sc, output=output, output_need=output_bytes(build_plan(sc, n_prompts=prepared.n_prompts)))
     if exit_code(checks) == 0:
         warns = sum(1 for c in checks if c.status == "warn")
         progress.preflight_ok(len(checks), warns)

@@ -1,5 +1,5 @@
 """Sequential stopping's statistics: a fixed look schedule, the interval each look may
-use, the stopping rule and what a look finds in one round of a point (docs/metrics.md,
+use and what a look finds in one round of a point (docs/metrics.md,
 "Sequential stopping").
 
 Looking at an interval after every batch and stopping once it is narrow enough would
@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from speedbench.stopping.schedule import look_level
 from speedbench.metrics.bootstrap import N_RESAMPLES, paired_ratio_ci
 from speedbench.metrics.lag import LagRange
 from speedbench.metrics.speedup import PAIR_KEYS, pairs_lag
@@ -92,37 +91,6 @@ def reason_at_end(n_sent: int, max_prompts: int | None, n_available: int) -> str
     if max_prompts is not None and n_sent >= max_prompts and max_prompts < n_available:
         return MAX_PROMPTS
     return EXHAUSTED
-
-
-@dataclass(frozen=True)
-class Stopped:
-    """Where and why a point stopped, and its interval there (at the look level)."""
-
-    reason: str
-    prompts: int
-    look: int  # 1-based: the look it stopped at
-    n_looks: int
-    level: float
-    estimate: float
-    ci_low: float
-    ci_high: float
-
-
-def run_rule(spec_tps: np.ndarray, base_tps: np.ndarray, target: float, looks: list[int],
-             alpha: float = 0.05) -> Stopped:
-    """The stopping rule on per-prompt values already in send order (prompt i of both
-    arrays is the i-th prompt sent): look at each scheduled count, stop at the first whose
-    interval is narrow enough. The run path applies the same rule one look at a time
-    (stopping/point.py); tests run it on seeded synthetic data to measure its coverage."""
-    level = look_level(alpha, len(looks))
-    look = Look(math.nan, math.nan, math.nan)
-    for j, n in enumerate(looks):
-        look = speedup_look(spec_tps[:n], base_tps[:n], level)
-        if narrow_enough(look, target):
-            return Stopped(REACHED, n, j + 1, len(looks), level, look.estimate, look.ci_low, look.ci_high)
-    n = looks[-1] if looks else 0
-    return Stopped(EXHAUSTED if n >= len(spec_tps) else MAX_PROMPTS, n, len(looks), len(looks), level,
-                   look.estimate, look.ci_low, look.ci_high)
 
 
 def point_looks(mine: pd.DataFrame, base: pd.DataFrame | None, level: float) -> dict[str, Look]:

@@ -9,84 +9,25 @@ baseline's records, e.g. arms running side by side, it cannot stop) and the AL i
 (when ``al_ci_halfwidth`` is set and the arm speculates).
 
 The baseline's records come from the run folder (an earlier process or another cluster
-job may have written them); :class:`RecordTail` reads the folder's record files as they
-grow, so each look parses only the lines appended since the last look.
+job may have written them); results/tail.py's ``RecordTail`` reads the folder's record
+files as they grow, so each look parses only the lines appended since the last look.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord
-from speedbench.results import RunDir
-from speedbench.results.lines import DAMAGED_NAME, parse_line
 from speedbench.scenario import Scenario, StopSpec
 from speedbench.stopping.looks import REACHED, Look, look_fields, narrow_enough, ok_rows, point_looks, reason_at_end
 from speedbench.stopping.schedule import look_level, look_schedule, prompt_order
 
-_Round = tuple[str, int, str, int]  # (arm, concurrency, variant, repeat)
+class BaselineRecords(Protocol):
+    """The baseline's records as they grow (results/tail.py's RecordTail reads them from
+    the run folder): one round of a point, its arm ignored."""
 
-
-@dataclass
-class _FileTail:
-    offset: int = 0  # bytes parsed so far (whole lines only)
-    lineno: int = 0
-    rounds: dict[_Round, list[RequestRecord]] = field(default_factory=dict)
-
-
-class RecordTail:
-    """One arm's records in a run folder, read incrementally: each :meth:`records` call
-    parses only the whole lines appended to each record file since the last call (a line
-    still being written waits for the next). Arms run in threads; one tail serves them all."""
-
-    def __init__(self, run_dir: RunDir, arm: str):
-        self.run_dir, self.arm = run_dir, arm
-        self._files: dict[Path, _FileTail] = {}
-        self._lock = threading.Lock()
-
-    def records(self, key: PointKey, repeat: int) -> list[RequestRecord]:
-        """The arm's records of one round of ``key``'s point (its arm is ignored), in file order."""
-        want = (self.arm, key.concurrency, key.variant, repeat)
-        with self._lock:
-            paths = self.run_dir.record_files()
-            for p in paths:
-                self._read_new(p)
-            return [r for p in paths for r in self._files[p].rounds.get(want, [])]
-
-    def _read_new(self, path: Path) -> None:
-        tail = self._files.setdefault(path, _FileTail())
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            size = 0
-        if size < tail.offset:  # rewritten (a resume moved lines out): read it again
-            tail = self._files[path] = _FileTail()
-        if size == tail.offset:
-            return
-        with open(path, "rb") as f:
-            f.seek(tail.offset)
-            data = f.read(size - tail.offset)
-        whole = data[:data.rfind(b"\n") + 1]
-        tail.offset += len(whole)
-        for raw in whole.decode("utf-8", errors="replace").split("\n")[:-1]:
-            tail.lineno += 1
-            if raw.strip():
-                self._keep(path, tail, raw)
-
-    def _keep(self, path: Path, tail: _FileTail, text: str) -> None:
-        try:
-            rec = parse_line(text)
-        except ValueError as e:
-            raise UsageError(
-                f"{path}:{tail.lineno}: damaged record line ({e}) -- `speedbench verify {self.run_dir.path}` lists "
-                f"every problem; `speedbench run --resume {self.run_dir.path}` moves damaged lines to "
-                f"{DAMAGED_NAME} and re-measures the rounds they belonged to") from None
-        if rec.arm == self.arm:
-            tail.rounds.setdefault((rec.arm, rec.concurrency, rec.variant, rec.repeat), []).append(rec)
+    def records(self, key: PointKey, repeat: int) -> list[RequestRecord]: ...
 
 
 @dataclass
@@ -100,7 +41,7 @@ class PointStop:
     order: list[int]  # indices into the point's prompts, in send order
     baseline: str | None  # the arm to pair with; None on the baseline itself
     speculative: bool
-    base_records: RecordTail | None  # the baseline's records, when the speedup decides
+    base_records: BaselineRecords | None  # the baseline's records, when the speedup decides
     reason: str = ""
     prompts: int = 0
     look: int = 0
@@ -155,25 +96,16 @@ class PointStop:
                 **({"stop_intervals": look_fields(self.found)} if self.found else {})}
 
 
-def baseline_tail(sc: Scenario, run_dir: RunDir) -> RecordTail | None:
-    """The one reader of the baseline's records a run's looks share (None when no look
-    pairs with a baseline)."""
-    if sc.stop is None or sc.stop.speedup_ci_halfwidth is None or sc.baseline_arm is None:
-        return None
-    return RecordTail(run_dir, sc.baseline_arm)
-
-
-def point_stop(sc: Scenario, run_dir: RunDir, key: PointKey, repeat: int, n_available: int,
-               base_records: RecordTail | None = None) -> PointStop | None:
+def point_stop(sc: Scenario, key: PointKey, repeat: int, n_available: int,
+               base_records: BaselineRecords | None) -> PointStop | None:
     """The stopping plan for one round of a point, or None when the scenario has no ``stop``.
-    ``base_records``: the run's shared reader (:func:`baseline_tail`); else one of its own."""
+    ``base_records``: the run's one reader of the baseline's records (results/tail.py's
+    ``baseline_tail``; None when no look pairs with a baseline)."""
     if sc.stop is None:
         return None
     arm = next((a for a in sc.arms if a.name == key.arm), None)
     base = sc.baseline_arm
     baseline = None if key.arm == base else base
-    if baseline is not None and sc.stop.speedup_ci_halfwidth is not None and base_records is None:
-        base_records = RecordTail(run_dir, baseline)
     return PointStop(key=key, repeat=repeat, spec=sc.stop,
                      looks=look_schedule(n_available, sc.stop.min_prompts, sc.stop.max_prompts),
                      order=prompt_order(n_available, sc.stop.seed),

@@ -12,6 +12,7 @@ from speedbench.calibration.screen import promote, screening_block
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
 from speedbench.errors import ScenarioError
 from speedbench.records import PointKey
+from speedbench.run.calibrate import save
 from speedbench.scenario import validate_data
 from speedbench.scenario.traffic import PromoteSpec
 
@@ -37,7 +38,7 @@ def test_the_key_ignores_the_checkpoint_and_the_measurement_flags_but_not_the_sy
     key = store.calibration_key(_prov(), args)
     assert key["draft_architecture"] == "LlamaForCausalLMEagle3" and key["hardware"] == "1x H100"
     curve = fit_curve([CurvePoint(1.0, 0.5, 0.49, 0.51)], 1)
-    path = store.save(tmp_path, key, [curve], {"mode": "synthetic"})
+    path = save(tmp_path, key, [curve], {"mode": "synthetic"})
     assert store.find(tmp_path, store.calibration_key(_prov(draft={"architectures": ["LlamaForCausalLMEagle3"],
                                                                    "model": "other"}), args)) == path
     for other in (_prov(vllm_version="0.33.0"), _prov(num_speculative_tokens=5), _prov(hardware={"summary": "x"})):
@@ -51,7 +52,7 @@ def test_the_key_ignores_the_checkpoint_and_the_measurement_flags_but_not_the_sy
 def test_matching_and_the_predictor_fill_only_calibrated_arms_at_calibrated_levels(tmp_path):
     sc = _sc()
     key = store.calibration_key(_prov(), store.system_args(sc.server.args, {}))
-    store.save(tmp_path, key, [fit_curve([CurvePoint(1.0, 0.5, 0.49, 0.51)], 1)], {})
+    save(tmp_path, key, [fit_curve([CurvePoint(1.0, 0.5, 0.49, 0.51)], 1)], {})
     prov = {"base": _prov(method="", num_speculative_tokens=None), "e3": _prov(), "self": _prov(method="draft_model")}
     cals = store.matching(tmp_path, sc, prov)
     assert list(cals) == ["e3"]

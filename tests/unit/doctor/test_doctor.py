@@ -28,6 +28,8 @@ from speedbench.engine.gpus import (
     parse_gpu_query,
     probe_gpus,
 )
+from speedbench.run.cost import output_bytes
+from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario, validate_data
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -444,9 +446,12 @@ def test_output_space_warns_below_the_estimated_run_size(host, tmp_path):
     # ~8 MB of records and Parquet, plus snapshots and logs
     sc = make(workload={"num_prompts": 100, "max_tokens": 1000})
     assert by(run_checks(sc, host), "output space") == []  # only when the run's folder is given
-    c = one(run_checks(sc, replace(host, disk_free=lambda p: 1 << 20), output=tmp_path / "results"), "output space")
+    need = output_bytes(build_plan(sc))
+    c = one(run_checks(sc, replace(host, disk_free=lambda p: 1 << 20), output=tmp_path / "results", output_need=need),
+            "output space")
     assert c.status == "warn" and "1.0 MiB free in" in c.detail and "exit 3" in c.fix and "--resume" in c.fix
-    c = one(run_checks(sc, host, output=tmp_path / "results", n_prompts=3), "output space")
+    c = one(run_checks(sc, host, output=tmp_path / "results", output_need=output_bytes(build_plan(sc, n_prompts=3))),
+            "output space")
     assert c.status == "ok" and "500.0 GiB free" in c.detail
 
 

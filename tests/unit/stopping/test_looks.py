@@ -1,16 +1,21 @@
-"""Sequential stopping's statistics: the look schedule, the look level, and the rule's
-coverage on seeded synthetic data (issue 21's done-when: at a 2% half-width the truth
-stays inside the final interval in at least 95% of 40 seeded repetitions, with fewer
-prompts than the fixed count)."""
+"""Sequential stopping's statistics: the look schedule, the look level, and the coverage of
+the rule the run uses (stopping/point.py's PointStop, fed seeded synthetic records batch by
+batch as run/point.py feeds it): issue 21's done-when, at a 2% half-width the truth stays
+inside the final interval in at least 95% of 40 seeded repetitions, with fewer prompts than
+the fixed count."""
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
-from speedbench.stopping.looks import EXHAUSTED, MAX_PROMPTS, REACHED, Look, resamples, run_rule, speedup_look
+from speedbench.records import PointKey, RequestRecord
+from speedbench.scenario import validate_data
+from speedbench.stopping.looks import EXHAUSTED, MAX_PROMPTS, REACHED, Look, resamples, speedup_look
+from speedbench.stopping.point import point_stop
 from speedbench.stopping.schedule import look_level, look_schedule, prompt_order
 
 FIXED = 880  # SPEED-Bench qualitative: the fixed prompt count a point spends without stopping
@@ -58,9 +63,65 @@ def _arms(rep: int, sigma: float, n: int = FIXED) -> tuple[np.ndarray, np.ndarra
     return TRUE_SPEEDUP * 100 * difficulty * g_spec, 100 * difficulty * g_base
 
 
+S = 1_000_000_000
+
+
+def _record(arm: str, i: int, tps: float) -> RequestRecord:
+    """Prompt ``i``'s request: 17 tokens, the last 16 at ``tps`` per-user TPS."""
+    last = S + round(16 / tps * S)
+    return RequestRecord(arm=arm, concurrency=1, prompt_index=i, prompt_id=f"p{i}", t_sent_ns=S - 1000,
+                         t_end_ns=last + 1, chunk_ns=[S, last], chunk_tokens=[1, 16], output_tokens=17)
+
+
+class _Baseline:
+    """The baseline's records of the prompts sent so far: it runs every look, so each of
+    the arm's prompts has its pair (the prompts beyond them would pair with nothing)."""
+
+    def __init__(self, tps: np.ndarray):
+        self.all = [_record("base", i, float(t)) for i, t in enumerate(tps)]
+        self.sent: list[RequestRecord] = []
+
+    def records(self, key: PointKey, repeat: int) -> list[RequestRecord]:
+        return self.sent
+
+
+class Stopped(NamedTuple):
+    reason: str
+    prompts: int
+    look: int
+    n_looks: int
+    level: float
+    ci_low: float
+    ci_high: float
+
+
+def _drive(spec_tps: np.ndarray, base_tps: np.ndarray, target: float, max_prompts: int | None,
+           alpha: float = 0.05) -> Stopped:
+    """One round of the speculative arm's point under PointStop, batch by batch as
+    run/point.py sends it: the prompts of each batch in the point's send order, then the look."""
+    sc = validate_data({"name": "t", "server": {"model": "m"}, "concurrency": [1],
+                        "arms": [{"name": "base"}, {"name": "spec", "speculative_config": {
+                            "method": "eagle3", "model": "d", "num_speculative_tokens": 3}}],
+                        "stop": {"speedup_ci_halfwidth": target, "min_prompts": 16, "max_prompts": max_prompts,
+                                 "alpha": alpha}})
+    n = len(spec_tps)
+    base = _Baseline(base_tps)
+    stop = point_stop(sc, PointKey("spec", 1, ""), 0, n, base)
+    assert stop is not None
+    records: list[RequestRecord] = []
+    for batch in stop.batches():
+        records += [_record("spec", i, float(spec_tps[i])) for i in batch]
+        base.sent += [base.all[i] for i in batch]
+        if not stop.go_on(records, len(records)):
+            break
+    marks = stop.marks(n)
+    kept = marks["stop_intervals"]
+    return Stopped(marks["stop_reason"], marks["stop_prompts"], marks["stop_look"], marks["stop_looks"],
+                   look_level(alpha, len(stop.looks)), kept["ci_low"], kept["ci_high"])
+
+
 def _repetitions(n_reps: int, sigma_of, target: float = 0.02):
-    looks = look_schedule(FIXED, 16, FIXED)
-    return [run_rule(*_arms(rep, sigma_of(rep)), target, looks) for rep in range(n_reps)]
+    return [_drive(*_arms(rep, sigma_of(rep)), target, FIXED) for rep in range(n_reps)]
 
 
 def test_coverage_at_a_2pct_halfwidth_over_40_seeded_repetitions(capsys):
@@ -90,16 +151,17 @@ def test_the_correction_widens_each_look():
     narrower interval: the look level is what pays for looking more than once."""
     s, b = _arms(1, 0.08)
     looks = look_schedule(FIXED, 16, FIXED)
-    corrected = run_rule(s, b, 0.02, looks)
-    naive = run_rule(s, b, 0.02, looks, alpha=0.05 * len(looks))  # level 1 - alpha / L = 0.95
+    corrected = _drive(s, b, 0.02, FIXED)
+    naive = _drive(s, b, 0.02, FIXED, alpha=0.05 * len(looks))  # level 1 - alpha / L = 0.95
     assert naive.level == pytest.approx(0.95) and corrected.level == pytest.approx(1 - 0.05 / 7)
     assert naive.prompts <= corrected.prompts
-    same_n = speedup_look(s[:corrected.prompts], b[:corrected.prompts], 0.95)
+    sent = prompt_order(FIXED, 0)[:corrected.prompts]  # the prompts the point sent, in its send order
+    same_n = speedup_look(s[sent], b[sent], 0.95)
     assert corrected.ci_high - corrected.ci_low > 1.2 * (same_n.ci_high - same_n.ci_low)
 
 
 def test_reasons_when_the_target_is_not_reached():
     s, b = _arms(2, 0.3, n=100)
-    assert run_rule(s, b, 0.001, look_schedule(100, 16, None)).reason == EXHAUSTED
-    stop = run_rule(s, b, 0.001, look_schedule(100, 16, 40))
+    assert _drive(s, b, 0.001, None).reason == EXHAUSTED
+    stop = _drive(s, b, 0.001, 40)
     assert stop.reason == MAX_PROMPTS and stop.prompts == 40 and stop.look == stop.n_looks == 3

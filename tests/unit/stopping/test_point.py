@@ -10,6 +10,7 @@ import numpy as np
 from speedbench.stopping.looks import EXHAUSTED, MAX_PROMPTS, REACHED
 from speedbench.records import PointKey, RequestRecord, SpecStats
 from speedbench.results import RunDir
+from speedbench.results.tail import baseline_tail
 from speedbench.stopping.point import point_stop
 from speedbench.scenario import validate_data
 
@@ -39,7 +40,7 @@ def test_the_baseline_runs_every_look_and_a_paired_arm_stops_when_narrow(tmp_pat
     rd = RunDir.create(tmp_path, "t")
     sc = _scenario({"speedup_ci_halfwidth": 0.02, "min_prompts": 16, "max_prompts": 64})
     rng = np.random.default_rng(0)
-    base_stop = point_stop(sc, rd, PointKey("base", 4, ""), 0, 100)
+    base_stop = point_stop(sc, PointKey("base", 4, ""), 0, 100, baseline_tail(sc, rd))
     assert base_stop is not None and base_stop.looks == [16, 32, 64]
     assert [len(b) for b in base_stop.batches()] == [16, 16, 32]
     assert sorted(i for b in base_stop.batches() for i in b) == sorted(base_stop.order[:64])
@@ -51,7 +52,7 @@ def test_the_baseline_runs_every_look_and_a_paired_arm_stops_when_narrow(tmp_pat
         "stop_reason": MAX_PROMPTS, "stop_prompts": 64, "stop_look": 3, "stop_looks": 3}
     assert math.isnan(marks["stop_intervals"]["speedup"])  # nothing to pair the baseline with
 
-    spec_stop = point_stop(sc, rd, PointKey("spec", 4, ""), 0, 100)
+    spec_stop = point_stop(sc, PointKey("spec", 4, ""), 0, 100, baseline_tail(sc, rd))
     assert spec_stop is not None and spec_stop.order == base_stop.order  # the same order in every arm
     spec = _records("spec", 200 * rng.lognormal(0, 0.002, 100), steps=4, accepted=12)
     assert spec_stop.go_on(spec[:16], 16)  # no baseline records in the folder yet: cannot stop
@@ -72,7 +73,7 @@ def test_a_noisy_arm_runs_to_the_end(tmp_path):
     rng = np.random.default_rng(1)
     for r in _records("base", 100 * rng.lognormal(0, 0.3, 40)):
         rd.append_record(r)
-    stop = point_stop(sc, rd, PointKey("spec", 4, ""), 0, 40)
+    stop = point_stop(sc, PointKey("spec", 4, ""), 0, 40, baseline_tail(sc, rd))
     assert stop is not None and stop.looks == [16, 32, 40]
     spec = _records("spec", 200 * rng.lognormal(0, 0.3, 40))
     assert all(stop.go_on(spec[:n], n) for n in stop.looks)
@@ -84,20 +85,20 @@ def test_al_halfwidth_stops_a_speculative_arm_without_a_baseline(tmp_path):
     rd = RunDir.create(tmp_path, "t")
     sc = _scenario({"al_ci_halfwidth": 0.02, "min_prompts": 16},
                    arms=[{"name": "ckpt", "speculative_config": SPEC}])
-    stop = point_stop(sc, rd, PointKey("ckpt", 4, ""), 0, 200)
+    stop = point_stop(sc, PointKey("ckpt", 4, ""), 0, 200, baseline_tail(sc, rd))
     assert stop is not None and stop.baseline is None
     steady = _records("ckpt", np.full(200, 200.0), steps=5, accepted=10)  # AL 3 on every request
     assert not stop.go_on(steady[:16], 16) and stop.marks(200)["stop_reason"] == REACHED
     rng = np.random.default_rng(2)
     noisy = [_rec("ckpt", i, 200.0, steps=5, accepted=int(a)) for i, a in enumerate(rng.integers(0, 16, 200))]
-    again = point_stop(sc, rd, PointKey("ckpt", 4, ""), 0, 200)
+    again = point_stop(sc, PointKey("ckpt", 4, ""), 0, 200, baseline_tail(sc, rd))
     assert again is not None and again.go_on(noisy[:16], 16)  # AL from 1 to 4 per request: not narrow yet
 
 
 def test_each_look_parses_only_the_records_new_since_the_last(tmp_path, monkeypatch):
     """The baseline's records are read as they grow: a look parses the lines appended since
     the previous look, never the whole run again; another writer's file is picked up too."""
-    import speedbench.stopping.point as sp
+    import speedbench.results.tail as sp
 
     parsed: list[str] = []
     real = sp.parse_line

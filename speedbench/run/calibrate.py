@@ -7,6 +7,7 @@ and its run folder can be reported, verified and resumed like any other.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from speedbench.calibration.fit import Curve, Model, curves_from_rows
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
 from speedbench.errors import ServerError
 from speedbench.results import RunDir
+from speedbench.results.files import atomic_write, finite
 from speedbench.scenario import Scenario
 
 
@@ -88,5 +90,11 @@ def store_from_run(run_path: Path, req: CalibrateRequest, measured: Scenario, fo
     key, curves = calibration_from_run(run_path, req, measured)
     meta: dict[str, Any] = {"created_from": str(run_path), "scenario": req.scenario.name, "arm": req.arm,
                             "mode": req.mode, "tps_source": req.source, "model": req.model}
-    path = store.save(folder, key, curves, meta)
-    return path, curves
+    return save(folder, key, curves, meta), curves
+
+
+def save(folder: Path, key: dict[str, Any], curves: list[Curve], meta: dict[str, Any]) -> Path:
+    """Write (or replace) the calibration of ``key``; ``meta`` says how it was measured."""
+    path = Path(folder) / store.file_name(key)
+    atomic_write(path, json.dumps(finite(store.document(key, curves, meta)), indent=2, allow_nan=False) + "\n")
+    return path
