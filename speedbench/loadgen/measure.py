@@ -4,15 +4,12 @@ measured repeat, a settled scrape again."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from speedbench.errors import ServerError
-from speedbench.loadgen.job import PointJob, ServerAlive, Target
+from speedbench.loadgen.job import Metrics, PointJob, ServerAlive, Target
 from speedbench.loadgen.loops import ask
 from speedbench.loadgen.point import PointResult, run_pass
-from speedbench.client.scrape import SETTLE_PREFIXES
-from speedbench.client.scrape import scrape as scrape_metrics
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
 # two scrapes agree so the "after" snapshot includes the last requests' steps.
@@ -45,21 +42,20 @@ class Measurement:
         return sum(1 for r in self.repeats for rec in r.records if rec.error)
 
 
-async def measure(target: Target, job: PointJob,
-                  scrape: Callable[[str], Awaitable[str]] = scrape_metrics) -> Measurement:
+async def measure(target: Target, job: PointJob, metrics: Metrics) -> Measurement:
     """Warmup -> settled scrape -> ``job.repeats`` measured passes -> settled scrape.
     The same arrival schedule (rate mode) in every pass.
 
     The warmup runs once, before the first pass, on the same connections. A scrape
     that fails because the server died aborts the point with the death as the reason;
-    any other failed scrape raises :class:`ServerError`. ``scrape(base_url)`` returns the
-    ``/metrics`` text (injectable for tests).
+    any other failed scrape raises :class:`ServerError`. ``metrics`` reads the server's
+    ``/metrics`` (the run's engine; tests pass their own).
     """
     m = Measurement([])
     base_url, server_alive = target.client.base_url, target.server_alive
 
     async def before() -> str | None:
-        m.before, died = await _scrape_or_dead(scrape, base_url, server_alive)
+        m.before, died = await _scrape_or_dead(metrics, base_url, server_alive)
         return died
 
     for r in range(job.repeats):
@@ -70,16 +66,16 @@ async def measure(target: Target, job: PointJob,
         m.repeats.append(res)
         if res.aborted:
             return m
-    m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, base_url, server_alive)
+    m.after, m.repeats[-1].aborted = await _scrape_or_dead(metrics, base_url, server_alive)
     return m
 
 
-async def _scrape_or_dead(scrape: Callable[[str], Awaitable[str]], base_url: str,
+async def _scrape_or_dead(metrics: Metrics, base_url: str,
                           server_alive: ServerAlive | None) -> tuple[str, str | None]:
     """(settled /metrics text, None), or ("", why) when the server died: a dead server
     fails the scrape, and the death is what to report, not the failed GET."""
     try:
-        return await _settled_scrape(scrape, base_url), None
+        return await _settled_scrape(metrics, base_url), None
     except ServerError:
         died = await ask(server_alive)
         if not died:
@@ -87,16 +83,16 @@ async def _scrape_or_dead(scrape: Callable[[str], Awaitable[str]], base_url: str
         return "", died
 
 
-async def _settled_scrape(scrape: Callable[[str], Awaitable[str]], base_url: str) -> str:
-    text = await scrape(base_url)
+async def _settled_scrape(metrics: Metrics, base_url: str) -> str:
+    text = await metrics.scrape(base_url)
     for _ in range(_SCRAPE_SETTLE_TRIES):
         await asyncio.sleep(_SCRAPE_SETTLE_S)
-        again = await scrape(base_url)
-        if _spec_part(again) == _spec_part(text):
+        again = await metrics.scrape(base_url)
+        if _spec_part(again, metrics) == _spec_part(text, metrics):
             return again
         text = again
     return text
 
 
-def _spec_part(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.startswith(SETTLE_PREFIXES)]
+def _spec_part(text: str, metrics: Metrics) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith(metrics.settle_prefixes)]

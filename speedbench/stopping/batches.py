@@ -4,14 +4,13 @@ scrape. What decides after each batch is stopping/point.py."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from speedbench.loadgen.job import PointJob, Target
+from speedbench.loadgen.job import Metrics, PointJob, Target
 from speedbench.loadgen.loops import ask
 from speedbench.loadgen.measure import Measurement, _scrape_or_dead
 from speedbench.loadgen.point import run_pass
-from speedbench.client.scrape import scrape as scrape_metrics
 from speedbench.records import RequestRecord
 
 # go_on(records so far, prompts sent so far) -> True to send the next batch
@@ -19,7 +18,7 @@ GoOn = Callable[[list[RequestRecord], int], bool]
 
 
 async def measure_batches(target: Target, job: PointJob, batches: Sequence[Sequence[int]], go_on: GoOn,
-                          scrape: Callable[[str], Awaitable[str]] = scrape_metrics) -> Measurement:
+                          metrics: Metrics) -> Measurement:
     """``batches`` holds indices into ``job.prompts``; each batch is one pass (one
     ``PointResult`` in the measurement). Records keep the prompt's index in
     ``job.prompts``, so pairs across arms match whatever order the batches follow. The
@@ -30,7 +29,7 @@ async def measure_batches(target: Target, job: PointJob, batches: Sequence[Seque
     records: list[RequestRecord] = []
 
     async def before() -> str | None:
-        m.before, died = await _scrape_or_dead(scrape, base_url, server_alive)
+        m.before, died = await _scrape_or_dead(metrics, base_url, server_alive)
         return died
 
     sent = 0
@@ -54,5 +53,5 @@ async def measure_batches(target: Target, job: PointJob, batches: Sequence[Seque
             return m
         if not go_on(records, sent):  # asked after the last batch too: it records where the point ended
             break
-    m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, base_url, server_alive)
+    m.after, m.repeats[-1].aborted = await _scrape_or_dead(metrics, base_url, server_alive)
     return m
