@@ -84,7 +84,8 @@ def _consumed(stream) -> RequestRecord:
 def test_the_client_reads_vllms_stream_through_the_engine():
     rec = _consumed(VllmEngine())
     assert rec.ok and rec.chunk_tokens == [2, 3] and rec.output_tokens == 5
-    assert (rec.spec.num_spec_steps, rec.spec.num_accepted_tokens, rec.spec.acceptance_histogram) == (2, 3, [0, 1, 1, 0])
+    spec = rec.spec
+    assert (spec.num_spec_steps, spec.num_accepted_tokens, spec.acceptance_histogram) == (2, 3, [0, 1, 1, 0])
     assert rec.engine is not None and rec.engine.generation_ms == 12.5
     plain = _consumed(PLAIN)
     assert plain.ok and plain.spec is None and plain.engine is None  # plain OpenAI knows none of vLLM's figures
