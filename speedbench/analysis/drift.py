@@ -11,10 +11,8 @@ puts the k part after the draft part, so the last ``-k<K>`` match is the right o
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -124,7 +122,7 @@ class OptimalK:
     contenders: tuple[int, ...]  # ks whose CI overlaps the argmax's CI (itself included)
     proxy_best_k: int | None
     proxy_speedup: float
-    speculative_config: str  # ready to paste: --speculative-config '{...}'
+    speculative_config: dict[str, Any]  # the chosen k's config, as a scenario writes it (the engine renders the flag)
     points: tuple[KPoint, ...]
 
     @property
@@ -166,8 +164,9 @@ def choose_k(points: list[KPoint]) -> tuple[KPoint, KPoint, list[KPoint]]:
     return chosen, argmax, sorted(contenders, key=lambda p: p.k)
 
 
-def speculative_config_flag(k: int, method: str = "", arm_spec: dict | None = None) -> str:
-    """``--speculative-config '<json>'`` for k, from the arm's resolved config when known."""
+def speculative_config_for(k: int, method: str = "", arm_spec: dict | None = None) -> dict[str, Any]:
+    """The speculative config for k, from the arm's resolved config when known (method
+    first, then model and k, then the other keys as written)."""
     rest = dict(arm_spec or {})
     cfg: dict[str, Any] = {"method": rest.pop("method", None) or method or None}
     model = rest.pop("model", None)
@@ -178,7 +177,7 @@ def speculative_config_flag(k: int, method: str = "", arm_spec: dict | None = No
     cfg.update(rest)
     if cfg["method"] is None:
         del cfg["method"]
-    return "--speculative-config " + shlex.quote(json.dumps(cfg, separators=(",", ":")))
+    return cfg
 
 
 def optimal_k(rows: list[dict], template: str | None = None,
@@ -186,7 +185,7 @@ def optimal_k(rows: list[dict], template: str | None = None,
     """Best k per (template, series, variant, concurrency) for series with two or more ks.
 
     ``template`` keeps one template (or series); ``arms_spec`` maps arm name -> resolved
-    speculative_config so the pasted flag carries the draft model and extra keys.
+    speculative_config so the chosen config carries the draft model and extra keys.
     """
     groups = _series_groups(rows)
     out: list[OptimalK] = []
@@ -209,13 +208,13 @@ def optimal_k(rows: list[dict], template: str | None = None,
         proxied = [p for p in points if math.isfinite(p.proxy_speedup)]
         proxy = max(proxied, key=lambda p: (p.proxy_speedup, -p.k)) if proxied else None
         row = by_k[chosen.k]
-        flag = speculative_config_flag(chosen.k, str(row.get("method") or ""), (arms_spec or {}).get(chosen.arm))
+        config = speculative_config_for(chosen.k, str(row.get("method") or ""), (arms_spec or {}).get(chosen.arm))
         out.append(OptimalK(
             template=tmpl, series=series, variant=variant, concurrency=conc,
             best_k=chosen.k, best_arm=chosen.arm, speedup=chosen.speedup, ci_low=chosen.ci_low, ci_high=chosen.ci_high,
             per_user_tps=chosen.per_user_tps, argmax_k=argmax.k, contenders=tuple(p.k for p in contenders),
             proxy_best_k=proxy.k if proxy else None, proxy_speedup=proxy.proxy_speedup if proxy else math.nan,
-            speculative_config=flag, points=tuple(points),
+            speculative_config=config, points=tuple(points),
         ))
     return out
 

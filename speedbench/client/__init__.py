@@ -1,7 +1,8 @@
-"""The client side of one request: the streaming HTTP client, the parsers of what vLLM
-sends back, and the Prometheus scrape. Import the submodules themselves.
+"""The client side of one request: the streaming HTTP client (plain OpenAI, plus what the
+run's engine adds to the stream) and the Prometheus scrape. Import the submodules themselves.
+Nothing here names an engine: the engine's fields and counter names are engine/<name>/'s.
 
-- http.py          aiohttp streaming client; raw perf_counter_ns stamps only
-- spec_payload.py  the usage chunk and per-request spec-decode stats (both vLLM shapes) -> SpecStats
-- scrape.py        Prometheus text parser and spec-decode counter deltas
+- http.py        aiohttp streaming client; raw perf_counter_ns stamps only
+- extensions.py  StreamExtensions: the engine's token-ids field and its usage / choice figures
+- scrape.py      Prometheus text parser, the /metrics scrape, spec-decode counter deltas
 """

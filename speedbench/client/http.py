@@ -6,8 +6,8 @@ recorded on the record (``rec.error``, one of ``records.ERROR_KINDS``), never ra
 except ``asyncio.CancelledError``, which is recorded as "cancelled" and re-raised so
 that cancellation keeps its asyncio meaning.
 
-Tokens per chunk: a chunk's ``token_ids`` list (vLLM's ``return_token_ids``
-extension) when the server sends one; otherwise 1 for every chunk whose delta has
+Tokens per chunk: a chunk's ``token_ids`` list (asked for by the engine's token-ids
+request field, client/extensions.py) when the server sends one; otherwise 1 for every chunk whose delta has
 non-empty text (content, reasoning or tool-call arguments). The fallback undercounts
 when a server packs several tokens into one text delta (speculative decoding does);
 ``RequestRecord.n_output`` then still comes from the usage chunk.
@@ -33,7 +33,7 @@ import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
 from speedbench.records import RequestRecord
-from speedbench.client.spec_payload import ask_token_ids, read_usage, refuses_token_ids, set_spec
+from speedbench.client.extensions import PLAIN, StreamExtensions, ask_token_ids, read_usage, refuses_token_ids
 
 try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks/README.md)
     import msgspec
@@ -69,8 +69,11 @@ class ClientConfig:
     api_key: str | None = None
     request_timeout_s: float = 600  # whole-request deadline, send -> end of stream
     idle_timeout_s: float = 60  # no bytes at all for this long = a stalled stream
-    # Ask vLLM for per-chunk token ids (exact tokens per chunk without a tokenizer).
-    return_token_ids: bool = True
+    # The engine's additions to the stream (the run passes its Engine); plain OpenAI by default.
+    stream: StreamExtensions = PLAIN
+    # Ask for per-chunk token ids (exact tokens per chunk without a tokenizer) where the
+    # engine has a request field for them.
+    token_ids: bool = True
 
 
 class _StampingHandler(ResponseHandler):
@@ -180,7 +183,7 @@ async def stream_request(
     progress = _Progress()
     try:
         async with deadline(cfg.request_timeout_s):
-            await _send(session, _Request(url, payload, timeout, cfg.return_token_ids), rec, progress)
+            await _send(session, _Request(url, payload, timeout, cfg.stream, cfg.token_ids), rec, progress)
     except asyncio.CancelledError:
         _fail(rec, "cancelled", "the request was cancelled")
         raise
@@ -210,6 +213,7 @@ class _Request:
     url: str
     payload: dict
     timeout: aiohttp.ClientTimeout
+    stream: StreamExtensions
     want_ids: bool  # ask for per-chunk token ids (dropped once a server refuses them)
 
 
@@ -224,14 +228,14 @@ class _Progress:
 async def _send(session: aiohttp.ClientSession, req: _Request, rec: RequestRecord, progress: _Progress) -> None:
     """POST until a response is read: once more without token ids if the server refuses them."""
     while True:
-        ask_token_ids(req.payload, req.want_ids)
+        ask_token_ids(req.payload, req.stream.token_ids_field, req.want_ids)
         rec.t_sent_ns = perf_counter_ns()
         async with session.post(req.url, json=req.payload, timeout=req.timeout) as resp:
             if resp.status != 200:
                 head = await resp.content.read(_BODY_LIMIT)
-                # Servers without the vLLM extension may reject the field; the count then
-                # falls back to text deltas (see module docstring).
-                if req.want_ids and refuses_token_ids(resp.status, head):
+                # Servers without the engine's extension may reject the field; the count
+                # then falls back to text deltas (see module docstring).
+                if req.want_ids and refuses_token_ids(resp.status, head, req.stream.token_ids_field):
                     req.want_ids = False
                     continue
                 rec.t_end_ns = perf_counter_ns()
@@ -239,7 +243,7 @@ async def _send(session: aiohttp.ClientSession, req: _Request, rec: RequestRecor
                 rec.error_detail = f"HTTP {resp.status}: {head.decode('utf-8', errors='replace')}"
                 return
             progress.started = True
-            await _consume(resp.content, rec, resp.connection.protocol if resp.connection else None)
+            await _consume(resp.content, rec, resp.connection.protocol if resp.connection else None, req.stream)
             if rec.error is None:
                 progress.complete = True
                 await _drain(resp.content)
@@ -269,7 +273,8 @@ def _fail(rec: RequestRecord, kind: str, detail: str) -> None:
         rec.error_detail = detail
 
 
-async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any = None) -> None:
+async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any = None,
+                   stream: StreamExtensions = PLAIN) -> None:
     """Read SSE events until ``[DONE]``.
 
     Reads whatever bytes have arrived (``iter_any``) and splits lines here: aiohttp's
@@ -301,7 +306,7 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
                     last = line
                     # the stamp is looked up for every event, used only by one that carries
                     # tokens: marks before an earlier offset are never needed again
-                    if _event(line, rec, text, arrivals.at(pos, resumed)):
+                    if _event(line, rec, text, arrivals.at(pos, resumed), stream):
                         return
                 elif line.strip() and not line.startswith(b":") and not line.startswith(_IGNORED_FIELDS):
                     _malformed(rec, "not an SSE data line", line)
@@ -331,7 +336,7 @@ def _malformed(rec: RequestRecord, detail: str, raw: bytes) -> bool:
     return True
 
 
-def _event(line: bytes, rec: RequestRecord, text: list[str], at: int) -> bool:
+def _event(line: bytes, rec: RequestRecord, text: list[str], at: int, stream: StreamExtensions) -> bool:
     """One ``data:`` line; True when the stream is over ([DONE], or an error set on
     ``rec``). ``at``: the arrival time of the line's last byte."""
     data = line[5:].strip()
@@ -346,12 +351,13 @@ def _event(line: bytes, rec: RequestRecord, text: list[str], at: int) -> bool:
     try:
         if choices:
             _choice(choices[0], rec, text, at)
+            stream.read_choice(choices[0], rec)
     except (AttributeError, TypeError, KeyError, IndexError, ValueError):
         # JSON, but not the OpenAI shape (choices not a list of objects, ...)
         return _malformed(rec, "event has an unexpected shape", line)
     usage = obj.get("usage")
     if usage:
-        read_usage(obj, usage, rec)
+        read_usage(obj, usage, rec, stream)
     if "error" in obj:
         # vLLM reports a failure after the 200 header as an error event.
         rec.error = "http_status"
@@ -362,7 +368,7 @@ def _event(line: bytes, rec: RequestRecord, text: list[str], at: int) -> bool:
 
 
 def _choice(c: Any, rec: RequestRecord, text: list[str], at: int) -> None:
-    """One choice of an event: its text, its tokens (stamped ``at``), legacy spec stats."""
+    """One choice of an event: its text and its tokens (stamped ``at``)."""
     ids = c.get("token_ids")
     delta = c.get("delta")
     piece = delta.get("content") if delta is not None else c.get("text")
@@ -384,9 +390,6 @@ def _choice(c: Any, rec: RequestRecord, text: list[str], at: int) -> None:
     if n:
         rec.chunk_ns.append(at)
         rec.chunk_tokens.append(n)
-    legacy = c.get("speculative_decoding_stats")
-    if legacy is not None:
-        set_spec(rec, legacy)
 
 
 def _has_other_text(delta: dict) -> bool:

@@ -1,8 +1,9 @@
-"""Prometheus text-format parsing and vLLM spec-decode counter deltas.
+"""Prometheus text-format parsing, the ``/metrics`` scrape and spec-decode counter deltas.
 
 The runner scrapes ``/metrics`` around each point; the difference of the counters
 gives the server's own acceptance figures, which :mod:`speedbench.metrics` compares
-with the per-request ones (``al_agree``).
+with the per-request ones (``al_agree``). Which series hold those counters is the
+engine's to say (``Engine.spec_counters``; vLLM's names: engine/vllm/prometheus.py).
 """
 
 from __future__ import annotations
@@ -16,14 +17,6 @@ import aiohttp
 from speedbench.errors import ServerError
 
 Parsed = dict[str, list[tuple[dict[str, str], float]]]
-
-DRAFTS = "vllm:spec_decode_num_drafts"
-DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens"
-ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
-PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
-SPEC_METRICS = (DRAFTS, DRAFT_TOKENS, ACCEPTED, PER_POS)  # vLLM's names (engine/vllm/ exposes them)
-# The lines two scrapes must agree on before a snapshot counts as settled (loadgen/measure.py).
-SETTLE_PREFIXES = ("vllm:spec_decode", "vllm:generation_tokens")
 
 _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 
@@ -68,7 +61,7 @@ def _parse_value(tok: str) -> float:
 def parse_prometheus(text: str, keep_created: bool = False) -> Parsed:
     """Sample name -> [(labels, value)]. ``# HELP``/``# TYPE`` lines, blank lines and
     (unless ``keep_created``) ``*_created`` samples (counter creation timestamps, not
-    counts; :func:`spec_counters` uses them to see a counter reset) are dropped; lines
+    counts; an engine's ``spec_counters`` keeps them to see a counter reset) are dropped; lines
     that do not parse are skipped rather than failing a whole scrape."""
     out: Parsed = {}
     # "\n" only: str.splitlines() also splits at \x1c-\x1e, \x85 and \u2028, which a
@@ -98,7 +91,8 @@ def parse_prometheus(text: str, keep_created: bool = False) -> Parsed:
 
 @dataclass
 class SpecCounters:
-    """vLLM spec-decode counters summed over engines and label sets.
+    """Spec-decode counters summed over engines and label sets (an engine's
+    ``spec_counters`` fills them from its own series).
 
     ``series`` keeps each counter series (one per engine with data parallelism, one per
     position) as ``key -> [value, created, field, position]`` so :func:`delta` can see a reset of one
@@ -126,46 +120,21 @@ class SpecCounters:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-_BASES = {DRAFTS: "drafts", DRAFT_TOKENS: "draft_tokens", ACCEPTED: "accepted", PER_POS: "per_position"}
-
-
-def _series_key(base: str, labels: dict[str, str]) -> str:
+def series_key(base: str, labels: dict[str, str]) -> str:
+    """One counter series' key in :attr:`SpecCounters.series`: its name and sorted labels."""
     return base + "{" + ",".join(f"{k}={labels[k]}" for k in sorted(labels)) + "}"
 
 
-def _samples(parsed: Parsed, base: str) -> list[tuple[dict[str, str], float]]:
-    # prometheus_client exposes counters as <name>_total; accept a bare name too.
-    return parsed.get(base + "_total") or parsed.get(base) or []
-
-
-def _add(out: SpecCounters, per: dict[int, float], attr: str, pos: int | None, v: float) -> None:
-    """Fold one series' value into the summed counters (per position for PER_POS)."""
+def fold_series(out: SpecCounters, per: dict[int, float], attr: str, pos: int | None, v: float) -> None:
+    """Fold one series' value into the summed counters (per position for ``per_position``)."""
     if attr != "per_position":
         setattr(out, attr, getattr(out, attr) + v)
     elif pos is not None:
         per[pos] = per.get(pos, 0.0) + v
 
 
-def _positions(per: dict[int, float]) -> list[float]:
+def by_position(per: dict[int, float]) -> list[float]:
     return [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
-
-
-def spec_counters(parsed: Parsed) -> SpecCounters:
-    out = SpecCounters()
-    per: dict[int, float] = {}
-    for base, attr in _BASES.items():
-        created = {_series_key(base, lab): v for lab, v in parsed.get(base + "_created", [])}
-        for labels, v in _samples(parsed, base):
-            key = _series_key(base, labels)
-            try:
-                pos = int(labels["position"]) if attr == "per_position" else None
-            except (KeyError, ValueError):
-                continue  # a per-position sample without a usable position counts nowhere
-            # [value, created, field, position]: what delta() needs, no key parsing
-            out.series[key] = [v, created.get(key), attr, pos]
-            _add(out, per, attr, pos, v)
-    out.per_position = _positions(per)
-    return out
 
 
 def delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
@@ -188,8 +157,8 @@ def delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
             d = a
         else:
             d = a - b
-        _add(out, per, attr, pos, d)
-    out.per_position = _positions(per)
+        fold_series(out, per, attr, pos, d)
+    out.per_position = by_position(per)
     gone = [k for k in before.series if k not in after.series]
     if resets:
         out.warnings.append(f"Prometheus counter reset during the point (engine restarted?) in {len(resets)} series, "

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from speedbench.commands import warn_damaged
+from speedbench.engine import engine_for_saved
 from speedbench.errors import UsageError
 from speedbench.results import load_run
 from speedbench.results.category_matrix import category_order, checkpoints, export_matrix, rich_table
@@ -70,7 +71,7 @@ def run(args) -> int:
     if args.format == "category-matrix":
         return _matrix(runs, out, args.concurrency, args.variant)
 
-    for p in export_run(first, args.format, out):
+    for p in export_run(first, args.format, out, engine_for_saved(first.scenario).spec_counters):
         print(p)
     return 0
 

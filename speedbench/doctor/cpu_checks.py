@@ -7,7 +7,8 @@ SIGILL there (docs/reliability.md). float16 takes the ``vec`` kernel and runs.
 
 from __future__ import annotations
 
-from speedbench.doctor.base import Check, Context, argv_value, collapse
+from speedbench.doctor.base import Check, Context, argv_value
+from speedbench.engine.preflight import collapse
 from speedbench.engine.host_cpu import amx_fault_risk, server_attention
 
 _FIX = ("set server.args.dtype: float16 (the CPU scenarios do; vLLM then runs its vec attention kernel), "

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from speedbench.doctor.base import Check, Context
-from speedbench.doctor.support import is_supported, support
+from speedbench.engine.vllm.support import is_supported, support
 from speedbench.engine.vllm.provenance import V31_FLAGS, draft_info
 
 NO_DRAFT_METHODS = ("ngram", "suffix")
@@ -179,7 +179,7 @@ def _draft(ctx: Context, arm: str, method: str, model: str) -> Check:
             return Check("draft", "fail",
                          f"{said}; {ctx.engine.origin} would ignore these flags and run it as EAGLE 3. "
                          f"{support('eagle3.1').reason}",
-                         "use vLLM >= 0.32 (table in speedbench/doctor/support.py)", arm)
+                         "use vLLM >= 0.32 (table in speedbench/engine/vllm/support.py)", arm)
         if ok is None:
             return Check("draft", "warn",
                          f"{said}; could not verify that the vLLM that will run ({ctx.engine.origin}) honours them",

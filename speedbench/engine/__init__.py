@@ -3,25 +3,50 @@ endpoint), and the engine a scenario runs (the Engine interface: engine/base.py)
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from speedbench.engine.base import Engine, LaunchSpec, flag_value
 from speedbench.engine.docker import DockerServer
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer, ProgressFn
 from speedbench.engine.vllm import VllmEngine
+from speedbench.errors import ScenarioError
 from speedbench.scenario import Scenario
 
-# Engines by name; SGLang would be "sglang": SglangEngine() (engine/sglang/).
+# Engines by name (``server.engine``); SGLang would be "sglang": SglangEngine() (engine/sglang/).
 ENGINES: dict[str, Engine] = {"vllm": VllmEngine()}
+DEFAULT_ENGINE = "vllm"
+
+
+def engine_named(name: str | None) -> Engine:
+    """The engine ``server.engine`` names: a key of :data:`ENGINES` (None: vLLM), or
+    ``package.module:Class``, an Engine class outside speedbench (a stand-in in tests, a
+    plugin), built with no arguments."""
+    name = name or DEFAULT_ENGINE
+    if name in ENGINES:
+        return ENGINES[name]
+    module, _, cls = name.partition(":")
+    try:
+        engine: Engine = getattr(importlib.import_module(module), cls)()
+    except (ImportError, AttributeError, TypeError, ValueError) as e:
+        raise ScenarioError(f"server.engine: cannot load {name!r} ({type(e).__name__}: {e}); "
+                            f"use one of {sorted(ENGINES)} or 'package.module:Class'") from None
+    return engine
 
 
 def engine_for(scenario: Scenario) -> Engine:
-    """The engine that serves ``scenario``. Scenarios name no engine yet: every one runs vLLM
-    (a ``server.engine`` key would choose here)."""
-    return ENGINES["vllm"]
+    """The engine that serves ``scenario`` (its ``server.engine``)."""
+    return engine_named(scenario.server.engine)
+
+
+def engine_for_saved(scenario: Mapping[str, Any] | None) -> Engine:
+    """The engine of a run folder's saved scenario (plain data; older folders name none: vLLM)."""
+    server = (scenario or {}).get("server") or {}
+    return engine_named(server.get("engine") if isinstance(server, dict) else None)
 
 
 class Server(Protocol):
@@ -88,4 +113,4 @@ def make_server(scenario: Scenario, launch_spec: LaunchSpec, log_path: Path,
 
 
 __all__ = ["ENGINES", "DockerServer", "Engine", "ExternalServer", "LaunchSpec", "LocalServer", "Server", "engine_for",
-           "make_server"]
+           "engine_for_saved", "engine_named", "make_server"]

@@ -1,34 +1,49 @@
-"""The engine interface: what speedbench needs from an inference engine, and the launch
-spec every launcher (local process, docker, external endpoint) starts from.
+"""The engine interface: everything speedbench needs from an inference engine, and the
+launch spec every launcher (local process, docker, external endpoint) starts from.
 
-vLLM is the one engine (engine/vllm/). A second one (SGLang, TensorRT-LLM) would be a
-sibling package, ``engine/sglang/``, with its own command, provenance and doctor checks,
-its wire parsers beside client/'s vLLM ones (client/scrape.py, client/spec_payload.py),
-and one more entry in ``speedbench.engine.ENGINES``; callers get theirs from
-:func:`speedbench.engine.engine_for` (scenario -> engine).
+The run holds one engine (``Plan.engine``, from :func:`speedbench.engine.engine_for`)
+and reaches the engine's specifics only through it: the launch command and measurement
+flags, the per-request stream (the token-ids field, its usage and choice figures), the
+Prometheus scrape and spec-decode counters, the speculative config's flag, provenance,
+the hardware record and the doctor's checks. Packages below engine/ (client/, loadgen/,
+results/) declare the part they call as a Protocol of their own and are handed the engine.
+
+vLLM is the one engine (engine/vllm/). A second one (SGLang, TensorRT-LLM) is one new
+folder, ``engine/sglang/``, whose class implements :class:`Engine`, and one more entry in
+``speedbench.engine.ENGINES`` (or ``server.engine: module:Class`` in a scenario).
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from speedbench.client.scrape import SpecCounters
-from speedbench.records import SpecStats
-from speedbench.scenario import ArmSpec, Scenario, ServerSpec
+from speedbench.engine.preflight import Check, Context, Facts, Installed
+from speedbench.records import RequestRecord
+from speedbench.scenario import ArmSpec, Scenario
+
+CheckFn = Callable[[Context], list[Check]]
+
+
+def argv_value(argv: list[str], *flags: str) -> str | bool | None:
+    """The value after ``--flag`` (or in ``--flag=value``); True for a bare flag; None if absent."""
+    for i, tok in enumerate(argv):
+        for flag in flags:
+            if tok == flag:
+                nxt = argv[i + 1] if i + 1 < len(argv) else None
+                return nxt if nxt is not None and not nxt.startswith("--") else True
+            if tok.startswith(flag + "="):
+                return tok.split("=", 1)[1]
+    return None
 
 
 def flag_value(argv: list[str], flag: str) -> str | None:
-    """The value given to ``flag`` in ``argv`` (``--flag v`` or ``--flag=v``), or None."""
-    for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
-    return None
-
+    """The value given to ``flag`` (``--flag v`` or ``--flag=v``); None when absent or bare."""
+    value = argv_value(argv, flag)
+    return value if isinstance(value, str) else None
 
 
 @dataclass
@@ -65,29 +80,9 @@ class LaunchSpec:
 class Engine(Protocol):
     """One inference engine: how to start it, what it reports and how to read it."""
 
-    name: str  # the engine's name, as a scenario would give it ("vllm")
-    spec_metrics: tuple[str, ...]  # the Prometheus counters its spec-decode totals come from
-    settle_prefixes: tuple[str, ...]  # the Prometheus lines two scrapes must agree on to be settled
-    token_ids_field: str  # the request field asking for per-chunk token ids ("" if it has none)
-
+    # -- launching (run/plan.py, run/arms.py, run/session.py)
     def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
         """The argv and environment that start this arm's server (measurement flags last)."""
-        ...
-
-    def measurement_args(self, server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
-        """The flags speedbench adds so the server reports what a measurement needs."""
-        ...
-
-    async def scrape(self, base_url: str) -> str:
-        """The server's Prometheus text."""
-        ...
-
-    def spec_counters(self, text: str) -> SpecCounters:
-        """Spec-decode counter totals from one scrape."""
-        ...
-
-    def read_spec(self, payload: Any) -> SpecStats | None:
-        """One request's spec-decode stats from the engine's per-request payload."""
         ...
 
     def provenance(self, sc: Scenario, arm: ArmSpec, launch: LaunchSpec, argv: list[str],
@@ -96,5 +91,41 @@ class Engine(Protocol):
         ...
 
     def hardware(self) -> dict[str, Any]:
-        """The machine this process runs on, as provenance records it."""
+        """The machine this process runs on, as provenance records it (host.json)."""
+        ...
+
+    # -- the per-request stream (client/extensions.py's StreamExtensions)
+    token_ids_field: str  # the request field asking for per-chunk token ids ("" if it has none)
+
+    def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
+        """The engine's own figures beside the usage counts (engine timing, spec stats)."""
+        ...
+
+    def read_choice(self, choice: dict, rec: RequestRecord) -> None:
+        """The engine's own figures inside one choice of an event."""
+        ...
+
+    # -- Prometheus (loadgen/job.py's Metrics; results/summary.py and exports)
+    settle_prefixes: tuple[str, ...]  # the lines two scrapes must agree on to be settled
+
+    async def scrape(self, base_url: str) -> str:
+        """The server's Prometheus text."""
+        ...
+
+    def spec_counters(self, text: str) -> SpecCounters:
+        """Spec-decode counter totals from one scrape's text (each series kept for deltas)."""
+        ...
+
+    # -- the speculative config (report/drift.py's optimal-k table)
+    speculative_flag: str  # the launch flag that takes a speculative config
+
+    def speculative_args(self, config: dict[str, Any]) -> list[str]:
+        """The launch arguments that set ``config`` (the flag and its value)."""
+        ...
+
+    # -- the doctor (doctor/__init__.py runs these among its own)
+    doctor_checks: tuple[tuple[str, CheckFn], ...]  # (name, check) in table order
+
+    def installed(self, sc: Scenario, facts: Facts) -> Installed:
+        """Which build of the engine the scenario will run, as far as can be told."""
         ...

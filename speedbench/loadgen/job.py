@@ -15,6 +15,16 @@ ServerAlive = Callable[[], Any]  # -> None while the server lives, else why not 
 OnRecord = Callable[[RequestRecord], Any]
 
 
+class Metrics(Protocol):
+    """The server's Prometheus endpoint, as its engine reads it (the run passes its
+    ``Engine``): the text of one scrape, and the lines two scrapes must agree on before
+    a snapshot counts as settled."""
+
+    settle_prefixes: tuple[str, ...]
+
+    async def scrape(self, base_url: str) -> str: ...
+
+
 class Builder(Protocol):
     def build(self, prompt: Prompt, turn: int, history: list[tuple[str, str]]) -> tuple[str, dict]: ...
 

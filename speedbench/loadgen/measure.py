@@ -5,15 +5,13 @@ settled scrape again."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from speedbench.errors import ServerError
-from speedbench.loadgen.job import PointJob, ServerAlive, Target
+from speedbench.loadgen.job import Metrics, PointJob, ServerAlive, Target
 from speedbench.loadgen.loops import ask
 from speedbench.loadgen.point import PointResult, run_pass
-from speedbench.client.scrape import SETTLE_PREFIXES
-from speedbench.client.scrape import scrape as scrape_metrics
 from speedbench.records import RequestRecord
 
 # Prometheus counters are updated by the API server as outputs stream back; poll until
@@ -51,7 +49,7 @@ class Measurement:
 GoOn = Callable[[list[RequestRecord], int], bool]
 
 
-async def measure(target: Target, job: PointJob, scrape: Callable[[str], Awaitable[str]] = scrape_metrics, *,
+async def measure(target: Target, job: PointJob, metrics: Metrics, *,
                   batches: Sequence[Sequence[int]] | None = None, go_on: GoOn | None = None) -> Measurement:
     """Warmup -> settled scrape -> the measured passes -> settled scrape. The passes are
     ``job.repeats`` whole passes (the same arrival schedule, rate mode, in each), or with
@@ -61,8 +59,8 @@ async def measure(target: Target, job: PointJob, scrape: Callable[[str], Awaitab
 
     The warmup runs once, before the first pass, on the same connections. A scrape
     that fails because the server died aborts the point with the death as the reason;
-    any other failed scrape raises :class:`ServerError`. ``scrape(base_url)`` returns the
-    ``/metrics`` text (injectable for tests).
+    any other failed scrape raises :class:`ServerError`. ``metrics`` reads ``/metrics`` as
+    the run's engine does (a stand-in in tests).
     """
     m = Measurement([])
     base_url, server_alive = target.client.base_url, target.server_alive
@@ -70,7 +68,7 @@ async def measure(target: Target, job: PointJob, scrape: Callable[[str], Awaitab
     sent = 0
 
     async def before() -> str | None:
-        m.before, died = await _scrape_or_dead(scrape, base_url, server_alive)
+        m.before, died = await _scrape_or_dead(metrics, base_url, server_alive)
         return died
 
     for i, (t, sub, repeat) in enumerate(_passes(target, job, batches)):
@@ -85,7 +83,7 @@ async def measure(target: Target, job: PointJob, scrape: Callable[[str], Awaitab
             return m
         if go_on is not None and not go_on(records, sent):
             break
-    m.after, m.repeats[-1].aborted = await _scrape_or_dead(scrape, base_url, server_alive)
+    m.after, m.repeats[-1].aborted = await _scrape_or_dead(metrics, base_url, server_alive)
     return m
 
 
@@ -112,12 +110,12 @@ def _passes(target: Target, job: PointJob,
                job.first_repeat)
 
 
-async def _scrape_or_dead(scrape: Callable[[str], Awaitable[str]], base_url: str,
+async def _scrape_or_dead(metrics: Metrics, base_url: str,
                           server_alive: ServerAlive | None) -> tuple[str, str | None]:
     """(settled /metrics text, None), or ("", why) when the server died: a dead server
     fails the scrape, and the death is what to report, not the failed GET."""
     try:
-        return await _settled_scrape(scrape, base_url), None
+        return await _settled_scrape(metrics, base_url), None
     except ServerError:
         died = await ask(server_alive)
         if not died:
@@ -125,16 +123,16 @@ async def _scrape_or_dead(scrape: Callable[[str], Awaitable[str]], base_url: str
         return "", died
 
 
-async def _settled_scrape(scrape: Callable[[str], Awaitable[str]], base_url: str) -> str:
-    text = await scrape(base_url)
+async def _settled_scrape(metrics: Metrics, base_url: str) -> str:
+    text = await metrics.scrape(base_url)
     for _ in range(_SCRAPE_SETTLE_TRIES):
         await asyncio.sleep(_SCRAPE_SETTLE_S)
-        again = await scrape(base_url)
-        if _spec_part(again) == _spec_part(text):
+        again = await metrics.scrape(base_url)
+        if _spec_part(again, metrics) == _spec_part(text, metrics):
             return again
         text = again
     return text
 
 
-def _spec_part(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if ln.startswith(SETTLE_PREFIXES)]
+def _spec_part(text: str, metrics: Metrics) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith(metrics.settle_prefixes)]

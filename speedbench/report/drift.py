@@ -17,12 +17,14 @@ from __future__ import annotations
 import html
 import io
 import math
+import shlex
 from typing import Any
 
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullLocator
 
+from speedbench.engine import Engine, engine_for_saved
 from speedbench.analysis.drift import (
     SEPARATION_REL,
     ContextCurve,
@@ -44,8 +46,9 @@ __all__ = [
     "plot_al_vs_context", "plot_separation", "plot_tps_vs_k",
 ]
 
-TABLE_COLUMNS = ("draft", "variant", "concurrency", "best k", "speedup [95% CI]", "proxy best k",
-                 "--speculative-config")
+# The optimal-k table's columns; a last one, headed by the engine's speculative flag
+# (vLLM's --speculative-config), holds the chosen config ready to paste.
+TABLE_COLUMNS = ("draft", "variant", "concurrency", "best k", "speedup [95% CI]", "proxy best k")
 TIE_NOTE = (
     "When the best k's speedup CI overlaps another k's, the means cannot be told apart, so the "
     "pick is the k with the higher CI lower bound (then the smaller k, the cheaper draft)."
@@ -65,12 +68,17 @@ def _speedup_cell(o: OptimalK) -> str:
     return f"{_f(o.speedup, 2, '×')} [{_f(o.ci_low)}, {_f(o.ci_high)}]"
 
 
-def drift_table(rows: list[dict], arms_spec: dict[str, dict] | None = None) -> list[dict[str, str]]:
-    """The optimal-k table as plain string rows (keys: TABLE_COLUMNS), for any renderer."""
-    return _opt_rows(optimal_k(rows, arms_spec=arms_spec))
+def drift_table(rows: list[dict], engine: Engine, arms_spec: dict[str, dict] | None = None) -> list[dict[str, str]]:
+    """The optimal-k table as plain string rows (keys: TABLE_COLUMNS and the engine's
+    speculative flag), for any renderer."""
+    return _opt_rows(optimal_k(rows, arms_spec=arms_spec), engine)
 
 
-def _opt_rows(opts: list[OptimalK]) -> list[dict[str, str]]:
+def _columns(engine: Engine) -> list[str]:
+    return [*TABLE_COLUMNS, engine.speculative_flag]
+
+
+def _opt_rows(opts: list[OptimalK], engine: Engine) -> list[dict[str, str]]:
     out = []
     for o in opts:
         best = str(o.best_k)
@@ -81,7 +89,7 @@ def _opt_rows(opts: list[OptimalK]) -> list[dict[str, str]]:
             "draft": o.series, "variant": o.variant or "-", "concurrency": str(o.concurrency), "best k": best,
             "speedup [95% CI]": _speedup_cell(o),
             "proxy best k": str(o.proxy_best_k) if o.proxy_best_k is not None else "n/a",
-            "--speculative-config": o.speculative_config,
+            engine.speculative_flag: shlex.join(engine.speculative_args(o.speculative_config)),
         })
     return out
 
@@ -234,7 +242,8 @@ def _collect(run: Any) -> dict[str, Any] | None:
     scenario = getattr(run, "scenario", None) or {}
     arms_spec = {str(a.get("name")): a.get("speculative_config") or {} for a in scenario.get("arms") or []}
     buckets = context_buckets(scenario)
-    data = {
+    data: dict[str, Any] = {
+        "engine": engine_for_saved(scenario),
         "rows": rows, "opts": optimal_k(rows, arms_spec=arms_spec), "depth": depth_curves(rows),
         "context": context_curves(rows, buckets), "buckets": buckets,
     }
@@ -255,9 +264,10 @@ def _collect(run: Any) -> dict[str, Any] | None:
 def _table_rows(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, body) for every table in the section, shared by markdown and HTML."""
     out = []
-    table = _opt_rows(data["opts"])
+    table = _opt_rows(data["opts"], data["engine"])
     if table:
-        out.append(("Optimal k per concurrency", list(TABLE_COLUMNS), [[r[c] for c in TABLE_COLUMNS] for r in table]))
+        columns = _columns(data["engine"])
+        out.append(("Optimal k per concurrency", columns, [[r[c] for c in columns] for r in table]))
     if data["depth"]:
         kmax = sorted({k for c in data["depth"] for k in c.ks})
         out.append(("Acceptance length vs k", ["draft", "variant", "concurrency", *[f"k={k}" for k in kmax]],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ from speedbench.results.files import atomic_write, atomic_write_with, ensure_dir
 from speedbench.results.formats import data_frame, write_parquet
 from speedbench.results.run import Run
 from speedbench.results.profile import write_profiles
+
+Counters = Callable[[str], SpecCounters]  # one Prometheus snapshot -> its counters (Engine.spec_counters)
 
 
 # ---- speedbench export ------------------------------------------------------------------
@@ -168,12 +170,13 @@ def _point_records(run: "Run") -> dict[PointKey, list[RequestRecord]]:
     return out
 
 
-def _prom(run: "Run", key: PointKey) -> SpecCounters | None:
-    return run.dir.prometheus_delta(key) if run.dir is not None else None
+def _prom(run: "Run", key: PointKey, counters: Counters) -> SpecCounters | None:
+    return run.dir.prometheus_delta(key, counters) if run.dir is not None else None
 
 
-def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
-    """Every point of the run with measured records, as vLLM result dicts."""
+def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any]]:
+    """Every point of the run with measured records, as vLLM result dicts (``counters``:
+    the run's ``Engine.spec_counters``, which reads a Prometheus snapshot)."""
     scenario = run.scenario or {}
     server = scenario.get("server") or {}
     workload = scenario.get("workload") or {}
@@ -201,7 +204,8 @@ def vllm_results(run: "Run") -> dict[PointKey, dict[str, Any]]:
             "max_concurrency": None if isinstance(rate, (int, float)) and math.isfinite(rate) else key.concurrency,
         }
         goodput = row.get(GOODPUT)
-        out[key] = vllm_result(recs, wall_s=float(wall), percentiles=percentiles, header=header, prom=_prom(run, key),
+        prom = _prom(run, key, counters)
+        out[key] = vllm_result(recs, wall_s=float(wall), percentiles=percentiles, header=header, prom=prom,
                                request_goodput=goodput if isinstance(goodput, (int, float)) and math.isfinite(goodput)
                                else None)
     return out
@@ -216,14 +220,15 @@ def _to_parquet(df: Any, f: Any) -> None:
     df.to_parquet(f, index=False)
 
 
-def export_run(run: "Run", fmt: str, out_dir: str | Path) -> list[Path]:
-    """Write ``run`` in ``fmt`` under ``out_dir``; returns the files written."""
+def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) -> list[Path]:
+    """Write ``run`` in ``fmt`` under ``out_dir``; returns the files written. ``counters``:
+    the run's ``Engine.spec_counters`` (the vllm format's spec-decode fields)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out = ensure_dir(Path(out_dir))
     written: list[Path] = []
     if fmt == "vllm":
-        for key, res in vllm_results(run).items():
+        for key, res in vllm_results(run, counters).items():
             p = out / vllm_file_name(key)
             atomic_write(p, json.dumps(finite(res), indent=1) + "\n")
             written.append(p)

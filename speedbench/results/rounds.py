@@ -12,9 +12,10 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from speedbench.client.scrape import SpecCounters, add, delta, parse_prometheus, spec_counters
+from speedbench.client.scrape import SpecCounters, add, delta
 from speedbench.records import PointKey
 from speedbench.results.lines import round_digest
 
@@ -124,15 +125,15 @@ class PointLog:
         """Points whose every marked round is ok or partial."""
         return {k: v for k, v in self.all_points().items() if v.get("status") in RESUMABLE_DONE}
 
-    def prometheus_delta(self, key: PointKey) -> SpecCounters | None:
+    def prometheus_delta(self, key: PointKey, counters: Callable[[str], SpecCounters]) -> SpecCounters | None:
         """The point's spec-decode counter deltas, summed over its rounds (each round is a
-        fresh server, so each has its own before/after pair); None without any pair."""
+        fresh server, so each has its own before/after pair); None without any pair.
+        ``counters`` reads one snapshot's text (the run's ``Engine.spec_counters``)."""
         total = None
         for rnd in sorted({r for (k, r) in self.point_rounds() if k == key} or {0}):
             before, after = self.load_prometheus(key, rnd)
             if before and after:
-                total = add(total, delta(spec_counters(parse_prometheus(before, keep_created=True)),
-                                         spec_counters(parse_prometheus(after, keep_created=True))))
+                total = add(total, delta(counters(before), counters(after)))
         return total
 
 

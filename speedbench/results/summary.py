@@ -17,6 +17,7 @@ from speedbench.metrics.noise_floor import noise_floor
 from speedbench.metrics.rows import RowExtras, summarize
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
+from speedbench.engine import Engine, engine_for
 from speedbench.calibration import store as calib_store
 from speedbench.results.files import atomic_write, run_started
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
@@ -39,8 +40,8 @@ def _created(run_dir: RunDir) -> str:
     return run_started(run_dir.path.name, folder=run_dir.path).isoformat(timespec="seconds")
 
 
-def _prom_deltas(run_dir: RunDir, points: dict) -> dict:
-    deltas = {key: run_dir.prometheus_delta(key) for key in points}
+def _prom_deltas(run_dir: RunDir, points: dict, engine: Engine) -> dict:
+    deltas = {key: run_dir.prometheus_delta(key, engine.spec_counters) for key in points}
     return {k: v for k, v in deltas.items() if v is not None}
 
 
@@ -100,7 +101,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     if sc.stop is not None:  # intervals of stopped points are taken at the look level
         stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
     cals = calibrations(run_dir, sc, provenance, write)
-    rows = summarize(records, _prom_deltas(run_dir, points), sc.baseline_arm, arm_info, _point_infos(points),
+    deltas = _prom_deltas(run_dir, points, engine_for(sc))
+    rows = summarize(records, deltas, sc.baseline_arm, arm_info, _point_infos(points),
                      percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
                      extra=RowExtras(stopping, calib_store.predictor(cals)))
     screening, promoted = calib_screen.screening_block(rows, sc, cals)

@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 
-from speedbench.engine import Server, engine_for, expected_model, make_server
+from speedbench.engine import Server, expected_model, make_server
 from speedbench.errors import OutputError, ServerError
 from speedbench.run.plan import ArmPlan
 from speedbench.records import PointKey
@@ -148,8 +148,8 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
 
 
 def _save_provenance(ctx: RunContext, ap: ArmPlan, server: Server) -> dict:
-    prov = engine_for(ctx.scenario).provenance(ctx.scenario, ap.arm, ap.launch, server.argv,
-                                               ap.launch.env_with_gpus(), server.base_url)
+    prov = ctx.plan.engine.provenance(ctx.scenario, ap.arm, ap.launch, server.argv,
+                                      ap.launch.env_with_gpus(), server.base_url)
     # The process ids let tests (and users) prove that nothing was left running.
     prov["server_process"] = {"pid": server.pid, "pgid": server.pgid}
     ctx.run_dir.save_provenance(ap.arm.name, prov)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from speedbench.engine import engine_for
-from speedbench.engine.base import LaunchSpec
+from speedbench.engine.base import Engine, LaunchSpec
 from speedbench.engine.docker import container_labels, container_name, docker_run_argv
 from speedbench.engine.placement import schedule_scenario
 from speedbench.records import PointKey
@@ -37,6 +37,7 @@ class ArmPlan:
 @dataclass
 class Plan:
     scenario: Scenario
+    engine: Engine  # the engine every arm runs (engine_for(scenario)); the run reaches vLLM only through it
     arms: list[ArmPlan]
     waves: list[list[str]]  # arms in one wave run concurrently (disjoint GPU sets)
     n_prompts: int
@@ -106,12 +107,11 @@ def _schedule(sc: Scenario, inventory: list[int] | None) -> tuple[dict[str, list
 def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: int | None = None,
                overrides: list[str] | None = None) -> Plan:
     gpu_sets, waves = _schedule(sc, inventory)
-    arms = [
-        ArmPlan(arm=a, launch=engine_for(sc).launch_spec(sc, a, gpu_sets.get(a.name)))
-        for a in sc.arms
-    ]
+    engine = engine_for(sc)
+    arms = [ArmPlan(arm=a, launch=engine.launch_spec(sc, a, gpu_sets.get(a.name))) for a in sc.arms]
     return Plan(
         scenario=sc,
+        engine=engine,
         arms=arms,
         waves=waves,
         n_prompts=n_prompts if n_prompts is not None else (sc.workload.num_prompts or 0),

@@ -28,6 +28,7 @@ def client_side(ctx: RunContext, server: Server, key: PointKey, job: PointJob) -
     builder.prepare([*job.warmup, *job.prompts])  # padding / templating work stays off the timed path
     cfg = ClientConfig(
         base_url=server.base_url,
+        stream=ctx.plan.engine,  # the engine's own request field and stream extensions
         api_key=server.api_key,
         request_timeout_s=sc.workload.request_timeout_s,
         idle_timeout_s=sc.workload.idle_timeout_s,
@@ -83,9 +84,9 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
     stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
     if stop is None:
-        m = run_async(measure(target, job))
+        m = run_async(measure(target, job, ctx.plan.engine))
     else:  # sequential stopping: batches that end at the looks
-        m = run_async(measure(target, job, batches=stop.batches(), go_on=stop.go_on))
+        m = run_async(measure(target, job, ctx.plan.engine, batches=stop.batches(), go_on=stop.go_on))
     aborted = m.aborted
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None

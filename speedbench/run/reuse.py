@@ -79,7 +79,7 @@ def _canary(ctx: RunContext, server: Server, key: PointKey, found: Candidate,
     order = prompt_order(len(job.prompts), sc.stop.seed) if sc.stop else list(range(len(job.prompts)))
     builder, cfg = client_side(ctx, server, key, job)
     target = Target(client=cfg, builder=builder, server_alive=server.dead)
-    m = run_async(measure(target, job, batches=[order[:n]]))
+    m = run_async(measure(target, job, ctx.plan.engine, batches=[order[:n]]))
     now = [r for res in m.repeats for r in res.records]
     then = [r for r in old if (r.concurrency, r.variant or "") == (key.concurrency, key.variant)]
     ratio, pairs, source = _paired_ratio(now, then)

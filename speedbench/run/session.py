@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from speedbench.doctor import exit_code, run_checks
 from speedbench.engine.gpus import detect_gpus
-from speedbench.engine.vllm.provenance import hardware
+from speedbench.engine import Engine, engine_for
 from speedbench.errors import OutputError, SpeedbenchError, UsageError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
@@ -55,7 +55,7 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
         return EXIT_FAILED
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
-    _record_host(run_dir)
+    _record_host(run_dir, engine_for(sc))
     progress.run_folder(run_dir.path)
     return _execute(sc, run_dir, progress, prepared, resume=False)
 
@@ -78,7 +78,7 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, progress:
     prepared = prepare(sc, progress)
     if not skip_doctor and not _doctor_ok(sc, progress, run_dir.path, prepared):
         return EXIT_FAILED
-    _record_host(run_dir)
+    _record_host(run_dir, engine_for(sc))
     own_arms = [a.name for a in sc.arms] if arms else None
     # A finished round whose records were lost or damaged is measured again, and says so.
     for msg in reopen_damaged_rounds(run_dir, own_arms):
@@ -91,11 +91,11 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, progress:
                     inventory=None if tag else _inventory(sc))
 
 
-def _record_host(run_dir: RunDir) -> None:
+def _record_host(run_dir: RunDir, engine: Engine) -> None:
     """host.json, before any server starts, so a run whose servers all die still names its
     machine. A resume (a cluster job on its compute node) writes it if the folder lacks it."""
     if not (run_dir.path / HOST_FILE).exists():
-        run_dir.write_json(HOST_FILE, hardware())
+        run_dir.write_json(HOST_FILE, engine.hardware())
 
 
 def prepare(sc: Scenario, progress: Progress) -> Prepared:

@@ -28,6 +28,9 @@ class DockerSpec(Strict):
 
 
 class ServerSpec(Strict):
+    # The engine: a name in speedbench.engine.ENGINES ("vllm"), or "package.module:Class" for
+    # an Engine class outside speedbench (engine/base.py; a stand-in in tests, a plugin).
+    engine: str = Field("vllm", pattern=r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")
     launcher: Literal["local", "docker", "external"] = "local"
     model: str | None = None  # required unless every arm is external
     # Argv prefix that starts vLLM. `vllm serve` takes the model positionally; the CPU
@@ -292,6 +295,8 @@ def resolved_dict(sc: Scenario) -> dict[str, Any]:
     """The fully resolved scenario as plain data, for saving next to results. The A/A arm
     is left out: ``aa_check: true`` adds it again when the file is read."""
     data = sc.model_dump(mode="json", exclude_none=False)
+    if data["server"]["engine"] == "vllm":  # the default stays unwritten: saved scenarios keep their bytes
+        del data["server"]["engine"]
     if sc.aa_arm:
         data["arms"] = [a for a in data["arms"] if a["name"] != sc.aa_arm]
     return data

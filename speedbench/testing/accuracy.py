@@ -21,7 +21,8 @@ from speedbench.client.http import ClientConfig
 from speedbench.metrics.rows import PointInfo, summarize
 from speedbench.records import PointKey, Prompt
 from speedbench.loadgen import PointJob, Target, run_pass
-from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
+from speedbench.client.scrape import delta
+from speedbench.engine.vllm import VllmEngine
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import FakeConfig, prompt_text, true_per_user_tps
 
@@ -31,6 +32,7 @@ from speedbench.testing.script import FakeConfig, prompt_text, true_per_user_tps
 BASE = FakeConfig(ttft_s=0.05, t_step_s=0.010, output_tokens=81)
 SPEC = FakeConfig(ttft_s=0.05, t_step_s=0.013, output_tokens=81, k=3, acceptance=(3, 1, 2, 0))
 LEVELS = (1, 4, 16)
+VLLM = VllmEngine()  # the fake speaks vLLM's stream and counters; the matrix reads them as a run does
 PATHS = {  # name -> (api, role chunk in the same write as the first token)
     "chat": ("chat", False),
     "chat-joined": ("chat", True),
@@ -87,7 +89,7 @@ def servers() -> Iterator[dict[str, FakeProcess]]:
         srvs = {"base": base, "sd": sd}
         for srv in srvs.values():
             warm_builder = _Builder("chat", srv.config, False, "reused")
-            asyncio.run(run_pass(Target(client=ClientConfig(base_url=srv.base_url), builder=warm_builder),
+            asyncio.run(run_pass(Target(client=ClientConfig(base_url=srv.base_url, stream=VLLM), builder=warm_builder),
                                  PointJob(key=PointKey("warm", 4), prompts=_prompts(4, "warm-")), 0))
         yield srvs
 
@@ -105,10 +107,10 @@ def measure(srvs: dict[str, FakeProcess], key: tuple[str, str, int], attempt: in
         builder = _Builder(api, srv.config, joined, conn)
 
         async def point(srv=srv, ps=ps, arm=arm, builder=builder, warm=warm):
-            before = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
-            res = await run_pass(Target(client=ClientConfig(base_url=srv.base_url), builder=builder),
+            before = VLLM.spec_counters(await VLLM.scrape(srv.base_url))
+            res = await run_pass(Target(client=ClientConfig(base_url=srv.base_url, stream=VLLM), builder=builder),
                                  PointJob(key=PointKey(arm, c), prompts=ps, warmup=warm), 0)
-            after = spec_counters(parse_prometheus(await scrape(srv.base_url), keep_created=True))
+            after = VLLM.spec_counters(await VLLM.scrape(srv.base_url))
             return res, delta(before, after)
 
         res, prom = asyncio.run(point())

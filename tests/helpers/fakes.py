@@ -2,7 +2,9 @@
 
 ``FakeBuilder`` stands in for ``speedbench.workload.chat.RequestBuilder`` (same
 ``build(prompt, turn, history) -> (path, body)`` interface) so runner tests do not
-depend on the workload package. ``fake_server`` starts the scripted fake server.
+depend on the workload package. ``fake_server`` starts the scripted fake server, which
+speaks vLLM's stream and counters: ``VLLM`` is the engine a run would hand the client and
+the load generator for it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from speedbench.engine.vllm import VllmEngine
 from speedbench.records import Prompt
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeServer
+
+VLLM = VllmEngine()
 
 
 class FakeBuilder:

@@ -15,14 +15,14 @@ import asyncio
 import numpy as np
 import pytest
 from tests.helpers.bounds import client_pair_keys, client_pairs, high, lag_miss, miss
-from tests.helpers.fakes import FakeBuilder, prompts
+from tests.helpers.fakes import FakeBuilder, VLLM, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.metrics.rows import PointInfo, summarize
 from speedbench.metrics.table import request_table
 from speedbench.loadgen import PointJob, Target, run_pass
 from speedbench.records import PointKey
-from speedbench.client.scrape import delta, parse_prometheus, scrape, spec_counters
+from speedbench.client.scrape import delta
 from speedbench.testing import FakeConfig, true_per_user_tps
 from speedbench.testing.hosting import FakeProcess
 
@@ -44,10 +44,10 @@ def run():
                 ps = prompts(max(4, 2 * c), prefix=f"c{c}-")
 
                 async def point(srv=srv, ps=ps, arm=arm, c=c):
-                    before = spec_counters(parse_prometheus(await scrape(srv.base_url)))
-                    res = await run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder()),
+                    before = VLLM.spec_counters(await VLLM.scrape(srv.base_url))
+                    res = await run_pass(Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder()),
                                          PointJob(key=PointKey(arm, c), prompts=ps), 0)
-                    after = spec_counters(parse_prometheus(await scrape(srv.base_url)))
+                    after = VLLM.spec_counters(await VLLM.scrape(srv.base_url))
                     return res, delta(before, after)
 
                 res, d = asyncio.run(point())

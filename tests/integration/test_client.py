@@ -7,7 +7,7 @@ import itertools
 import socket
 
 import pytest
-from tests.helpers.fakes import fake_server
+from tests.helpers.fakes import VLLM, fake_server
 
 from speedbench.client.http import (
     ClientConfig,
@@ -15,7 +15,7 @@ from speedbench.client.http import (
     make_session,
     stream_request,
 )
-from speedbench.client.spec_payload import parse_spec
+from speedbench.engine.vllm.payload import parse_spec
 from speedbench.records import RequestRecord
 from speedbench.testing import FakeConfig
 
@@ -34,7 +34,7 @@ def _body(fake: dict | None = None, **kw) -> dict:
 
 
 def _send(url: str, body: dict, path: str = CHAT, **cfg_kw) -> RequestRecord:
-    cfg = ClientConfig(url, **cfg_kw)
+    cfg = ClientConfig(url, **{"stream": VLLM, **cfg_kw})
 
     async def go() -> RequestRecord:
         async with make_session(cfg, 1) as s:
@@ -76,7 +76,7 @@ def test_arrival_stamps_come_from_the_connection_protocol(srv):
     # removes the hook, stamps silently fall back to coroutine time: catch it here.
     from speedbench.client.http import _StampingHandler
 
-    cfg = ClientConfig(srv.base_url)
+    cfg = ClientConfig(srv.base_url, stream=VLLM)
 
     async def go():
         async with make_session(cfg, 1) as s, s.post(srv.base_url + CHAT, json=_body(stream=True)) as r:
@@ -100,7 +100,7 @@ def test_legacy_sparse_spec_shape(srv):
 
 
 def test_without_token_ids_counts_one_per_text_delta(srv):
-    rec = _send(srv.base_url, _body(), return_token_ids=False)
+    rec = _send(srv.base_url, _body(), token_ids=False)
     assert rec.ok and "return_token_ids" not in srv.log[-1].body
     assert rec.chunk_tokens == [1] * 5  # the documented fallback undercounts packed chunks
     assert rec.n_output == 10  # ... but the usage chunk still gives the true count
@@ -177,7 +177,7 @@ def test_connection_refused():
 
 
 def test_cancellation_records_and_reraises(srv):
-    cfg = ClientConfig(srv.base_url)
+    cfg = ClientConfig(srv.base_url, stream=VLLM)
     rec = _rec()
 
     async def go() -> None:
@@ -210,7 +210,7 @@ def _consume_lines(lines: list[bytes], cuts: list[int] | None = None) -> Request
     across reads must parse the same)."""
     rec = _rec()
     data = b"".join(lines)
-    asyncio.run(_consume(_Reads(data, cuts or []), rec))
+    asyncio.run(_consume(_Reads(data, cuts or []), rec, stream=VLLM))
     return rec
 
 
@@ -346,7 +346,7 @@ def test_headers_and_chunked_terminators_never_stand_for_a_token():
     async def go():
         server = await asyncio.start_server(script.handle, "127.0.0.1", 0)
         url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-        cfg = ClientConfig(url)
+        cfg = ClientConfig(url, stream=VLLM)
         recs = []
         async with server, make_session(cfg, 1) as s:
             for _ in range(2):

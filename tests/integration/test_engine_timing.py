@@ -12,7 +12,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from tests.helpers.fakes import FakeBuilder, prompts
+from tests.helpers.fakes import FakeBuilder, VLLM, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.metrics.rows import PointInfo, summarize
@@ -30,7 +30,7 @@ SPEC = FakeConfig(ttft_s=0.01, t_step_s=0.010, output_tokens=33, k=3, acceptance
 def _measure(cfg: FakeConfig, arm: str, c: int, n: int):
     with FakeProcess(cfg) as srv:
         ps = prompts(n, prefix=f"{arm}-")
-        res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder()),
+        res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder()),
                                    PointJob(key=PointKey(arm, c), prompts=ps), 0))
         log = {e.body["messages"][-1]["content"]: e for e in srv.log() if e.body.get("stream")}
         truth = {}

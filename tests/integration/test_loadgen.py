@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from tests.helpers.fakes import FakeBuilder, fake_server, max_overlap, prompts
+from tests.helpers.fakes import FakeBuilder, VLLM, fake_server, max_overlap, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.loadgen import PointJob, Target, run_pass
@@ -40,8 +40,8 @@ def _run(srv, ps, builder=None, *, concurrency, warmup=(), on_record=None, serve
 
 
 def _run_key(srv, key, ps, builder=None, *, warmup=(), on_record=None, server_alive=None, before_measure=None):
-    target = Target(client=ClientConfig(srv.base_url), builder=builder or FakeBuilder(), server_alive=server_alive,
-                    on_record=on_record)
+    target = Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=builder or FakeBuilder(),
+                    server_alive=server_alive, on_record=on_record)
     job = PointJob(key=key, prompts=ps, warmup=warmup)
     return asyncio.run(run_pass(target, job, 0, before_measure=before_measure))
 
@@ -150,8 +150,8 @@ def test_ctrl_c_keeps_completed_records(srv):
     seen = []
 
     async def go():
-        task = asyncio.create_task(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder(),
-                                                   on_record=seen.append),
+        target = Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder(), on_record=seen.append)
+        task = asyncio.create_task(run_pass(target,
                                             PointJob(key=PointKey("a", 2), prompts=prompts(50)), 0))
         while len(seen) < 4:  # cancel once some have finished, however slow the host
             await asyncio.sleep(0.01)
@@ -174,24 +174,31 @@ def test_measure_orders_warmup_scrape_repeats_scrape(srv):
 
     scraped_at = []
 
-    async def scrape(base_url):
-        scraped_at.append(len(srv.log))
-        return "vllm:spec_decode_num_drafts_total 1\n"
+    class Counting:
+        settle_prefixes = VLLM.settle_prefixes
 
-    target = Target(client=ClientConfig(srv.base_url), builder=FakeBuilder())
+        async def scrape(self, base_url):
+            scraped_at.append(len(srv.log))
+            return "vllm:spec_decode_num_drafts_total 1\n"
+
+    target = Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder())
     m = asyncio.run(measure(target, PointJob(key=PointKey("a", 2), prompts=prompts(3), warmup=prompts(2, prefix="w"),
-                                             repeats=2), scrape=scrape))
+                                             repeats=2), Counting()))
     assert m.aborted is None and [r.records[0].repeat for r in m.repeats] == [0, 1]
     assert m.before and m.after and m.n_errors == 0 and m.wall_s > 0
     # two scrapes settle each snapshot: after warmup (2 requests), after both repeats (2 + 3 + 3)
     assert scraped_at == [2, 2, 8, 8]
 
-    async def dead_scrape(base_url):
-        raise ServerError("GET /metrics failed")
+    class Dead:
+        settle_prefixes = VLLM.settle_prefixes
 
-    dying = Target(client=ClientConfig(srv.base_url), builder=FakeBuilder(), server_alive=lambda: "exit code 1")
+        async def scrape(self, base_url):
+            raise ServerError("GET /metrics failed")
+
+    dying = Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder(),
+                   server_alive=lambda: "exit code 1")
     m = asyncio.run(measure(dying, PointJob(key=PointKey("a", 2), prompts=prompts(3), warmup=prompts(1, prefix="w")),
-                            scrape=dead_scrape))
+                            Dead()))
     assert m.aborted == "exit code 1" and m.repeats[0].records == [] and m.before == ""
     with pytest.raises(ServerError):
-        asyncio.run(measure(target, PointJob(key=PointKey("a", 1), prompts=prompts(1)), scrape=dead_scrape))
+        asyncio.run(measure(target, PointJob(key=PointKey("a", 1), prompts=prompts(1)), Dead()))

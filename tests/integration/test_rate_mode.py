@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.fakes import FakeBuilder, fake_server, max_overlap, prompts
+from tests.helpers.fakes import FakeBuilder, VLLM, fake_server, max_overlap, prompts
 
 from speedbench.loadgen.arrivals import arrival_offsets
 from speedbench.client.http import ClientConfig
@@ -90,7 +90,7 @@ def test_open_loop_sends_on_schedule(srv):
     srv.config = FakeConfig(ttft_s=0.02, t_step_s=0.01, output_tokens=20)  # each request ~0.2 s
     srv.reset()
     arrivals = arrival_offsets(12, rate=25.0, seed=3)
-    res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder()),
+    res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder()),
                                PointJob(key=PointKey("a", 100, "25rps"), prompts=prompts(12), arrivals=arrivals), 0))
     recs = sorted(res.records, key=lambda r: r.prompt_index)
     assert len(recs) == 12 and all(r.ok for r in recs)
@@ -110,7 +110,7 @@ def test_open_loop_sends_on_schedule(srv):
 def test_open_loop_respects_the_cap(srv):
     srv.config = FakeConfig(ttft_s=0.02, t_step_s=0.01, output_tokens=10)
     srv.reset()
-    res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url), builder=FakeBuilder()),
+    res = asyncio.run(run_pass(Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder()),
                                PointJob(key=PointKey("a", 2), prompts=prompts(8), arrivals=[0.0] * 8), 0))
     # the client held 2 in flight and never more; the server saw no more than that
     assert len(res.records) == 8 and max_overlap(res.records) == 2 and srv.max_concurrent <= 2
@@ -154,7 +154,7 @@ def test_vllm_export_of_a_rate_point(tmp_path):
     for row in summary["rows"]:
         row.update(request_rate=2.0, burstiness=0.5, goodput=1.25)
     rd.write_summary(summary)
-    res = next(iter(vllm_results(load_run(rd.path)).values()))
+    res = next(iter(vllm_results(load_run(rd.path), VLLM.spec_counters).values()))
     assert res["request_rate"] == 2.0 and res["burstiness"] == 0.5 and res["max_concurrency"] is None
     assert res["request_goodput"] == 1.25
 

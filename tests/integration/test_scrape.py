@@ -6,7 +6,7 @@ import asyncio
 import math
 
 import pytest
-from tests.helpers.fakes import FakeBuilder, fake_server, prompts
+from tests.helpers.fakes import FakeBuilder, VLLM, fake_server, prompts
 
 from speedbench.client.http import ClientConfig
 from speedbench.errors import ServerError
@@ -17,8 +17,8 @@ from speedbench.client.scrape import (
     delta,
     parse_prometheus,
     scrape,
-    spec_counters,
 )
+from speedbench.engine.vllm.prometheus import spec_counters
 
 # Shaped like vLLM 0.32 with data parallel 2: one series per engine, _created samples,
 # a histogram, a label value with an escaped quote, comma and brace.
@@ -101,7 +101,7 @@ def test_delta_and_restart():
 
 def test_scrape_fake_server_counters_match_per_request_totals():
     with fake_server(t_step_s=0.001, output_tokens=12, k=3, acceptance=(3, 0, 2), engines=2) as srv:
-        cfg = ClientConfig(srv.base_url)
+        cfg = ClientConfig(srv.base_url, stream=VLLM)
 
         async def go():
             before = spec_counters(parse_prometheus(await scrape(srv.base_url)))

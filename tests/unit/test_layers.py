@@ -141,14 +141,9 @@ def _package_graph(graph: dict[str, dict[str, str]]) -> dict[str, dict[str, str]
     return out
 
 
-# Package circles another change of issue 46 removes (doctor's engine checks move into engine/);
-# drop the entry when it lands. Nothing may be added here.
-KNOWN_PACKAGE_CIRCLES: set[frozenset[str]] = {frozenset({"doctor", "engine"})}
-
-
 def test_no_package_circle():
     graph = _package_graph(_graph())
-    circles = [c for c in _cycles(graph) if frozenset(c) not in KNOWN_PACKAGE_CIRCLES]
+    circles = list(_cycles(graph))
     shown = [" -> ".join(c) + "\n    " + ", ".join(graph[a][b] for a, b in zip(c, c[1:])) for c in circles]
     assert not circles, "package circles:\n" + "\n".join(shown)
 

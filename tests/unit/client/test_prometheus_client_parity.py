@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.client.scrape import parse_prometheus, spec_counters
+from speedbench.client.scrape import parse_prometheus
+from speedbench.engine.vllm.prometheus import spec_counters
 
 parser = pytest.importorskip("prometheus_client.parser")
 

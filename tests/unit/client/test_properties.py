@@ -21,7 +21,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 from speedbench.client.http import _consume  # noqa: E402
 from speedbench.client.scrape import parse_prometheus  # noqa: E402
-from speedbench.client.spec_payload import parse_spec, read_usage  # noqa: E402
+from speedbench.client.extensions import read_usage  # noqa: E402
+from speedbench.engine.vllm import VllmEngine  # noqa: E402
+from speedbench.engine.vllm.payload import parse_spec  # noqa: E402
 from speedbench.errors import ScenarioError  # noqa: E402
 from speedbench.records import RequestRecord, SpecStats  # noqa: E402
 from speedbench.scenario import load_scenario  # noqa: E402
@@ -48,7 +50,7 @@ class _Content:
 
 def consume(pieces: list[bytes]) -> RequestRecord:
     rec = RequestRecord(arm="a", concurrency=1, prompt_index=0, prompt_id="p")
-    asyncio.run(_consume(_Content(pieces), rec))
+    asyncio.run(_consume(_Content(pieces), rec, stream=VllmEngine()))
     return rec
 
 
@@ -96,7 +98,7 @@ def test_sse_arbitrary_json_events_never_crash(events):
     assert rec.error in (None, "malformed_sse", "http_status")
 
 
-# ---- spec-decode payloads: client/spec_payload.py ----------------------------------------
+# ---- spec-decode payloads: engine/vllm/payload.py, through the client's usage reader -----------
 
 
 @given(payload=json_values)
@@ -111,7 +113,7 @@ def test_spec_payload_arbitrary_is_stats_none_or_a_clear_error(payload):
 @given(usage=json_values.filter(bool), metrics=json_values)  # the client calls it only with a usage
 def test_usage_chunk_arbitrary_never_crashes(usage, metrics):
     rec = RequestRecord(arm="a", concurrency=1, prompt_index=0, prompt_id="p")
-    read_usage({"metrics": metrics}, usage, rec)
+    read_usage({"metrics": metrics}, usage, rec, VllmEngine())
 
 
 @given(hist=st.lists(st.integers(0, 1000), min_size=1, max_size=8), dense=st.booleans())

@@ -14,7 +14,7 @@ Not covered, because the same word is also another file's field or an ordinary w
 - ``request_rate``, ``burstiness``, ``loop_lag_ms_max``: fields of points.json and of the
   scenario's load, which the row copies;
 - ``acceptance_histogram``, ``draft_acceptance_rate``: fields of vLLM's per-request
-  spec-decode payload (client/spec_payload.py, the fake server), which the row copies.
+  spec-decode payload (engine/vllm/payload.py, the fake server), which the row copies.
 
 One place may spell covered keys: a pydantic ``Literal`` type only takes literals
 (ALLOWED below says where, and why).

@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from speedbench.engine.vllm import VllmEngine
 from speedbench.errors import UsageError
 from speedbench.results import RunDir, load_run
 from speedbench.results.discover import discover_runs, require_runs
@@ -41,7 +42,7 @@ def test_an_unfinished_run_is_told_to_resume_and_a_garbage_summary_is_bad_input(
 
 def test_an_export_and_a_copy_are_not_runs(tmp_path):
     run = make_run(tmp_path / "results", SMALL).path
-    export_run(load_run(run), "json", run / "export" / "json")
+    export_run(load_run(run), "json", run / "export" / "json", VllmEngine().spec_counters)
     shutil.copytree(run, tmp_path / "results" / "cpu_tiny" / "copy")
     found = discover_runs(tmp_path / "results")
     assert [r.path for r in found.runs] == [run]

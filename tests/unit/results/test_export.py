@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from speedbench.cli import main
+from speedbench.engine.vllm import VllmEngine
 from speedbench.results.exports import export_run, vllm_result
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.results import load_run
@@ -138,7 +139,7 @@ def test_vllm_result_known_answer():
 def test_own_schema_exports(tmp_path, fmt):
     rd = make_run(tmp_path, concurrencies=(1,), n_prompts=4)
     out = tmp_path / "out"
-    files = export_run(load_run(rd.path), fmt, out)
+    files = export_run(load_run(rd.path), fmt, out, VllmEngine().spec_counters)
     names = {p.name for p in files}
     run = load_run(rd.path)
     if fmt == "json":
@@ -175,7 +176,7 @@ def test_exports_carry_the_interval_the_report_shows(tmp_path, fmt):
     rd.write_summary(summary)
     out = tmp_path / "out"
     run = load_run(rd.path)
-    export_run(run, fmt, out)
+    export_run(run, fmt, out, VllmEngine().spec_counters)
     if fmt == "json":
         rows = json.loads((out / "summary.json").read_text())["rows"]
     else:

@@ -1,5 +1,6 @@
-"""vLLM's per-request payload: the token-ids request field, the usage chunk and the
-per-request spec-decode stats a server streams back.
+"""vLLM's per-request payload: the token-ids request field, and what vLLM adds to the
+usage chunk and to each choice (engine timing, spec-decode stats). The client calls these
+through the engine (client/extensions.py); the OpenAI parts are the client's own.
 
 vLLM 0.32 sends ``metrics.speculative_decoding`` next to the final ``usage`` (accepted
 inside ``usage`` too); older servers sent ``speculative_decoding_stats`` per choice.
@@ -21,35 +22,14 @@ from speedbench.records import EngineTiming, RequestRecord, SpecStats
 TOKEN_IDS_FIELD = "return_token_ids"
 
 
-def ask_token_ids(payload: dict, want: bool) -> None:
-    """Set or drop the token-ids field on a request body."""
-    if want:
-        payload[TOKEN_IDS_FIELD] = True
-    else:
-        payload.pop(TOKEN_IDS_FIELD, None)
-
-
-def refuses_token_ids(status: int, head: bytes) -> bool:
-    """Whether an error response refuses the token-ids field (a server without the extension)."""
-    return status == 400 and TOKEN_IDS_FIELD.encode() in head
-
-
 # vLLM 0.32's per-request timing fields (``--enable-per-request-metrics``) -> EngineTiming
 _TIMING_FIELDS = (("generation_time_ms", "generation_ms"), ("time_to_first_token_ms", "ttft_ms"),
                   ("queue_time_ms", "queue_ms"), ("mean_itl_ms", "mean_itl_ms"))
 
 
-def read_usage(obj: dict, usage: Any, rec: RequestRecord) -> None:
-    """The usage chunk: token counts, engine timing and spec stats. A usage that is not
-    an object, or a count that is not a number, is ignored (the client's own counts
-    stand): a proxy's odd chunk must not fail a request whose tokens arrived."""
-    if not isinstance(usage, dict):
-        return
-    for key, attr in (("prompt_tokens", "prompt_tokens"), ("completion_tokens", "output_tokens")):
-        v = usage.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
-            setattr(rec, attr, int(v))
-    # vLLM 0.32 puts metrics next to usage; accept it inside usage too.
+def read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
+    """What vLLM puts beside the usage counts: engine timing and spec stats (0.32 puts
+    ``metrics`` next to ``usage``; accepted inside ``usage`` too)."""
     holders = [h for h in (obj.get("metrics"), usage.get("metrics"), usage) if isinstance(h, dict)]
     for holder in holders:
         if read_timing(rec, holder):
@@ -57,6 +37,13 @@ def read_usage(obj: dict, usage: Any, rec: RequestRecord) -> None:
     for holder in holders:
         if isinstance(holder.get("speculative_decoding"), dict) and set_spec(rec, holder["speculative_decoding"]):
             return
+
+
+def read_choice(choice: dict, rec: RequestRecord) -> None:
+    """Older vLLM's per-choice ``speculative_decoding_stats``."""
+    legacy = choice.get("speculative_decoding_stats")
+    if legacy is not None:
+        set_spec(rec, legacy)
 
 
 def read_timing(rec: RequestRecord, d: dict) -> bool:

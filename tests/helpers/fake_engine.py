@@ -1,0 +1,85 @@
+"""A stand-in engine: the project's fake OpenAI server (speedbench/testing/fake_server.py)
+behind the Engine interface (speedbench/engine/base.py), written here with nothing from
+engine/vllm/. A scenario picks it with ``server.engine: tests.helpers.fake_engine:FakeEngine``;
+no product code names it, so a whole run through it shows that the run reaches its
+engine only through the interface (tests/integration/test_stand_in_engine.py).
+
+The fake happens to copy vLLM's wire (its counter names, its usage payload); this class
+reads them with its own few lines, as a second engine would read its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from speedbench.client.scrape import SpecCounters, by_position, fold_series, parse_prometheus, scrape, series_key
+from speedbench.engine.base import CheckFn, LaunchSpec
+from speedbench.engine.preflight import Facts, Installed
+from speedbench.records import RequestRecord, SpecStats
+from speedbench.scenario import ArmSpec, Scenario
+
+FAKE_CLI = [sys.executable, "-m", "speedbench.testing.fake_server"]
+# the fake's counter names (speedbench/testing/fake_state.py) -> SpecCounters' fields
+COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft_tokens": "draft_tokens",
+            "vllm:spec_decode_num_accepted_tokens": "accepted",
+            "vllm:spec_decode_num_accepted_tokens_per_pos": "per_position"}
+
+
+class FakeEngine:
+    """The fake server as an engine: every member of ``Engine``."""
+
+    token_ids_field = "return_token_ids"
+    settle_prefixes = ("vllm:spec_decode",)
+    speculative_flag = "--speculative-config"
+    doctor_checks: tuple[tuple[str, CheckFn], ...] = ()
+
+    def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
+        argv = [*FAKE_CLI, "--model", sc.server.model or "fake-model"]
+        for key, value in {**sc.server.args, **arm.args}.items():
+            argv += [f"--{key}", str(value)]
+        if arm.speculative_config is not None:
+            argv += self.speculative_args(arm.speculative_config.to_dict())
+        return LaunchSpec(arm=arm.name, argv=argv, host=sc.server.host, gpus=gpus, base_url=arm.base_url)
+
+    def provenance(self, sc: Scenario, arm: ArmSpec, launch: LaunchSpec, argv: list[str],
+                   env: Mapping[str, str], base_url: str | None = None) -> dict[str, Any]:
+        return {"engine": "fake", "argv": list(argv), "hardware": self.hardware()}
+
+    def hardware(self) -> dict[str, Any]:
+        return {"summary": "the fake server's host"}
+
+    def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
+        spec = (obj.get("metrics") or {}).get("speculative_decoding")
+        if isinstance(spec, dict):
+            rec.spec = SpecStats(num_spec_steps=int(spec["num_spec_steps"]),
+                                 num_draft_tokens=int(spec["num_draft_tokens"]),
+                                 num_accepted_tokens=int(spec["num_accepted_draft_tokens"]),
+                                 acceptance_histogram=[int(v) for v in spec["acceptance_histogram"]])
+
+    def read_choice(self, choice: dict, rec: RequestRecord) -> None:
+        return None  # the fake's current shape puts everything beside usage
+
+    async def scrape(self, base_url: str) -> str:
+        return await scrape(base_url)
+
+    def spec_counters(self, text: str) -> SpecCounters:
+        parsed = parse_prometheus(text, keep_created=True)
+        out, per = SpecCounters(), {}
+        for name, attr in COUNTERS.items():
+            created = {series_key(name, lab): v for lab, v in parsed.get(name + "_created", [])}
+            for labels, v in parsed.get(name + "_total", []):
+                key = series_key(name, labels)
+                pos = int(labels["position"]) if attr == "per_position" else None
+                out.series[key] = [v, created.get(key), attr, pos]
+                fold_series(out, per, attr, pos, v)
+        out.per_position = by_position(per)
+        return out
+
+    def speculative_args(self, config: dict[str, Any]) -> list[str]:
+        return [self.speculative_flag, json.dumps(config)]
+
+    def installed(self, sc: Scenario, facts: Facts) -> Installed:
+        return Installed(launcher=sc.server.launcher, kind="cpu", dist=None, version=None, origin="the fake server")
