@@ -129,7 +129,8 @@ def test_the_matrix_goes_through_the_executor_it_is_given(toy, capsys, tmp_path)
         assert main(["submit", str(matrix), "--skip-doctor"]) == 0
     finally:
         kinds.EXECUTORS["slurm"] = SlurmExecutor
-    assert toy.calls == [("submit", "cpu_tiny", ()), ("submit", "cpu_tiny", ()), ("follow_up", "dashboard", ["t2", "t2"])]
+    assert toy.calls == [("submit", "cpu_tiny", ()), ("submit", "cpu_tiny", ()),
+                         ("follow_up", "dashboard", ["t2", "t2"])]
     (record,) = (tmp_path / "res").glob("matrix-*.json")
     data = json.loads(record.read_text())
     assert record.name == "matrix-t3.json" and data["executor"] == "toy" and data["dashboard_job"] == "t3"
