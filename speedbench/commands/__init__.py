@@ -9,8 +9,8 @@ import sys
 # 3 (the output folder cannot be written) applies to every command that writes files.
 EXIT_CODES = {
     "validate": "0 valid, 2 invalid scenario or bad usage",
-    "run": "0 ok, 1 an arm failed, 2 invalid input or bad usage, 3 output folder not writable "
-           "(disk full, read-only; resume once fixed), 130 interrupted (Ctrl-C / SIGTERM)",
+    "run": "0 ok, 1 an arm failed or a scenario gate failed, 2 invalid input or bad usage, 3 output folder not "
+           "writable (disk full, read-only; resume once fixed), 130 interrupted (Ctrl-C / SIGTERM)",
     "fixtures": "0 built (or already built), 2 bad usage, 3 output folder not writable",
     "data": "0 ok, 2 bad input or usage",
     "doctor": "0 nothing fails (warnings allowed), 1 a check fails (--strict: a warning too), 2 bad usage",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from speedbench.executors.kinds import executor_of_run
+from speedbench.executors.kinds import jobs_of_run
 from speedbench.results.run import open_run_dir
 
 
@@ -22,6 +22,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     rd = open_run_dir(args.run)
-    ids = executor_of_run(rd).cancel(rd, wait_s=args.wait)
+    ids = jobs_of_run(rd, "to cancel").cancel(rd, wait_s=args.wait)
     Console(highlight=False).print(f"cancelled {len(ids)} jobs: {' '.join(ids) or '(none active)'}")
     return 0

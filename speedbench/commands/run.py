@@ -156,7 +156,7 @@ def run(args) -> int:
         rd = open_run_dir(args.resume)  # a missing, empty or non-run folder: exit 2 before anything starts
         executor = executor_for(args.executor) if args.executor else executor_of_run(rd)
         return executor.resume(
-            Path(args.resume), console, overrides=args.overrides, skip_doctor=args.skip_doctor)
+            Path(args.resume), console, overrides=args.overrides, skip_doctor=args.skip_doctor).code
     if not args.scenario:
         raise UsageError("run needs a scenario file, e.g. speedbench run scenarios/cpu_tiny.yaml")
     sc = load_scenario(args.scenario, args.overrides)
@@ -169,5 +169,6 @@ def run(args) -> int:
         print_plan(build_plan(sc, overrides=args.overrides), console, Path(args.output))
         executor.plan(sc, Path(args.output), console, skip_doctor=args.skip_doctor)
         return 0
-    return executor.submit(sc, Path(args.output), console, overrides=args.overrides, skip_doctor=args.skip_doctor)
+    return executor.submit(sc, Path(args.output), console, overrides=args.overrides,
+                           skip_doctor=args.skip_doctor).code
 

@@ -7,7 +7,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from speedbench.executors.kinds import executor_of_run
+from speedbench.executors.kinds import jobs_of_run
 from speedbench.results.run import open_run_dir
 from speedbench.scenario import validate_data
 
@@ -28,7 +28,7 @@ def run(args) -> int:
     console = Console(highlight=False)
     rd = open_run_dir(args.run)
     sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
-    executor = executor_of_run(rd)
+    executor = jobs_of_run(rd, "to show")
     jobs = executor.status(rd, sc)
     if args.json:
         g = executor.gather(rd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -10,12 +11,11 @@ from rich.console import Console
 
 from speedbench.commands.dashboard import run as dashboard
 from speedbench.errors import UsageError
-from speedbench.executors.base import Executor
-from speedbench.executors.kinds import executor_for
-from speedbench.executors.matrix import (cells, dashboard_script, load_matrix, promote_rule, promote_script,
-                                         promoted_cells, screening)
-from speedbench.results import RunDir, atomic_write
-from speedbench.scenario import resolved_dict
+from speedbench.executors.base import Executor, Step, Submission
+from speedbench.executors.kinds import EXECUTORS, executor_for
+from speedbench.executors.matrix import Cell, cells, load_matrix, promote_rule, promoted_cells, screening
+from speedbench.results import atomic_write
+from speedbench.scenario import Scenario
 
 
 def register(sub) -> None:
@@ -29,7 +29,7 @@ def register(sub) -> None:
         "locally, all cells ok).",
     )
     p.add_argument("matrix", nargs="?", help="matrix YAML")
-    p.add_argument("--executor", choices=("slurm", "local"), default="slurm")
+    p.add_argument("--executor", choices=tuple(reversed(EXECUTORS)), default="slurm")  # {slurm,local}, as ever
     p.add_argument("--dry-run", action="store_true", help="list the cells and print the dashboard job; submit nothing")
     p.add_argument("--skip-doctor", action="store_true", help="the jobs skip the pre-flight checks")
     p.add_argument("--promote-from", metavar="RECORD",
@@ -38,61 +38,75 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _local(m, all_cells, root: Path, site: Path, args, console: Console) -> int:
-    local = executor_for("local")
-
-    def run_cell(c) -> tuple[int, Path | None]:
-        sc = c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": "local"})})
-        before = set((root / sc.name).glob("*")) if (root / sc.name).is_dir() else set()
-        code = local.submit(sc, root, console, overrides=c.overrides, skip_doctor=args.skip_doctor)
-        made = sorted(set((root / sc.name).glob("*")) - before) if (root / sc.name).is_dir() else []
-        return code, (made[-1] if made else None)
-
-    done = [(c, *run_cell(c)) for c in all_cells]
-    codes = [code for _, code, _ in done]
-    if screening(all_cells) and promote_rule(m, all_cells):
-        full = promoted_cells(m, [(c, path) for c, _, path in done if path is not None])
-        console.print(f"promoted to a full run: {[c.label for c in full] or 'none'}", markup=False, soft_wrap=True)
-        codes += [run_cell(c)[0] for c in full]
-    dashboard(type("A", (), {"results_dir": str(root), "output": str(site)})())
-    return max(codes)
-
-
-def _submit_cells(cells, root: Path, executor: Executor, args, cwd: Path, console: Console) -> list[dict[str, Any]]:
-    record = []
+def _submit_cells(cells: list[Cell], root: Path, executor: Executor, args,
+                  console: Console) -> list[tuple[Cell, Submission]]:
+    """Each cell as a run of its own under ``root``, through ``executor``."""
+    out = []
     for c in cells:
-        sc = c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": "slurm"})})
-        rd = RunDir.create(root, sc.name)
-        rd.write_scenario(resolved_dict(sc), c.overrides)
-        arm_jobs, gather = executor.submit_jobs(sc, rd, cwd=cwd, skip_doctor=args.skip_doctor)
-        record.append({"scenario": sc.name, "checkpoint": c.checkpoint, "override": c.override,
-                       "run": str(rd.path), "arm_jobs": arm_jobs, "gather": gather})
-        console.print(f"  {c.label}: {rd.path} jobs {' '.join(record[-1]['arm_jobs'])} gather {record[-1]['gather']}",
-                      markup=False, soft_wrap=True)
-    return record
+        sc = c.scenario.model_copy(update={"executor": c.scenario.executor.model_copy(update={"kind": executor.kind})})
+        sub = executor.submit(sc, root, console, overrides=c.overrides, skip_doctor=args.skip_doctor)
+        jobs = f" jobs {' '.join(sub.jobs)} gather {sub.last_job}" if sub.last_job else ""
+        console.print(f"  {c.label}: {sub.run}{jobs}", markup=False, soft_wrap=True)
+        out.append((c, sub))
+    return out
 
 
-def _dashboard_job(sc, root: Path, site: Path, cwd: Path, executor: Executor, after: list[str], tag: str) -> str:
-    script = root / f"dashboard-{tag}.sbatch"
-    atomic_write(script, dashboard_script(sc, root, site, cwd=cwd))
-    return executor.submit_after(script, after)
+def _cell_records(subs: list[tuple[Cell, Submission]]) -> list[dict[str, Any]]:
+    """The matrix record's ``cells`` (or ``promoted``): each cell's run folder and jobs."""
+    return [{"scenario": c.scenario.name, "checkpoint": c.checkpoint, "override": c.override,
+             "run": str(s.run) if s.run else None, "arm_jobs": list(s.jobs), "gather": s.last_job}
+            for c, s in subs]
+
+
+def _dashboard_step(sc: Scenario, root: Path, site: Path, tag: str) -> Step:
+    return Step("dashboard", "nightly matrix dashboard", sc, root / f"dashboard-{tag}.sbatch",
+                ["dashboard", str(root), "-o", str(site)],
+                here=lambda: dashboard(argparse.Namespace(results_dir=str(root), output=str(site))))
+
+
+def _dashboard(executor: Executor, sc: Scenario, root: Path, site: Path, tag: str, after: list[Submission],
+               console: Console) -> str | None:
+    """Rebuild the dashboard once every run in ``after`` has ended; its job id (None: built here)."""
+    dash = executor.follow_up(_dashboard_step(sc, root, site, tag), after, console)
+    console.print(f"dashboard{f' job {dash.last_job}' if dash.last_job else ''} -> {site}/index.html",
+                  markup=False, soft_wrap=True)
+    return dash.last_job
 
 
 def _promote_from(record_path: Path, args, console: Console) -> int:
-    """The promote job: every screening cell is gathered; submit the promoted ones in full."""
+    """The promote step: every screening cell has ended; submit the promoted ones in full,
+    then the dashboard after them. The record names the executor (older ones: Slurm's)."""
     rec = json.loads(record_path.read_text(encoding="utf-8"))
     m = load_matrix(rec["matrix"])
     all_cells = cells(m, Path(rec["matrix"]).parent)
-    runs = [(c, Path(r["run"])) for c, r in zip(all_cells, rec["cells"], strict=True)]
+    runs = [(c, Path(r["run"])) for c, r in zip(all_cells, rec["cells"], strict=True) if r["run"]]
     full = promoted_cells(m, runs)
     console.print(f"promoted to a full run: {[c.label for c in full] or 'none'}", markup=False, soft_wrap=True)
-    executor, cwd, root = executor_for("slurm"), Path(rec["cwd"]), Path(rec["root"])
-    promoted = _submit_cells(full, root, executor, args, cwd, console)
-    dash = _dashboard_job(all_cells[0].scenario, root, Path(rec["site"]), cwd, executor,
-                          [r["gather"] for r in promoted], rec.get("promote_job", "promoted"))
-    atomic_write(record_path, json.dumps({**rec, "promoted": promoted, "dashboard_job": dash}, indent=2) + "\n")
-    console.print(f"dashboard job {dash} -> {rec['site']}/index.html", markup=False, soft_wrap=True)
-    return 0
+    executor, root = executor_for(rec.get("executor", "slurm")), Path(rec["root"])
+    promoted = _submit_cells(full, root, executor, args, console)
+    dash = _dashboard(executor, all_cells[0].scenario, root, Path(rec["site"]), rec.get("promote_job", "promoted"),
+                      [s for _, s in promoted], console)
+    atomic_write(record_path, json.dumps({**rec, "promoted": _cell_records(promoted), "dashboard_job": dash},
+                                         indent=2) + "\n")
+    return max((s.code for _, s in promoted), default=0)
+
+
+def _promote(executor: Executor, m, all_cells: list[Cell], subs: list[tuple[Cell, Submission]], meta: dict,
+             tag: str, args, console: Console) -> int:
+    """A screening matrix: the promote step follows every cell (``_promote_from`` on its record)."""
+    root = Path(meta["root"])
+    path = root / f"matrix-{tag}.json"
+    atomic_write(path, json.dumps(meta, indent=2) + "\n")
+    words = ["submit", "--promote-from", str(path)] + (["--skip-doctor"] if args.skip_doctor else [])
+    step = Step("promote", "promote screened checkpoints to full runs", all_cells[0].scenario,
+                root / f"promote-{tag}.sbatch", words, here=lambda: _promote_from(path, args, console))
+    job = executor.follow_up(step, [s for _, s in subs], console)
+    if job.last_job:  # read back: a promote step run here has already added its promoted cells
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        atomic_write(path, json.dumps({**rec, "promote_job": job.last_job}, indent=2) + "\n")
+        console.print(f"promote job {job.last_job}: submits the promoted cells' full runs, then the dashboard",
+                      markup=False, soft_wrap=True)
+    return job.code
 
 
 def run(args) -> int:
@@ -104,31 +118,21 @@ def run(args) -> int:
     m = load_matrix(args.matrix)
     all_cells = cells(m, Path(args.matrix).parent)
     root, site, cwd = Path(m.results).resolve(), m.site.resolve(), Path.cwd().resolve()
+    executor = executor_for(args.executor)
     console.print(f"matrix {args.matrix}: {len(all_cells)} cells -> {root}", markup=False, soft_wrap=True)
     for c in all_cells:
         console.print(f"  {c.label}: {' '.join(c.overrides) or '(no overrides)'}", markup=False, soft_wrap=True)
     if args.dry_run:
-        console.print(dashboard_script(all_cells[0].scenario, root, site, cwd=cwd), markup=False, soft_wrap=True)
+        executor.plan_follow_up(_dashboard_step(all_cells[0].scenario, root, site, "dry-run"), console)
         return 0
-    if args.executor == "local":
-        return _local(m, all_cells, root, site, args, console)
-
-    executor = executor_for("slurm")
-    record = _submit_cells(all_cells, root, executor, args, cwd, console)
-    gathers = [r["gather"] for r in record]
-    meta = {"matrix": str(Path(args.matrix).resolve()), "cells": record, "site": str(site), "root": str(root),
-            "cwd": str(cwd)}
+    subs = _submit_cells(all_cells, root, executor, args, console)
+    first = subs[0][1]
+    tag = first.last_job or (first.run.name if first.run else "matrix")  # a gather's job id, else a run id
+    meta = {"matrix": str(Path(args.matrix).resolve()), "executor": executor.kind, "cells": _cell_records(subs),
+            "site": str(site), "root": str(root), "cwd": str(cwd)}
+    code = max(s.code for _, s in subs)
     if screening(all_cells) and promote_rule(m, all_cells):
-        path = root / f"matrix-{gathers[0]}.json"
-        atomic_write(path, json.dumps(meta, indent=2) + "\n")
-        script = root / f"promote-{gathers[0]}.sbatch"
-        atomic_write(script, promote_script(all_cells[0].scenario, path, cwd=cwd, skip_doctor=args.skip_doctor))
-        job = executor.submit_after(script, gathers)
-        atomic_write(path, json.dumps({**meta, "promote_job": job}, indent=2) + "\n")
-        console.print(f"promote job {job}: submits the promoted cells' full runs, then the dashboard",
-                      markup=False, soft_wrap=True)
-        return 0
-    dash = _dashboard_job(all_cells[0].scenario, root, site, cwd, executor, gathers, gathers[0])
-    atomic_write(root / f"matrix-{dash}.json", json.dumps({**meta, "dashboard_job": dash}, indent=2) + "\n")
-    console.print(f"dashboard job {dash} -> {site}/index.html", markup=False, soft_wrap=True)
-    return 0
+        return max(code, _promote(executor, m, all_cells, subs, meta, tag, args, console))
+    dash = _dashboard(executor, all_cells[0].scenario, root, site, tag, [s for _, s in subs], console)
+    atomic_write(root / f"matrix-{dash or tag}.json", json.dumps({**meta, "dashboard_job": dash}, indent=2) + "\n")
+    return code

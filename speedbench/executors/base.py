@@ -3,25 +3,30 @@
 An executor turns (scenario, run folder, arms) into work: the local one runs every arm
 in this process (speedbench/run/); the Slurm one submits one batch job per arm that runs
 ``speedbench job RUN --arm ARM`` and a gather job that runs ``speedbench gather RUN``. The
-run folder itself (per-job record/point files) is the only channel between the jobs. A
-Kubernetes executor would be one more module beside slurm.py (``executors/kubernetes.py``:
-one Job per arm and a gather Job) and one more entry in executors/kinds.py.
+run folder itself (per-job record/point files) is the only channel between the jobs.
+Either way the run ends in run/finish.py (summary, reports, gates, MLflow).
 
-Scheduler words (PENDING, RUNNING, ...) belong to each executor's own module; here a job
+:class:`Executor` is what every executor does: plan, submit, resume, and run a follow-up
+step once runs have ended (the nightly matrix's promotion and dashboard). An executor
+whose arms run as scheduler jobs is also a :class:`JobExecutor`: it has jobs to show
+(``speedbench status``) and to cancel. A Kubernetes executor would be one more JobExecutor
+beside executors/slurm/ (one Job per arm and a gather Job) and one more entry in
+executors/kinds.py.
+
+Scheduler words (PENDING, RUNNING, ...) belong to each executor's own modules; here a job
 is only active (queued or running) or not.
 """
 
 from __future__ import annotations
 
-import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.console import Console
 
-from speedbench.errors import UsageError
 from speedbench.scenario import Scenario
 
 
@@ -51,15 +56,32 @@ class ArmJob:
                 "died": self.died}
 
 
-def speedbench_argv(configured: list[str] | None) -> list[str]:
-    """The argv that starts speedbench inside a job: the scenario's own, else this
-    interpreter's ``python -m speedbench.cli`` (right on a shared filesystem)."""
-    return list(configured or [sys.executable, "-m", "speedbench.cli"])
+@dataclass(frozen=True)
+class Submission:
+    """What ``submit``, ``resume`` or ``follow_up`` started."""
+
+    run: Path | None  # the run folder; None for a follow-up, or when the pre-flight checks failed first
+    code: int = 0  # the command's exit code: a run that ran here, its own; 0 once jobs are queued
+    jobs: tuple[str, ...] = ()  # the jobs it queued (none: it ran here, and has ended)
+    last_job: str | None = None  # the job whose end is its end (the gather): what a follow-up waits for
+
+
+@dataclass(frozen=True)
+class Step:
+    """A speedbench command to run once some runs have ended: ``speedbench WORDS`` as a job,
+    or ``here()`` in this process (the same command, already parsed)."""
+
+    name: str  # the job's name and its script's file name ("dashboard", "promote")
+    what: str  # what it does, for the script's comment
+    scenario: Scenario  # whose executor settings (partition, setup lines, speedbench argv) the job takes
+    script: Path  # where its script is written; its output goes beside it
+    words: list[str]
+    here: Callable[[], int]
 
 
 class Executor(ABC):
     """Where the arms of a run execute. ``speedbench run`` calls plan (``--dry-run``),
-    submit or resume; ``speedbench status`` / ``cancel`` call status, gather and cancel."""
+    submit or resume; ``speedbench submit`` (a matrix) submit, follow_up and plan_follow_up."""
 
     kind: ClassVar[str]
 
@@ -69,12 +91,25 @@ class Executor(ABC):
 
     @abstractmethod
     def submit(self, sc: Scenario, output_root: Path, console: Console, *, overrides: list[str],
-               skip_doctor: bool = False) -> int:
-        """Start a new run of ``sc`` under ``output_root``; the command's exit code."""
+               skip_doctor: bool = False) -> Submission:
+        """Start a new run of ``sc`` under ``output_root``: its run folder and exit code."""
 
     @abstractmethod
-    def resume(self, run_path: Path, console: Console, *, overrides: list[str], skip_doctor: bool = False) -> int:
-        """Finish an interrupted run folder; the command's exit code."""
+    def resume(self, run_path: Path, console: Console, *, overrides: list[str],
+               skip_doctor: bool = False) -> Submission:
+        """Finish an interrupted run folder."""
+
+    @abstractmethod
+    def follow_up(self, step: Step, after: list[Submission], console: Console) -> Submission:
+        """Run ``step`` once every submission in ``after`` has ended."""
+
+    @abstractmethod
+    def plan_follow_up(self, step: Step, console: Console) -> None:
+        """Print what ``follow_up`` would start (``--dry-run``)."""
+
+
+class JobExecutor(Executor):
+    """An executor whose arms run as scheduler jobs: ``speedbench status`` and ``cancel``."""
 
     @abstractmethod
     def status(self, run_dir: Any, sc: Scenario) -> list[ArmJob]:
@@ -82,20 +117,8 @@ class Executor(ABC):
 
     @abstractmethod
     def gather(self, run_dir: Any) -> tuple[str, str] | None:
-        """The job that gathers the run (summary, reports, gates) and its state; None
-        when the run gathers in the process that ran it."""
+        """The job that gathers the run (summary, reports, gates) and its state; None before any."""
 
     @abstractmethod
     def cancel(self, run_dir: Any, wait_s: float = 120) -> list[str]:
         """Stop every job of the run that is still active; the ids that were."""
-
-    # The nightly matrix (commands/submit.py) submits run folders and follow-up jobs
-    # itself; an executor that runs in this process has no jobs to chain.
-
-    def submit_jobs(self, sc: Scenario, run_dir: Any, *, cwd: Path, skip_doctor: bool = False) -> tuple[list[str], str]:
-        """Submit every arm of an existing run folder and its gather: (arm job ids, gather job id)."""
-        raise UsageError(f"the {self.kind} executor does not submit jobs")
-
-    def submit_after(self, script: Path, after: list[str]) -> str:
-        """Submit one more script that starts once every job in ``after`` has ended; its job id."""
-        raise UsageError(f"the {self.kind} executor does not submit jobs")

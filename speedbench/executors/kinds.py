@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from speedbench.executors.base import Executor
+from speedbench.errors import UsageError
+from speedbench.executors.base import Executor, JobExecutor
 from speedbench.executors.local import LocalExecutor
-from speedbench.executors.slurm import SlurmExecutor
+from speedbench.executors.slurm.executor import SlurmExecutor
 from speedbench.results import RunDir
 
 # a Kubernetes executor: "kubernetes": KubernetesExecutor (executors/kubernetes.py)
@@ -23,3 +24,12 @@ def executor_of_run(run_dir: RunDir) -> Executor:
     """The executor a run folder was started with (its saved scenario's ``executor.kind``;
     read raw, so that a folder whose scenario no longer validates can still be cancelled)."""
     return executor_for(str((run_dir.load_scenario().get("executor") or {}).get("kind") or "local"))
+
+
+def jobs_of_run(run_dir: RunDir, what: str) -> JobExecutor:
+    """The run folder's executor, when its arms ran as jobs; else exit 2 saying there are
+    no jobs ``what`` ("to show", "to cancel")."""
+    executor = executor_of_run(run_dir)
+    if not isinstance(executor, JobExecutor):
+        raise UsageError(f"{run_dir.path} ran here, not as cluster jobs: it has no jobs {what}")
+    return executor

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
-from speedbench.errors import UsageError
-from speedbench.executors.base import ArmJob, Executor
+from speedbench.executors.base import Executor, Step, Submission
 from speedbench.scenario import Scenario
 
 
@@ -19,25 +18,23 @@ class LocalExecutor(Executor):
         return None  # the run's plan is all a local run starts
 
     def submit(self, sc: Scenario, output_root: Path, console: Console, *, overrides: list[str],
-               skip_doctor: bool = False) -> int:
+               skip_doctor: bool = False) -> Submission:
         session = _session()
-        return session.new_run(sc, output_root, overrides=overrides, skip_doctor=skip_doctor,
-                               progress=session.ConsoleProgress(console))
+        code, path = session.new_run(sc, output_root, overrides=overrides, skip_doctor=skip_doctor,
+                                     progress=session.ConsoleProgress(console))
+        return Submission(path, code)
 
-    def resume(self, run_path: Path, console: Console, *, overrides: list[str], skip_doctor: bool = False) -> int:
+    def resume(self, run_path: Path, console: Console, *, overrides: list[str],
+               skip_doctor: bool = False) -> Submission:
         session = _session()
-        return session.resume_run(run_path, overrides=overrides, skip_doctor=skip_doctor,
-                                  progress=session.ConsoleProgress(console))
+        return Submission(run_path, session.resume_run(run_path, overrides=overrides, skip_doctor=skip_doctor,
+                                                       progress=session.ConsoleProgress(console)))
 
-    def status(self, run_dir: Any, sc: Scenario) -> list[ArmJob]:
-        raise UsageError(f"{run_dir.path} ran here, not as cluster jobs: it has no jobs to show")
+    def follow_up(self, step: Step, after: list[Submission], console: Console) -> Submission:
+        return Submission(None, step.here())  # the runs in ``after`` ran here: they have ended
 
-    def gather(self, run_dir: Any) -> tuple[str, str] | None:
-        return None  # a local run writes its summary itself
-
-    def cancel(self, run_dir: Any, wait_s: float = 120) -> list[str]:
-        # a local run stops with Ctrl-C / SIGTERM to its own process
-        raise UsageError(f"{run_dir.path} ran here, not as cluster jobs: it has no jobs to cancel")
+    def plan_follow_up(self, step: Step, console: Console) -> None:
+        console.print(f"then, in this process: speedbench {shlex.join(step.words)}", markup=False, soft_wrap=True)
 
 
 def _session():

@@ -28,7 +28,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +37,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from speedbench.calibration.screen import promote
 from speedbench.metrics.keys import AL_TOKENS
 from speedbench.errors import ScenarioError
-from speedbench.executors.base import speedbench_argv
 from speedbench.scenario import Scenario, load_scenario
 from speedbench.scenario.traffic import PromoteSpec
 
@@ -107,19 +105,6 @@ def cells(m: Matrix, base: Path | None = None) -> list[Cell]:
     return out
 
 
-def dashboard_script(sc: Scenario, results: Path, site: Path, *, cwd: Path) -> str:
-    """The job that rebuilds the dashboard once every cell's gather has ended."""
-    spec = sc.executor.slurm
-    head = ["--job-name=sb-dashboard", f"--output={results}/slurm-dashboard-%j.out", f"--chdir={cwd}",
-            "--nodes=1", "--ntasks=1", "--cpus-per-task=1"]
-    head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos))
-             if v]
-    return ("#!/bin/bash\n# speedbench: nightly matrix dashboard (generated; docs/slurm.md)\n"
-            + "".join(f"#SBATCH {h}\n" for h in head)
-            + "".join(f"{ln}\n" for ln in spec.setup)
-            + shlex.join([*speedbench_argv(spec.speedbench), "dashboard", str(results), "-o", str(site)]) + "\n")
-
-
 # ---- screening matrices: promote the best cells to a full run --------------------------
 
 FULL_RUN = "load.mode=concurrency"  # the override that turns a screening cell into a full speed run
@@ -166,19 +151,3 @@ def full_cell(c: Cell) -> Cell:
     sets = [*c.overrides, FULL_RUN]
     return Cell(scenario_file=c.scenario_file, checkpoint=c.checkpoint, override=c.override, overrides=sets,
                 scenario=load_scenario(c.scenario_file, sets))
-
-
-def promote_script(sc: Scenario, record: Path, *, cwd: Path, skip_doctor: bool) -> str:
-    """The job that, once every screening cell is gathered, submits the promoted cells'
-    full runs and then the dashboard (``speedbench submit --promote-from``)."""
-    spec = sc.executor.slurm
-    head = ["--job-name=sb-promote", f"--output={record.parent}/slurm-promote-%j.out", f"--chdir={cwd}",
-            "--nodes=1", "--ntasks=1", "--cpus-per-task=1"]
-    head += [f"--{k}={v}" for k, v in (("partition", spec.partition), ("account", spec.account), ("qos", spec.qos))
-             if v]
-    argv = [*speedbench_argv(spec.speedbench), "submit", "--promote-from", str(record)]
-    argv += ["--skip-doctor"] if skip_doctor else []
-    return ("#!/bin/bash\n# speedbench: promote screened checkpoints to full runs (generated; docs/slurm.md)\n"
-            + "".join(f"#SBATCH {h}\n" for h in head)
-            + "".join(f"{ln}\n" for ln in spec.setup)
-            + shlex.join(argv) + "\n")

@@ -78,7 +78,7 @@ def calibrate(req: CalibrateRequest, runs_root: Path, folder: Path, *, console: 
     measured = measured_scenario(req)
     console.print(f"calibrating arm '{req.arm}' ({req.mode}): arms {[a.name for a in measured.arms]} "
                   f"at concurrency {measured.concurrency}")
-    rc = new_run(measured, runs_root, overrides=[], skip_doctor=skip_doctor, progress=ConsoleProgress(console))
+    rc = new_run(measured, runs_root, overrides=[], skip_doctor=skip_doctor, progress=ConsoleProgress(console)).code
     run_path = _newest_run(runs_root, measured.name)
     if rc not in (0, 1):
         raise ServerError(f"the calibration run stopped (exit {rc}); resume it with "

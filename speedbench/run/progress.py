@@ -16,9 +16,10 @@ from rich.console import Console
 
 from speedbench.doctor.base import Check
 from speedbench.doctor.table import print_checks
-from speedbench.report.terminal import print_summary
+from speedbench.report.gate import GateResult
 from speedbench.results import RunDir
 from speedbench.results.files import human_bytes
+from speedbench.run.finish import ConsoleFinish
 from speedbench.run.live import LiveProgress
 
 
@@ -37,15 +38,18 @@ class Progress(Protocol):
     def output_stopped(self, path: Path, error: Exception, folder: Path, free: int | None) -> None: ...
     def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None: ...
     def results(self, path: Path) -> None: ...
+    def gates(self, results: list[GateResult]) -> None: ...
     def tracking(self, line: str) -> None: ...
     def interrupted(self, path: Path) -> None: ...
 
 
-class ConsoleProgress:
-    """The run's messages on a rich console, as ``speedbench run`` prints them."""
+class ConsoleProgress(ConsoleFinish):
+    """The run's messages on a rich console, as ``speedbench run`` prints them; the end of
+    the run (summary, results, gates, MLflow) as run/finish.py's ConsoleFinish shows it, with
+    the gates shown only when one fails (a run whose gates pass prints what it always did)."""
 
     def __init__(self, console: Console):
-        self.console = console
+        super().__init__(console, every_gate=False)
 
     def live(self) -> LiveProgress:
         return LiveProgress(self.console)
@@ -85,15 +89,6 @@ class ConsoleProgress:
         self.console.print(f"  run folder: {path}\n  free space:  {human_bytes(free)} in {folder}\n"
                            f"  servers stopped; every complete record is kept. Free space (or make the folder "
                            f"writable), then resume:\n    speedbench run --resume {path}", soft_wrap=True)
-
-    def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None:
-        print_summary(summary, self.console, run_dir=run_dir)
-
-    def results(self, path: Path) -> None:
-        self.console.print(f"results: {path}", soft_wrap=True)  # a path to copy, never wrapped
-
-    def tracking(self, line: str) -> None:
-        self.console.print(line, markup=False, soft_wrap=True)
 
     def interrupted(self, path: Path) -> None:
         self.console.print(

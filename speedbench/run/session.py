@@ -11,53 +11,61 @@ it measured and ``--resume`` continues from the finished points.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from speedbench.doctor import exit_code, run_checks
 from speedbench.engine.gpus import detect_gpus
 from speedbench.engine import Engine, engine_for
-from speedbench.errors import OutputError, SpeedbenchError, UsageError
+from speedbench.errors import OutputError
 from speedbench.fixtures.assemble import ensure_tiny
 from speedbench.run.plan import build_plan
 from speedbench.results import RunDir
 from speedbench.results.rundir import HOST_FILE
 from speedbench.results.files import free_space
-from speedbench.results.mlflow_export import check_tracking, track_finished_run
-from speedbench.report.render import write_report
+from speedbench.results.mlflow_export import check_tracking
 from speedbench.run.arms import run_arms
 from speedbench.run.cost import output_bytes
 from speedbench.run.context import Prepared, RunContext
+from speedbench.run.finish import finish_run
 from speedbench.run.point import trust_remote_code
 from speedbench.run.progress import ConsoleProgress, Progress
 from speedbench.results.tail import baseline_tail
 from speedbench.scenario import Scenario, VariantSpec, apply_overrides, resolved_dict, select_arms, validate_data
 from speedbench.secrets import restore_secrets
-from speedbench.results.summary import summarize_run_dir
 from speedbench.results.verify import reopen_damaged_rounds
 from speedbench.workload import load_workload
 from speedbench.workload.chat import workload_tokenizer
 
 # ConsoleProgress is here too: a caller that runs imports this one module.
-__all__ = ["ConsoleProgress", "Progress", "new_run", "resume_run", "prepare"]
+__all__ = ["ConsoleProgress", "NewRun", "Progress", "new_run", "resume_run", "prepare"]
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 EXIT_OUTPUT = OutputError.exit_code  # 3: the run folder could not be written (disk full, read-only)
 
 
-def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool, progress: Progress) -> int:
+class NewRun(NamedTuple):
+    """What a new run ended with: its exit code, and its run folder (None when the
+    pre-flight checks failed before the folder was made)."""
+
+    code: int
+    path: Path | None
+
+
+def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_doctor: bool,
+            progress: Progress) -> NewRun:
     # Data problems (missing dataset, placeholder rows) are invalid input (exit 2), found
     # before the doctor (which would report them as a failed check, exit 1) and before
     # a run folder or any server exists.
     check_tracking(sc)
     prepared = prepare(sc, progress)
     if not skip_doctor and not _doctor_ok(sc, progress, output_root, prepared):
-        return EXIT_FAILED
+        return NewRun(EXIT_FAILED, None)
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
     _record_host(run_dir, engine_for(sc))
     progress.run_folder(run_dir.path)
-    return _execute(sc, run_dir, progress, prepared, resume=False)
+    return NewRun(_execute(sc, run_dir, progress, prepared, resume=False), run_dir.path)
 
 
 def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, progress: Progress,
@@ -172,25 +180,17 @@ def _output_stop(run_dir: RunDir, e: OutputError, progress: Progress) -> int:
 
 
 def _finish(ctx: RunContext, progress: Progress, interrupted: bool) -> int:
-    run_dir = ctx.run_dir
+    """Summary, reports, gates and MLflow (run/finish.py, as a cluster run's gather does),
+    then the run's own outcome: interrupted, an arm failed, or the gates' exit code."""
     try:
-        summary = summarize_run_dir(run_dir)
-        write_report(run_dir)
-        progress.summary(summary, run_dir)
+        gates = finish_run(ctx.run_dir, ctx.scenario, progress, complete=not interrupted)
     except OutputError as e:
-        return _output_stop(run_dir, e, progress)
-    except SpeedbenchError:
-        raise
-    except Exception as e:  # the records are safe on disk; say how to re-render
-        raise UsageError(f"could not summarise {run_dir.path}: {e}; re-run `speedbench report {run_dir.path}`") from e
-    progress.results(run_dir.path)
-    if not interrupted:
-        track_finished_run(run_dir.path, ctx.scenario, progress.tracking)
+        return _output_stop(ctx.run_dir, e, progress)
     if interrupted:
-        progress.interrupted(run_dir.path)
+        progress.interrupted(ctx.run_dir.path)
         return EXIT_INTERRUPTED
     if ctx.failures:
         for arm, msg in ctx.failures.items():
             progress.arm_failed(arm, msg)
         return EXIT_FAILED
-    return EXIT_OK
+    return gates

@@ -274,10 +274,21 @@ def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = ""
             f"invalid scenario {path}: baseline: '{sc.baseline}' is a sweep template; "
             f"name one expanded arm instead (one of {names})"
         )
+    _check_gate_arms(sc, names, path)
     update: dict[str, Any] = {"arms": arms}
     if sc.aa_check:
         update.update(_with_aa_arm(sc.model_copy(update={"arms": arms}), path))
     return sc.model_copy(update=update)
+
+
+def _check_gate_arms(sc: Scenario, names: list[str], path: str) -> None:
+    """A gate names an arm (after sweep expansion), a sweep's template, or the A/A twin: a
+    misspelt arm would gate nothing."""
+    known = [*names, *(a.name for a in sc.arms), *([sc.aa_arm] if sc.aa_arm else [])]
+    for i, g in enumerate(sc.gates):
+        if g.arm is not None and g.arm not in known:
+            raise ScenarioError(f"invalid scenario {path}: gates[{i}].arm: no arm named {g.arm!r}"
+                                f"{did_you_mean(g.arm, known)}; arms are {names} -- fix: name one of them")
 
 
 def _with_aa_arm(sc: Scenario, path: str) -> dict[str, Any]:

@@ -288,7 +288,11 @@ def select_arms(sc: Scenario, names: list[str]) -> Scenario:
     baseline = sc.baseline if sc.baseline in kept else None
     # without its baseline the A/A check has nothing to compare: it goes too
     aa_check = bool(sc.aa_check and sc.baseline_arm in kept)
-    return sc.model_copy(update={"arms": keep, "baseline": baseline, "aa_check": aa_check})
+    # a gate on an arm left out measures nothing in this run (cpu_tiny's AL gate names
+    # self-draft): it goes with its arm, and the saved scenario says so
+    names_kept = kept | {a.template for a in keep if a.template}
+    gates = [g for g in sc.gates if g.arm is None or g.arm in names_kept]
+    return sc.model_copy(update={"arms": keep, "baseline": baseline, "aa_check": aa_check, "gates": gates})
 
 
 def resolved_dict(sc: Scenario) -> dict[str, Any]:

@@ -18,7 +18,10 @@ import yaml
 
 from speedbench.executors.base import ArmJob
 from speedbench.executors.matrix import cells, load_matrix
-from speedbench.executors.slurm import Slurm, arm_jobs, arm_script, gather_script, submit
+from speedbench.executors.slurm.client import Slurm
+from speedbench.executors.slurm.scripts import arm_script, gather_script
+from speedbench.executors.slurm.states import arm_jobs
+from speedbench.executors.slurm.submission import submit
 from speedbench.records import RequestRecord
 from speedbench.results import RunDir
 from speedbench.scenario import validate_data

@@ -38,11 +38,11 @@ def sb(cluster: Cluster, args: list[str], *, tag: str, cwd: Path, timeout: float
                           env=env, cwd=cwd, timeout=timeout, check=False)
 
 
-def slurm_scenario(tmp: Path, name: str, *, n_prompts: int, t_step: float, concurrency=(1, 2)) -> Path:
+def slurm_scenario(tmp: Path, name: str, *, n_prompts: int, t_step: float, concurrency=(1, 2), **top) -> Path:
     prompts = write_prompts(tmp / "p.jsonl", [f"question {i}" for i in range(n_prompts)])
     sc = scenario(name, prompts, server=fake_local(**{"t-step": t_step, "output-tokens": 8}),
                   arms=[{"name": "base"}, {"name": "fast", "args": {"t-step": t_step / 2}}],
-                  concurrency=list(concurrency))
+                  concurrency=list(concurrency), **top)
     sc["executor"] = {"kind": "local", "slurm": {
         "speedbench": [sys.executable, "-m", "speedbench.cli"],
         "setup": [f"export PYTHONPATH={REPO}"],
@@ -153,6 +153,63 @@ def test_two_arms_run_as_two_jobs_and_gather_equals_local_summary(cluster, tmp_p
     st = sb(cluster, ["status", str(run)], tag=tag, cwd=tmp_path)
     assert st.returncode == 0, st.stdout
     assert base_id in st.stdout and "COMPLETED" in st.stdout and "2/2" in st.stdout
+    assert_nothing_left(cluster, tag, run)
+
+
+# What two runs of one scenario may differ in, left out of the comparison below:
+RUN_FIELDS = ("run_id", "created_utc")  # the run's own name and start time
+CLOCKED = ("arms",)  # each arm's server start and wall seconds, read off the clock
+# Row and category values read off the clock: every float (latencies, throughputs, speedups
+# and their intervals) but these, which the fake server's scripted tokens fix, and these
+# non-floats that follow the timings (delivery bursts, clock agreement, timing warnings).
+EXACT_FLOATS = ("error_rate", "al_tokens", "al_requests", "al_prometheus", "draft_acceptance_rate")
+TIMED = ("n_burst", "tps_agree", "al_agree", "warnings")
+
+
+def _measured(value):
+    """A clock reading as what it is (a number, or none), so that two runs compare equal."""
+    if isinstance(value, list):
+        return [_measured(v) for v in value]
+    return "number" if isinstance(value, float) else value
+
+
+def comparable(summary: dict) -> dict:
+    """summary.json less RUN_FIELDS and CLOCKED, with each row's and category's timed values
+    reduced to their kind (_measured): what one scenario must give wherever it ran."""
+    def row(r: dict) -> dict:
+        return {k: v if k in EXACT_FLOATS else ("timed" if k in TIMED else _measured(v)) for k, v in r.items()}
+
+    out = {k: v for k, v in summary.items() if k not in RUN_FIELDS + CLOCKED}
+    out["rows"] = [row(r) for r in summary["rows"]]
+    out["categories"] = [row(c) for c in summary["categories"]]
+    return out
+
+
+def test_a_failing_gate_gives_the_same_exit_code_and_summary_locally_and_under_slurm(cluster, tmp_path, tag):
+    """Issue 46: one finish_run ends a local run and a Slurm gather, so a gate that cannot pass
+    (an error rate below 0) fails both, with exit 1, over the same summary."""
+    scen = slurm_scenario(tmp_path, "slurmgate", n_prompts=4, t_step=0.004, concurrency=(1,),
+                          gates=[{"metric": "error_rate", "arm": "fast", "max": -1.0}])
+    local = sb(cluster, ["run", str(scen), "-o", str(tmp_path / "local"), "--executor", "local", "--skip-doctor"],
+               tag=tag, cwd=tmp_path)
+    assert local.returncode == 1, local.stdout + local.stderr
+    assert "gate FAIL: error_rate max -1 arm=fast" in local.stdout, local.stdout
+
+    res = sb(cluster, ["run", str(scen), "-o", str(tmp_path / "slurm"), "--executor", "slurm", "--skip-doctor"],
+             tag=tag, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr  # submitted
+    run = the_run(tmp_path / "slurm")
+    jobs = json.loads((run / "slurm" / "jobs.json").read_text())
+    arms, gather = [ids[0] for ids in jobs["arms"].values()], jobs["gather"][0]
+    states = wait_jobs(cluster, [*arms, gather])
+    assert [states[j] for j in arms] == ["COMPLETED", "COMPLETED"], (states, job_output(run))
+    assert (states[gather], show_job(cluster, gather)["ExitCode"]) == ("FAILED", "1:0"), job_output(run)
+    assert "gate FAIL: error_rate max -1 arm=fast" in job_output(run)
+
+    here = json.loads((the_run(tmp_path / "local") / "summary.json").read_text())
+    there = json.loads((run / "summary.json").read_text())
+    assert len(here["rows"]) == 2 and {r["status"] for r in here["rows"]} == {"ok"}
+    assert comparable(here) == comparable(there)
     assert_nothing_left(cluster, tag, run)
 
 

@@ -34,7 +34,7 @@ def test_status_json(tmp_path, capsys, monkeypatch):
     from tests.helpers.runfactory import make_run
     from speedbench.executors import kinds
     from speedbench.executors.base import ArmJob
-    from speedbench.executors.slurm import SlurmExecutor
+    from speedbench.executors.slurm.executor import SlurmExecutor
 
     class Jobs(SlurmExecutor):  # the run folder's kind (local here) looked up, Slurm's answers faked
         def status(self, run_dir, sc):

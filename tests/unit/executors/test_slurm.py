@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from speedbench.errors import ScenarioError
-from speedbench.executors.slurm import Slurm, arm_jobs, arm_script, gather_job, gather_script, parse_sacct, submit
+from speedbench.executors.slurm.client import Slurm, parse_sacct
+from speedbench.executors.slurm.scripts import arm_script, gather_script
+from speedbench.executors.slurm.states import arm_jobs, gather_job
+from speedbench.executors.slurm.submission import submit
 from speedbench.results import RunDir
 from speedbench.scenario import validate_data
 

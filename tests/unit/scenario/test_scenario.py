@@ -8,12 +8,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from speedbench.cli import main
 from speedbench.engine.vllm.command import args_to_argv, launch_spec
 from speedbench.errors import ScenarioError
 from speedbench.run.plan import build_plan
-from speedbench.scenario import load_scenario
+from speedbench.scenario import load_scenario, select_arms, validate_data
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -240,3 +241,16 @@ def test_typed_speculative_config_and_dotted_sweep_keys(tmp_path):
         f.write_text(GOOD.replace("    speculative_config: {method: eagle3, model: d, num_speculative_tokens: 3}",
                                   "    speculative_config: {method: eagle3, model: d}\n    sweep: {env.X: [1]}"))
         load_scenario(f)
+
+
+def test_a_gate_on_no_arm_is_a_scenario_error_and_arms_takes_its_gates_along():
+    sc = load_scenario(ROOT / "scenarios" / "cpu_drift.yaml")  # gates on the sweep's expanded self-draft-k1/-k3
+    data = yaml.safe_load((ROOT / "scenarios" / "cpu_tiny.yaml").read_text())
+    data["gates"].append({"metric": "acceptance_length", "arm": "eagle31", "min": 2})
+    with pytest.raises(ScenarioError, match=r"gates\[2\]\.arm: no arm named 'eagle31' \(did you mean 'eagle3.1'\?\)"):
+        validate_data(data, "cpu_tiny.yaml")
+    tiny = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml")
+    assert any(g.arm == "self-draft" for g in tiny.gates)
+    kept = select_arms(tiny, ["baseline", "eagle3.1"])
+    assert [g.arm for g in kept.gates] == [None]  # the error-rate gate stays; self-draft's AL gate went with it
+    assert {g.arm for g in select_arms(sc, ["self-draft"]).gates} == {"self-draft-k1", "self-draft-k3", None}

@@ -1,0 +1,92 @@
+"""The end of every run: summary, reports, gates and MLflow.
+
+One function for both places a run can end: in the process that ran its arms
+(run/session.py) and in the gather of a run whose arms ran as cluster jobs
+(executors/slurm/gathering.py). So a scenario's gates are checked, and decide the exit
+code, the same way wherever it ran.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+
+from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.report.gate import GateResult, evaluate_gates, exit_code, junit_xml, load_gates
+from speedbench.report.render import write_report
+from speedbench.report.terminal import print_summary
+from speedbench.results import RunDir, atomic_write, load_run
+from speedbench.results.mlflow_export import track_finished_run
+from speedbench.results.summary import summarize_run_dir
+from speedbench.scenario import Scenario
+
+
+class Finish(Protocol):
+    """What the end of a run tells its user (run.progress.Progress says it all, too)."""
+
+    def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None: ...
+    def results(self, path: Path) -> None: ...
+    def gates(self, results: list[GateResult]) -> None: ...
+    def tracking(self, line: str) -> None: ...
+
+
+class ConsoleFinish:
+    """The end of a run on a rich console. ``every_gate``: a line for each gate checked;
+    otherwise the gates are shown only when one fails (then all of them)."""
+
+    def __init__(self, console: Console, *, every_gate: bool = True):
+        self.console, self.every_gate = console, every_gate
+
+    def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None:
+        print_summary(summary, self.console, run_dir=run_dir)
+
+    def results(self, path: Path) -> None:
+        self.console.print(f"results: {path}", soft_wrap=True)  # a path to copy, never wrapped
+
+    def gates(self, results: list[GateResult]) -> None:
+        if not self.every_gate and exit_code(results) == 0:
+            return
+        for r in results:
+            self.console.print(f"gate {r.status.upper()}: {r.gate.metric} {r.bounds} {r.where} {r.message}",
+                               markup=False, soft_wrap=True)
+
+    def tracking(self, line: str) -> None:
+        self.console.print(line, markup=False, soft_wrap=True)
+
+
+def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = True,
+               junit: Path | None = None) -> int:
+    """Write summary.json/csv, Parquet and the reports, show the summary, then, for a
+    ``complete`` run, check the scenario's gates (JUnit XML to ``junit``) and log the run to
+    MLflow. Returns the gates' exit code: 0 when all pass or there are none. An interrupted
+    run (not ``complete``) is summarised but neither gated nor logged: it will be resumed.
+    A full or read-only folder raises OutputError (exit 3)."""
+    t0 = time.monotonic()
+    out.summary(_summarize(run_dir), run_dir)
+    out.results(run_dir.path)
+    if not complete:
+        return 0
+    code = 0
+    if sc.gates:
+        run = load_run(run_dir.path)
+        results = evaluate_gates(run, load_gates(run))
+        out.gates(results)
+        if junit:
+            atomic_write(junit, junit_xml(results, run, time.monotonic() - t0))
+        code = exit_code(results)
+    track_finished_run(run_dir.path, sc, out.tracking)
+    return code
+
+
+def _summarize(run_dir: RunDir) -> dict[str, Any]:
+    try:
+        summary = summarize_run_dir(run_dir)
+        write_report(run_dir)
+    except SpeedbenchError:
+        raise
+    except Exception as e:  # the records are safe on disk; say how to re-render
+        raise UsageError(f"could not summarise {run_dir.path}: {e}; re-run `speedbench report {run_dir.path}`") from e
+    return summary
