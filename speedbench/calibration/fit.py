@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from speedbench.metrics.keys import AL_TOKENS, SPEEDUP_MEAN
+from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.cells import num
 
 Model = Literal["origin", "affine"]
@@ -111,30 +111,34 @@ def fit_curve(points: Sequence[CurvePoint], concurrency: int, model: Model = "or
     return Curve(concurrency, model, float(beta[0]), float(beta[1]), c2, tuple(pts), chi2_dof, variant)
 
 
-def point_from_row(row: dict[str, Any], source: str = "engine") -> CurvePoint | None:
+def _clock(row: SummaryRow, engine: bool) -> tuple[float, float, float]:
+    """(speedup, low, high) of one clock of the row."""
+    if engine:
+        return num(row.speedup_engine_mean), num(row.speedup_engine_ci_low), num(row.speedup_engine_ci_high)
+    return num(row.speedup_mean), num(row.speedup_ci_low), num(row.speedup_ci_high)
+
+
+def point_from_row(row: SummaryRow, source: str = "engine") -> CurvePoint | None:
     """A summary row -> a curve point: ``al_tokens`` and the engine-side speedup
     (``source="engine"``; the client's when the engine's is missing) or the client's."""
-    al = num(row.get(AL_TOKENS))
-    prefix = "speedup_engine" if source == "engine" else "speedup"
-    s = num(row.get(f"{prefix}_mean"))
+    al = num(row.al_tokens)
+    s, lo, hi = _clock(row, source == "engine")
     if source == "engine" and not math.isfinite(s):
-        prefix = "speedup"
-        s = num(row.get(SPEEDUP_MEAN))
+        s, lo, hi = _clock(row, False)
     if not (math.isfinite(al) and math.isfinite(s)):
         return None
-    return CurvePoint(al, s, num(row.get(f"{prefix}_ci_low")), num(row.get(f"{prefix}_ci_high")),
-                      str(row.get("arm", "")))
+    return CurvePoint(al, s, lo, hi, str(row.arm or ""))
 
 
-def curves_from_rows(rows: Iterable[dict[str, Any]], arms: Sequence[str], *, model: Model = "origin",
+def curves_from_rows(rows: Iterable[SummaryRow], arms: Sequence[str], *, model: Model = "origin",
                      source: str = "engine") -> list[Curve]:
     """One fitted curve per (concurrency, variant) from the summary rows of ``arms`` (ok or
     partial points)."""
     by_point: dict[tuple[int, str], list[CurvePoint]] = {}
     for r in rows:
-        if r.get("arm") not in arms or r.get("status") == "failed":
+        if r.arm not in arms or r.status == "failed":
             continue
         p = point_from_row(r, source)
         if p is not None:
-            by_point.setdefault((int(r["concurrency"]), str(r.get("variant") or "")), []).append(p)
+            by_point.setdefault((int(r.concurrency), str(r.variant or "")), []).append(p)
     return [fit_curve(pts, c, model, v) for (c, v), pts in sorted(by_point.items())]

@@ -13,32 +13,36 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from speedbench.metrics.keys import (
-    AL_PROMETHEUS, AL_REQUESTS, AL_TOKENS, N_OK, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT
-)
+from speedbench.metrics.keys import (AL_PROMETHEUS, AL_REQUESTS, AL_TOKENS, N_OK, PER_POSITION_CONDITIONAL,
+                                     PER_POSITION_JOINT)
+from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.cells import num
 from speedbench.calibration.store import predict
 from speedbench.scenario import Scenario
 from speedbench.scenario.traffic import PromoteSpec
 
-_COPIED = ("arm", "concurrency", "variant", N_OK, AL_TOKENS, AL_REQUESTS, AL_PROMETHEUS,
-           "draft_acceptance_rate", PER_POSITION_JOINT, PER_POSITION_CONDITIONAL)
+def _copied(r: SummaryRow) -> dict[str, Any]:
+    """The row's acceptance figures a screening entry carries (summary.json's names)."""
+    return {"arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, N_OK: r.n_ok,
+            AL_TOKENS: r.al_tokens, AL_REQUESTS: r.al_requests, AL_PROMETHEUS: r.al_prometheus,
+            "draft_acceptance_rate": r.draft_acceptance_rate, PER_POSITION_JOINT: r.per_position_joint,
+            PER_POSITION_CONDITIONAL: r.per_position_conditional}
 
 
-def screening_rows(rows: Sequence[dict[str, Any]], sc: Scenario,
+def screening_rows(rows: Sequence[SummaryRow], sc: Scenario,
                    calibrations: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per screened (arm, variant): its acceptance figures and, per concurrency
     level of the scenario, the predicted speedup (NaN without a calibration curve there)."""
     out = []
     for r in rows:
-        if not r.get("speculative") or r.get("status") == "failed":
+        if not r.speculative or r.status == "failed":
             continue
-        cal = calibrations.get(r["arm"])
+        cal = calibrations.get(r.arm)
         predicted = []
         for c in sc.concurrency:
-            s, lo, hi = predict(cal, c, r.get(AL_TOKENS), str(r.get("variant") or "")) if cal else (math.nan,) * 3
+            s, lo, hi = predict(cal, c, r.al_tokens, str(r.variant or "")) if cal else (math.nan,) * 3
             predicted.append({"concurrency": c, "speedup": s, "ci_low": lo, "ci_high": hi})
-        out.append({**{k: r.get(k) for k in _COPIED}, "predicted": predicted,
+        out.append({**_copied(r), "predicted": predicted,
                     "calibration": cal.get("file") if cal else None, "promoted": False})
     return out
 
@@ -63,7 +67,7 @@ def promote(entries: Sequence[dict[str, Any]], rule: PromoteSpec | None, name: s
     return [n for n, _ in scored]
 
 
-def screening_block(rows: Sequence[dict[str, Any]], sc: Scenario,
+def screening_block(rows: Sequence[SummaryRow], sc: Scenario,
                     calibrations: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """(screening entries, promoted arms) of a screening run; ([], []) otherwise."""
     if sc.load.mode != "screen":

@@ -9,7 +9,7 @@ label, direction); this package is the executable version.
 - acceptance.py   AL (per-request counters, Prometheus), histogram, per-position rates, overcount
 - speedup.py      paired per-user TPS ratios with bootstrap CIs; SPEED-Bench's proxy speedup
 - formulas.py     each row key's formula, registered under its key; one row built in one pass
-- summary_row.py  SummaryRow, a row as a typed object over the registry's keys
+- registry.py     SummaryRow, a row as a frozen typed object whose fields declare the metrics
 - inputs.py       ArmInfo, PointInfo: what a row knows besides its records
 - rows.py         summarize(): one summary row per point
 - breakdown.py    per-category and per-prompt rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from speedbench.metrics.keys import AL_PROMETHEUS, AL_TOKENS
@@ -31,7 +31,7 @@ def as_list(x: Any) -> list[float]:
     return [num(v) for v in x] if isinstance(x, (list, tuple)) else []
 
 
-def al_of(row: dict[str, Any] | None) -> tuple[float, str]:
+def al_of(row: Mapping[str, Any] | None) -> tuple[float, str]:
     """AL and where it came from: the token-weighted AL from per-request counters first,
     the Prometheus AL otherwise ("tokens" / "prometheus"; NaN and "" without either)."""
     if not row:

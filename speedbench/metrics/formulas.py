@@ -29,9 +29,8 @@ from speedbench.metrics.headline import HEADLINE_KEYS, headline_of
 from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.latency import good_requests, latency_stats
 from speedbench.metrics.numbers import NAN, mean, pct, plain
-from speedbench.metrics.registry import ROW_KEYS, row_keys
+from speedbench.metrics.registry import ROW_KEYS, SummaryRow, row_keys
 from speedbench.metrics.speedup import proxy_speedup, speedup
-from speedbench.metrics.summary_row import SummaryRow
 from speedbench.metrics.timing import timing_block
 from speedbench.records import PointKey
 
@@ -112,7 +111,9 @@ def block(d: PointData, fn: Formula) -> dict[str, Any]:
 
 
 def build_row(d: PointData) -> SummaryRow:
-    return SummaryRow({k: plain(value(d, k)) for k in row_keys(d.percentiles)})
+    """The point's typed row: each declared field from its formula, then the latency block."""
+    cells = {k: plain(value(d, k)) for k in row_keys(d.percentiles)}
+    return SummaryRow(**{k: cells.pop(k) for k in ROW_KEYS}, more=cells)
 
 
 def _latency(d: PointData) -> dict[str, Any]:

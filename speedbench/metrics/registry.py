@@ -1,24 +1,29 @@
 """Every summary column and every gateable metric, declared once.
 
-A :class:`Metric` says what a summary-row key is: unit, direction (``higher`` or
-``lower`` is better, ``""`` for none), the label reports show, the formula and what it
-is aggregated over. From these declarations come:
+A summary row is a :class:`SummaryRow`, a frozen dataclass whose fields are its metrics:
+each field's type is the cell's, and its :class:`Metric` says the rest: unit, direction
+(``higher`` or ``lower`` is better, ``""`` for none), the label reports show, the formula,
+what it is aggregated over and what it uses. From these declarations come:
 
-- ``ROW_KEYS`` (the fixed keys of a summary row, in order; speedbench.metrics fills them),
+- ``ROW_METRICS`` / ``ROW_KEYS`` (the fields of a summary row, in order; metrics/formulas.py
+  registers each key's computation and fails a test on a key without one),
 - the latency families whose mean/std/percentiles rows carry (``LATENCY``), and with
   the chosen percentiles every key of a row (``row_keys``),
 - the gate's metrics, their row column and direction (``GATES``; ``GateSpec.metric``),
 - report labels (``label``), and
-- the tables in docs/metrics.md (``docs_tables``; a test fails when they disagree).
+- the tables in docs/metrics.md (a test fails when they disagree).
 
-Adding a metric is one entry here plus its formula in speedbench/metrics/. Pure data (and
-the key names derived from it): this module imports nothing from speedbench.
+Adding a metric is one field here plus its formula in metrics/formulas.py. Pure data:
+this module imports nothing from speedbench but the records' PointKey.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from speedbench.records import PointKey
 
 
 @dataclass(frozen=True)
@@ -30,12 +35,22 @@ class Metric:
     formula: str  # how it is computed (markdown)
     aggregation: str = ""  # what it is taken over
     section: str = "point"  # docs table: identity, point, speedup, acceptance
+    uses: tuple[str, ...] = ()  # the request columns, inputs or other row keys it is computed from
 
 
-def _m(key: str, unit: str, better: str, label: str, formula: str, aggregation: str = "",
-       section: str = "point") -> Metric:
+def _decl(key: str, unit: str, better: str, label: str, formula: str, aggregation: str = "",
+          section: str = "point") -> Metric:
     return Metric(key=key, unit=unit, better=better, label=label, formula=formula, aggregation=aggregation,
                   section=section)
+
+
+def _m(unit: str, better: str, label: str, formula: str, aggregation: str = "", section: str = "point",
+       uses: tuple[str, ...] = ()) -> Any:
+    """A SummaryRow field declaring its metric (the key is the field's name); None when an
+    old run folder's row lacks it."""
+    metric = Metric(key="", unit=unit, better=better, label=label, formula=formula, aggregation=aggregation,
+                    section=section, uses=uses)
+    return field(default=None, metadata={"metric": metric})
 
 
 _OK = "ok measured requests"
@@ -43,159 +58,252 @@ _ALL = "all measured requests"
 _SPEC = "ok measured requests of a speculative arm"
 _PAIRS = "pairs both arms completed"
 
-ROW_METRICS: tuple[Metric, ...] = (
-    # identity and arm facts (no docs table row: they describe the point, they measure nothing)
-    _m("arm", "", "", "arm", "arm name", section="identity"),
-    _m("template", "", "", "template", "sweep template name, or the arm's own name", section="identity"),
-    _m("concurrency", "", "", "c", "closed-loop concurrency level", section="identity"),
-    _m("variant", "", "", "variant", "workload variant (\"\" without variants)", section="identity"),
-    _m("speculative", "", "", "speculative", "the arm sets a speculative_config", section="identity"),
-    _m("method", "", "", "method", "speculative_config.method", section="identity"),
-    _m("num_speculative_tokens", "", "", "k", "speculative_config.num_speculative_tokens", section="identity"),
-    _m("eagle_version", "", "", "EAGLE", "\"3\", \"3.1\" or \"\" (from the draft's config)", section="identity"),
-    # status, counts, throughput, latency summary
-    _m("status", "", "", "status", "`ok`, `partial` (some errors) or `failed`", _ALL),
-    _m("failure", "text", "", "failure", "the explicit failure message, else a count of error kinds", _ALL),
-    _m("n_requests", "count", "", "requests", "measured requests (warmup excluded)", _ALL),
-    _m("n_ok", "count", "", "ok", "measured requests without an error", _ALL),
-    _m("n_errors", "count", "", "errors", "measured requests with an error", _ALL),
-    _m("error_rate", "fraction", "lower", "error rate", "`n_errors / n_requests`", _ALL),
-    _m("per_user_tps_mean", "tokens/s", "higher", "per-user TPS", "mean of `per_user_tps`", _OK),
-    _m("per_user_tps_median", "tokens/s", "higher", "per-user TPS median", "median of `per_user_tps`", _OK),
-    _m("per_user_tps_p10", "tokens/s", "higher", "per-user TPS p10", "10th percentile of `per_user_tps`", _OK),
-    _m("per_user_tps_p90", "tokens/s", "higher", "per-user TPS p90", "90th percentile of `per_user_tps`", _OK),
-    _m("per_user_e2e_tps_mean", "tokens/s", "higher", "per-user E2E TPS", "mean of `per_user_e2e_tps`", _OK),
-    _m("per_user_tps_engine_mean", "tokens/s", "higher", "per-user TPS (engine)",
-       "mean of `engine_tps` = `(n - 1) / generation_time_ms`, the engine's own per-request timing", _OK),
-    _m("tps_agree", "bool", "", "TPS agree",
-       "client and engine mean per-user TPS within 5% over the requests that have both", _OK),
-    _m("n_burst", "count", "lower", "bursts",
-       "ok requests whose tokens all arrived in one socket read, or in under half the engine's generation time "
-       "(client TPS undefined)", _OK),
-    _m("output_tps", "tokens/s", "higher", "output TPS", "`sum(n) / wall_s`, wall_s summed over repeats", _ALL),
-    _m("ttft_ms_mean", "ms", "lower", "TTFT mean", "mean of `ttft_ms`", _OK),
-    _m("ttft_ms_median", "ms", "lower", "TTFT median", "median of `ttft_ms`", _OK),
-    _m("ttft_ms_p90", "ms", "lower", "TTFT p90", "90th percentile of `ttft_ms`", _OK),
-    _m("tpot_ms_mean", "ms", "lower", "TPOT mean", "mean of `tpot_ms`", _OK),
-    _m("tpot_ms_median", "ms", "lower", "TPOT median", "median of `tpot_ms`", _OK),
-    _m("itl_chunk_ms_median", "ms", "lower", "ITL per chunk median", "median of pooled inter-chunk gaps", _OK),
-    _m("itl_token_ms_median", "ms", "lower", "ITL per token median", "median of pooled per-token ITL", _OK),
-    _m("e2e_s_mean", "s", "lower", "E2E mean", "mean of `e2e_s`", _OK),
-    # speedup against the baseline arm
-    _m("speedup_mean", "ratio", "higher", "speedup", "`mean(arm) / mean(baseline)` per-user TPS", _PAIRS, "speedup"),
-    _m("speedup_median", "ratio", "higher", "speedup (median)", "`median(arm) / median(baseline)`", _PAIRS,
-       "speedup"),
-    _m("speedup_ci_low", "ratio", "", "speedup CI low",
-       "95% bootstrap interval of the mean ratio, low end: repeats, then prompts (two-level)", _PAIRS, "speedup"),
-    _m("speedup_ci_high", "ratio", "", "speedup CI high",
-       "95% bootstrap interval of the mean ratio, high end: repeats, then prompts (two-level)", _PAIRS, "speedup"),
-    _m("speedup_pairs", "count", "", "pairs", "(prompt_index, turn, repeat) keys both arms completed", _PAIRS,
-       "speedup"),
-    _m("speedup_mean_all", "ratio", "higher", "speedup (all requests)",
-       "the mean ratio over every ok request of each arm, when the sets differ", _OK, "speedup"),
-    _m("speedup_by_repeat", "list of ratios", "", "speedup per repeat",
-       "the mean ratio within each repeat (a round of fresh server starts)", _PAIRS, "speedup"),
-    _m("speedup_between_sd", "ratio", "lower", "between-server spread",
-       "sample standard deviation of `speedup_by_repeat` (2 or more repeats)", _PAIRS, "speedup"),
-    _m("speedup_lag_bound", "fraction", "lower", "client lag bound",
-       "the most the client's event-loop lag can move the client-side speedup; the CI is widened by it",
-       _PAIRS, "speedup"),
-    _m("speedup_engine_mean", "ratio", "higher", "speedup (engine)",
-       "`mean(arm) / mean(baseline)` of `engine_tps`; bursts count", "pairs with engine timing", "speedup"),
-    _m("speedup_engine_ci_low", "ratio", "", "speedup (engine) CI low",
-       "95% two-level bootstrap interval of the engine-side ratio, low end", "pairs with engine timing", "speedup"),
-    _m("speedup_engine_ci_high", "ratio", "", "speedup (engine) CI high",
-       "95% two-level bootstrap interval of the engine-side ratio, high end", "pairs with engine timing", "speedup"),
-    _m("speedup_headline_clock", "text", "", "headline clock",
-       "`engine` where the client-side interval is unbounded (a missing or infinite end, a low end of 0) or "
-       "the loop-lag bound widened it past the engine's, or there is no client-side speedup; else `client`",
-       "the point", "speedup"),
-    _m("speedup_headline_reason", "text", "", "headline reason", "why that clock leads, in words", "the point",
-       "speedup"),
-    _m("speedup_headline_mean", "ratio", "higher", "speedup (headline)",
-       "`speedup_mean` or `speedup_engine_mean`, by `speedup_headline_clock`: what reports, stars, comparisons "
-       "and the `speedup` gate read", "that clock's pairs", "speedup"),
-    _m("speedup_headline_ci_low", "ratio", "", "speedup (headline) CI low", "that clock's interval, low end",
-       "that clock's pairs", "speedup"),
-    _m("speedup_headline_ci_high", "ratio", "", "speedup (headline) CI high", "that clock's interval, high end",
-       "that clock's pairs", "speedup"),
-    _m("proxy_speedup", "ratio", "higher", "proxy speedup", "SPEED-Bench proxy `t_ar · AL / t_sd`", _OK, "speedup"),
-    _m("speedup_predicted", "ratio", "higher", "speedup (predicted)",
-       "the matching calibration's curve at this concurrency, at `al_tokens`", "the calibration file", "speedup"),
-    _m("speedup_predicted_ci_low", "ratio", "", "speedup (predicted) CI low",
-       "95% interval of the calibrated curve at that AL, low end", "the calibration file", "speedup"),
-    _m("speedup_predicted_ci_high", "ratio", "", "speedup (predicted) CI high",
-       "95% interval of the calibrated curve at that AL, high end", "the calibration file", "speedup"),
-    # acceptance
-    _m("al_tokens", "tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC,
-       "acceptance"),
-    _m("al_requests", "tokens/step", "higher", "AL (mean over requests)", "`mean(1 + accepted / num_spec_steps)`",
-       _SPEC,
-       "acceptance"),
-    _m("al_prometheus", "tokens/step", "higher", "AL (Prometheus, pooled over steps)", "`1 + Δaccepted / Δdrafts`",
-       "counter deltas",
-       "acceptance"),
-    _m("al_agree", "bool", "", "AL agree", "`al_tokens` within 1% of `al_prometheus`", "", "acceptance"),
-    _m("draft_acceptance_rate", "fraction", "higher", "draft acceptance", "`Σ accepted / Σ num_draft_tokens`", _SPEC,
-       "acceptance"),
-    _m("acceptance_histogram", "list of counts", "", "acceptance histogram",
-       "`h[j]` = verify steps that accepted exactly `j` drafts", _SPEC, "acceptance"),
-    _m("per_position_joint", "list of fractions", "higher", "per-position (joint)", "`accepted_at_pos[i] / drafts`",
-       _SPEC, "acceptance"),
-    _m("per_position_conditional", "list of fractions", "higher", "per-position (conditional)",
-       "`accepted_at_pos[i] / accepted_at_pos[i-1]`", _SPEC, "acceptance"),
-    _m("n_spec_malformed", "count", "lower", "malformed spec metrics",
-       "ok requests whose per-request spec metrics were unusable", _OK, "acceptance"),
-    _m("spec_overcount_share", "fraction", "", "spec overcount share",
-       "share of spec requests whose counters imply more tokens than were output", _SPEC, "acceptance"),
-    _m("spec_overcount_gt_k_share", "fraction", "lower", "spec overcount > k share",
-       "share where that disagreement exceeds k", _SPEC, "acceptance"),
-    # the client itself, and notes
-    _m("loop_lag_ms_max", "ms", "lower", "loop lag max",
-       "worst overshoot of a 10 ms sleep on the client's event loop (max over repeats)", "the point"),
-    # load (rate mode) and goodput
-    _m("request_rate", "req/s", "", "request rate", "rate of the point's arrival schedule; null in closed loop",
-       "the point"),
-    _m("burstiness", "", "", "burstiness", "gamma shape of the arrival gaps (1 = Poisson); null in closed loop",
-       "the point"),
-    _m("goodput", "req/s", "higher", "goodput", "ok requests meeting every SLO of `slo:` / `wall_s`", _OK),
-    _m("goodput_share", "fraction", "higher", "within SLO", "those requests / `n_requests`", _ALL),
-    _m("warnings", "list of text", "", "warnings", "what the point's figures need said next to them", "the point",
-       "acceptance"),
-)
+Num = float | None  # a number; None where summary.json stored NaN as null
 
+
+@dataclass(frozen=True)
+class SummaryRow(Mapping[str, Any]):
+    """One summary row, one per (arm, concurrency, variant): each field is a metric,
+    declared here once (type, unit, direction, label, formula, what it is taken over and
+    which request columns or other keys it uses; its formula is registered under its key in
+    metrics/formulas.py). Values are stored as summary.json holds them."""
+
+    # identity and arm facts (no docs table row: they describe the point, they measure nothing)
+    arm: str = _m("", "", "arm", "arm name", section="identity")
+    template: str = _m("", "", "template", "sweep template name, or the arm's own name", section="identity")
+    concurrency: int = _m("", "", "c", "closed-loop concurrency level", section="identity")
+    variant: str = _m("", "", "variant", "workload variant (\"\" without variants)", section="identity")
+    speculative: bool = _m("", "", "speculative", "the arm sets a speculative_config", section="identity")
+    method: str = _m("", "", "method", "speculative_config.method", section="identity")
+    num_speculative_tokens: int | None = _m("", "", "k",
+        "speculative_config.num_speculative_tokens", section="identity")
+    eagle_version: str = _m("", "", "EAGLE", "\"3\", \"3.1\" or \"\" (from the draft's config)", section="identity")
+    # status, counts, throughput, latency summary
+    status: str = _m("", "", "status", "`ok`, `partial` (some errors) or `failed`", _ALL,
+        uses=("error", "PointInfo.status", "ArmInfo.status"))
+    failure: str | None = _m("text", "", "failure", "the explicit failure message, else a count of error kinds", _ALL,
+        uses=("error", "PointInfo.failure", "ArmInfo.failure"))
+    n_requests: int = _m("count", "", "requests", "measured requests (warmup excluded)", _ALL, uses=("error",))
+    n_ok: int = _m("count", "", "ok", "measured requests without an error", _ALL, uses=("error",))
+    n_errors: int = _m("count", "", "errors", "measured requests with an error", _ALL, uses=("error",))
+    error_rate: Num = _m("fraction", "lower", "error rate", "`n_errors / n_requests`", _ALL,
+        uses=("n_errors", "n_requests"))
+    per_user_tps_mean: Num = _m("tokens/s", "higher", "per-user TPS", "mean of `per_user_tps`", _OK,
+        uses=("per_user_tps",))
+    per_user_tps_median: Num = _m("tokens/s", "higher", "per-user TPS median", "median of `per_user_tps`", _OK,
+        uses=("per_user_tps",))
+    per_user_tps_p10: Num = _m("tokens/s", "higher", "per-user TPS p10", "10th percentile of `per_user_tps`", _OK,
+        uses=("per_user_tps",))
+    per_user_tps_p90: Num = _m("tokens/s", "higher", "per-user TPS p90", "90th percentile of `per_user_tps`", _OK,
+        uses=("per_user_tps",))
+    per_user_e2e_tps_mean: Num = _m("tokens/s", "higher", "per-user E2E TPS", "mean of `per_user_e2e_tps`", _OK,
+        uses=("per_user_e2e_tps",))
+    per_user_tps_engine_mean: Num = _m("tokens/s", "higher", "per-user TPS (engine)",
+        "mean of `engine_tps` = `(n - 1) / generation_time_ms`, the engine's own per-request timing", _OK,
+        uses=("engine_tps",))
+    tps_agree: bool | None = _m("bool", "", "TPS agree",
+        "client and engine mean per-user TPS within 5% over the requests that have both", _OK,
+        uses=("per_user_tps", "engine_tps"))
+    n_burst: int = _m("count", "lower", "bursts",
+        "ok requests whose tokens all arrived in one socket read, or in under half the engine's generation time "
+        "(client TPS undefined)", _OK, uses=("burst",))
+    output_tps: Num = _m("tokens/s", "higher", "output TPS", "`sum(n) / wall_s`, wall_s summed over repeats", _ALL,
+        uses=("n_out", "PointInfo.wall_s"))
+    ttft_ms_mean: Num = _m("ms", "lower", "TTFT mean", "mean of `ttft_ms`", _OK, uses=("ttft_ms",))
+    ttft_ms_median: Num = _m("ms", "lower", "TTFT median", "median of `ttft_ms`", _OK, uses=("ttft_ms",))
+    ttft_ms_p90: Num = _m("ms", "lower", "TTFT p90", "90th percentile of `ttft_ms`", _OK, uses=("ttft_ms",))
+    tpot_ms_mean: Num = _m("ms", "lower", "TPOT mean", "mean of `tpot_ms`", _OK, uses=("tpot_ms",))
+    tpot_ms_median: Num = _m("ms", "lower", "TPOT median", "median of `tpot_ms`", _OK, uses=("tpot_ms",))
+    itl_chunk_ms_median: Num = _m("ms", "lower", "ITL per chunk median", "median of pooled inter-chunk gaps", _OK,
+        uses=("chunk_ns",))
+    itl_token_ms_median: Num = _m("ms", "lower", "ITL per token median", "median of pooled per-token ITL", _OK,
+        uses=("chunk_ns", "chunk_tokens"))
+    e2e_s_mean: Num = _m("s", "lower", "E2E mean", "mean of `e2e_s`", _OK, uses=("e2e_s",))
+    # speedup against the baseline arm
+    speedup_mean: Num = _m("ratio", "higher", "speedup", "`mean(arm) / mean(baseline)` per-user TPS", _PAIRS, "speedup",
+        uses=("per_user_tps", "the baseline's"))
+    speedup_median: Num = _m("ratio", "higher", "speedup (median)", "`median(arm) / median(baseline)`", _PAIRS,
+        "speedup", uses=("per_user_tps", "the baseline's"))
+    speedup_ci_low: Num = _m("ratio", "", "speedup CI low",
+        "95% bootstrap interval of the mean ratio, low end: repeats, then prompts (two-level)", _PAIRS, "speedup",
+        uses=("per_user_tps", "the baseline's", "stopping"))
+    speedup_ci_high: Num = _m("ratio", "", "speedup CI high",
+        "95% bootstrap interval of the mean ratio, high end: repeats, then prompts (two-level)", _PAIRS, "speedup",
+        uses=("per_user_tps", "the baseline's", "stopping"))
+    speedup_pairs: int = _m("count", "", "pairs", "(prompt_index, turn, repeat) keys both arms completed", _PAIRS,
+        "speedup", uses=("prompt_index", "turn", "repeat"))
+    speedup_mean_all: Num = _m("ratio", "higher", "speedup (all requests)",
+        "the mean ratio over every ok request of each arm, when the sets differ", _OK, "speedup",
+        uses=("per_user_tps", "the baseline's"))
+    speedup_by_repeat: list[float] = _m("list of ratios", "", "speedup per repeat",
+        "the mean ratio within each repeat (a round of fresh server starts)", _PAIRS, "speedup",
+        uses=("per_user_tps", "repeat"))
+    speedup_between_sd: Num = _m("ratio", "lower", "between-server spread",
+        "sample standard deviation of `speedup_by_repeat` (2 or more repeats)", _PAIRS, "speedup",
+        uses=("speedup_by_repeat",))
+    speedup_lag_bound: Num = _m("fraction", "lower", "client lag bound",
+        "the most the client's event-loop lag can move the client-side speedup; the CI is widened by it",
+        _PAIRS, "speedup", uses=("loop_lag_ns",))
+    speedup_engine_mean: Num = _m("ratio", "higher", "speedup (engine)",
+        "`mean(arm) / mean(baseline)` of `engine_tps`; bursts count", "pairs with engine timing", "speedup",
+        uses=("engine_tps", "the baseline's"))
+    speedup_engine_ci_low: Num = _m("ratio", "", "speedup (engine) CI low",
+        "95% two-level bootstrap interval of the engine-side ratio, low end", "pairs with engine timing", "speedup",
+        uses=("engine_tps", "the baseline's", "stopping"))
+    speedup_engine_ci_high: Num = _m("ratio", "", "speedup (engine) CI high",
+        "95% two-level bootstrap interval of the engine-side ratio, high end", "pairs with engine timing", "speedup",
+        uses=("engine_tps", "the baseline's", "stopping"))
+    speedup_headline_clock: str = _m("text", "", "headline clock",
+        "`engine` where the client-side interval is unbounded (a missing or infinite end, a low end of 0) or "
+        "the loop-lag bound widened it past the engine's, or there is no client-side speedup; else `client`",
+        "the point", "speedup", uses=("speedup_ci_low", "speedup_engine_ci_low", "speedup_lag_bound"))
+    speedup_headline_reason: str = _m("text", "", "headline reason", "why that clock leads, in words", "the point",
+        "speedup", uses=("speedup_headline_clock",))
+    speedup_headline_mean: Num = _m("ratio", "higher", "speedup (headline)",
+        "`speedup_mean` or `speedup_engine_mean`, by `speedup_headline_clock`: what reports, stars, comparisons "
+        "and the `speedup` gate read", "that clock's pairs", "speedup", uses=("speedup_headline_clock",))
+    speedup_headline_ci_low: Num = _m("ratio", "", "speedup (headline) CI low", "that clock's interval, low end",
+        "that clock's pairs", "speedup", uses=("speedup_headline_clock",))
+    speedup_headline_ci_high: Num = _m("ratio", "", "speedup (headline) CI high", "that clock's interval, high end",
+        "that clock's pairs", "speedup", uses=("speedup_headline_clock",))
+    proxy_speedup: Num = _m("ratio", "higher", "proxy speedup", "SPEED-Bench proxy `t_ar · AL / t_sd`", _OK, "speedup",
+        uses=("decode_s", "spec_steps", "al_tokens"))
+    speedup_predicted: Num = _m("ratio", "higher", "speedup (predicted)",
+        "the matching calibration's curve at this concurrency, at `al_tokens`", "the calibration file", "speedup",
+        uses=("al_tokens", "calibration"))
+    speedup_predicted_ci_low: Num = _m("ratio", "", "speedup (predicted) CI low",
+        "95% interval of the calibrated curve at that AL, low end", "the calibration file", "speedup",
+        uses=("al_tokens", "calibration"))
+    speedup_predicted_ci_high: Num = _m("ratio", "", "speedup (predicted) CI high",
+        "95% interval of the calibrated curve at that AL, high end", "the calibration file", "speedup",
+        uses=("al_tokens", "calibration"))
+    # acceptance
+    al_tokens: Num = _m("tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC,
+        "acceptance", uses=("spec_accepted", "spec_steps"))
+    al_requests: Num = _m("tokens/step", "higher", "AL (mean over requests)", "`mean(1 + accepted / num_spec_steps)`",
+        _SPEC,
+        "acceptance", uses=("spec_accepted", "spec_steps"))
+    al_prometheus: Num = _m("tokens/step", "higher", "AL (Prometheus, pooled over steps)", "`1 + Δaccepted / Δdrafts`",
+        "counter deltas",
+        "acceptance", uses=("Prometheus deltas",))
+    al_agree: bool | None = _m("bool", "", "AL agree", "`al_tokens` within 1% of `al_prometheus`", "", "acceptance",
+        uses=("al_tokens", "al_prometheus"))
+    draft_acceptance_rate: Num = _m("fraction", "higher", "draft acceptance",
+        "`Σ accepted / Σ num_draft_tokens`", _SPEC,
+        "acceptance", uses=("spec_accepted", "spec_drafts"))
+    acceptance_histogram: list[int] = _m("list of counts", "", "acceptance histogram",
+        "`h[j]` = verify steps that accepted exactly `j` drafts", _SPEC, "acceptance", uses=("spec",))
+    per_position_joint: list[float] = _m("list of fractions", "higher", "per-position (joint)",
+        "`accepted_at_pos[i] / drafts`",
+        _SPEC, "acceptance", uses=("Prometheus deltas",))
+    per_position_conditional: list[float] = _m("list of fractions", "higher", "per-position (conditional)",
+        "`accepted_at_pos[i] / accepted_at_pos[i-1]`", _SPEC, "acceptance", uses=("Prometheus deltas",))
+    n_spec_malformed: int = _m("count", "lower", "malformed spec metrics",
+        "ok requests whose per-request spec metrics were unusable", _OK, "acceptance", uses=("spec_malformed",))
+    spec_overcount_share: Num = _m("fraction", "", "spec overcount share",
+        "share of spec requests whose counters imply more tokens than were output", _SPEC, "acceptance",
+        uses=("spec", "n_out"))
+    spec_overcount_gt_k_share: Num = _m("fraction", "lower", "spec overcount > k share",
+        "share where that disagreement exceeds k", _SPEC, "acceptance", uses=("spec", "n_out"))
+    # the client itself, and notes
+    loop_lag_ms_max: Num = _m("ms", "lower", "loop lag max",
+        "worst overshoot of a 10 ms sleep on the client's event loop (max over repeats)", "the point",
+        uses=("PointInfo.loop_lag_ms_max",))
+    # load (rate mode) and goodput
+    request_rate: Num = _m("req/s", "", "request rate", "rate of the point's arrival schedule; null in closed loop",
+        "the point", uses=("PointInfo.request_rate",))
+    burstiness: Num = _m("", "", "burstiness", "gamma shape of the arrival gaps (1 = Poisson); null in closed loop",
+        "the point", uses=("PointInfo.burstiness",))
+    goodput: Num = _m("req/s", "higher", "goodput", "ok requests meeting every SLO of `slo:` / `wall_s`", _OK,
+        uses=("ttft_ms", "tpot_ms", "e2e_s", "slo"))
+    goodput_share: Num = _m("fraction", "higher", "within SLO", "those requests / `n_requests`", _ALL,
+        uses=("ttft_ms", "tpot_ms", "e2e_s", "slo"))
+    warnings: list[str] = _m("list of text", "", "warnings",
+        "what the point's figures need said next to them", "the point",
+        "acceptance", uses=("Prometheus deltas", "spec", "speedup", "stopping"))
+    # the latency block (`<family>_mean/_std/_p<P>` beyond the fields above), in row order;
+    # in an old run folder's row, also any key no field declares any more
+    more: Mapping[str, Any] = field(default_factory=dict)
+    # the row's keys in its summary.json order: an old run folder's row may lack keys added
+    # since (they read as None) and carry derived ones after its own (``from_dict``)
+    order: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> PointKey:
+        return PointKey(self.arm, int(self.concurrency), self.variant or "")
+
+    def cell(self, key: str) -> Any:
+        """A cell by its summary.json key, for a key known only as data: a gate's column, a
+        latency percentile, an export's column list. A declared key the row lacks is None."""
+        if key in _FIELDS:
+            return getattr(self, key)
+        if key in self.more or is_row_key(key):
+            return self.more.get(key)
+        raise KeyError(f"{key!r} is not a summary-row key (metrics/registry.py declares none such)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as summary.json stores it: the declared keys, then the latency block (an
+        old folder's row: its own keys in its own order)."""
+        cells = {k: getattr(self, k) for k in ROW_KEYS} | dict(self.more)
+        return {k: cells.get(k) for k in (self.order or cells)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SummaryRow:
+        """A row read back from summary.json (or from a dict built like one)."""
+        known = {k: d[k] for k in _FIELDS if k in d}
+        return cls(**known, more={k: v for k, v in d.items() if k not in _FIELDS}, order=tuple(d))
+
+    # Mapping access by key, for the readers still spelling keys as strings (to be gone)
+    def __getitem__(self, key: str) -> Any:
+        return self.cell(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.cell(key) if key in self else default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in (self.order or _FIELDS | set(self.more))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+ROW_METRICS: tuple[Metric, ...] = tuple(replace(f.metadata["metric"], key=f.name) for f in fields(SummaryRow)
+                                       if "metric" in f.metadata)
 ROW_KEYS: tuple[str, ...] = tuple(m.key for m in ROW_METRICS)
+_FIELDS = frozenset(ROW_KEYS)
 
 # Top-level summary.json keys that measure something (the others are identity and set-up).
 SUMMARY_METRICS: tuple[Metric, ...] = (
-    _m("noise_floor", "list", "", "noise floor",
-       "the A/A arm's speedup over the baseline per point, with both sources' intervals, simultaneous over the "
-       "points (Bonferroni)", "the A/A arm's records",
-       "summary"),
-    _m("stopping", "list", "", "sequential stopping",
-       "per stopped round of a point: why and after how many prompts it stopped, the speedup and AL with their "
-       "intervals at the look level", "each point's rounds", "summary"),
-    _m("baseline_source", "object", "", "baseline source",
-       "where the baseline came from: measured here, or reused from an earlier run (its id, age and the canary)",
-       "the baseline arm", "summary"),
-    _m("screening", "list", "", "screening",
-       "per speculative arm of a screening run: both ALs, per-position rates, the predicted speedups at each "
-       "calibrated concurrency, promoted or not", "the arm's screening rows", "summary"),
-    _m("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run",
-       "the screening block", "summary"),
+    _decl("noise_floor", "list", "", "noise floor",
+        "the A/A arm's speedup over the baseline per point, with both sources' intervals, simultaneous over the "
+        "points (Bonferroni)", "the A/A arm's records",
+        "summary"),
+    _decl("stopping", "list", "", "sequential stopping",
+        "per stopped round of a point: why and after how many prompts it stopped, the speedup and AL with their "
+        "intervals at the look level", "each point's rounds", "summary"),
+    _decl("baseline_source", "object", "", "baseline source",
+        "where the baseline came from: measured here, or reused from an earlier run (its id, age and the canary)",
+        "the baseline arm", "summary"),
+    _decl("screening", "list", "", "screening",
+        "per speculative arm of a screening run: both ALs, per-position rates, the predicted speedups at each "
+        "calibrated concurrency, promoted or not", "the arm's screening rows", "summary"),
+    _decl("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run",
+        "the screening block", "summary"),
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ROW_METRICS}
 
 # Latency families: every row carries `<key>_mean`, `<key>_std` and `<key>_p<P>` for the
 # scenario's percentiles (latency_keys).
 LATENCY: tuple[Metric, ...] = (
-    _m("ttft_ms", "ms", "lower", "TTFT", "`ttft_ms` of each ok request", _OK, "latency"),
-    _m("tpot_ms", "ms", "lower", "TPOT", "`tpot_ms` of each ok request (NaN ones skipped)", _OK, "latency"),
-    _m("itl_token_ms", "ms", "lower", "ITL per token",
-       "pooled per-token ITL: each gap between token chunks divided by the later chunk's tokens, "
-       "counted once per token", _OK, "latency"),
-    _m("itl_chunk_ms", "ms", "lower", "ITL per chunk", "pooled inter-chunk gaps, one value per gap", _OK, "latency"),
-    _m("e2e_ms", "ms", "lower", "E2E", "`e2e_s × 1000` of each ok request", _OK, "latency"),
+    _decl("ttft_ms", "ms", "lower", "TTFT", "`ttft_ms` of each ok request", _OK, "latency"),
+    _decl("tpot_ms", "ms", "lower", "TPOT", "`tpot_ms` of each ok request (NaN ones skipped)", _OK, "latency"),
+    _decl("itl_token_ms", "ms", "lower", "ITL per token",
+        "pooled per-token ITL: each gap between token chunks divided by the later chunk's tokens, "
+        "counted once per token", _OK, "latency"),
+    _decl("itl_chunk_ms", "ms", "lower", "ITL per chunk", "pooled inter-chunk gaps, one value per gap", _OK, "latency"),
+    _decl("e2e_ms", "ms", "lower", "E2E", "`e2e_s × 1000` of each ok request", _OK, "latency"),
 )
 LATENCY_METRICS: tuple[str, ...] = tuple(m.key for m in LATENCY)
 LATENCY_LABELS: dict[str, str] = {m.key: m.label for m in LATENCY}
@@ -256,6 +364,11 @@ GATES: tuple[GateMetric, ...] = (
 )
 GATE_METRICS: dict[str, GateMetric] = {g.name: g for g in GATES}
 GATE_METRIC_NAMES: tuple[str, ...] = tuple(GATE_METRICS)
+
+
+def is_row_key(key: str) -> bool:
+    """A declared row key: a field of SummaryRow, or a latency family's mean/std/percentile."""
+    return key in BY_KEY or any(key.startswith(m + "_") for m in LATENCY_METRICS)
 
 
 def label(key: str) -> str:

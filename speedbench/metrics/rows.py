@@ -32,7 +32,7 @@ from speedbench.metrics.formulas import Pairing, PointData, RowExtras, build_row
 from speedbench.metrics.inputs import ArmInfo, PointInfo, coerce
 from speedbench.metrics.registry import DEFAULT_PERCENTILES
 from speedbench.metrics.speedup import pooled_spreads
-from speedbench.metrics.summary_row import SummaryRow
+from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.table import itl_values, request_table
 from speedbench.records import PointKey, RequestRecord, wall_s
 

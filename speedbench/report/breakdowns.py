@@ -5,6 +5,7 @@ them out."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from speedbench.metrics.cells import num
@@ -94,7 +95,7 @@ RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", "per-us
                 "goodput (req/s)", "within SLO"]
 
 
-def _workload_variant(row: dict[str, Any]) -> str:
+def _workload_variant(row: Mapping[str, Any]) -> str:
     """A rate point's variant label without its rate (``code@2rps`` -> ``code``)."""
     # summary.json's rows carry the label, not the workload (its schema is fixed): the label
     # is built again from the row's own rate and taken off, never parsed for a number.

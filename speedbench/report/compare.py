@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from rich.markup import escape
@@ -53,19 +54,19 @@ def _has_records(run: Run) -> bool:
     return run.dir is not None and bool(run.dir.record_files()) and bool(run.records)
 
 
-def _figure(row: dict[str, Any]) -> tuple[float, float, float]:
+def _figure(row: Mapping[str, Any]) -> tuple[float, float, float]:
     """The point's one stored interval: its headline clock's (metrics/headline.py)."""
     return headline(row)
 
 
-def _shown(row: dict[str, Any]) -> str:
+def _shown(row: Mapping[str, Any]) -> str:
     """The figure compare prints for a point, with its clock when that is the engine's."""
     m, lo, hi = _figure(row)
     clock = headline_clock(row)
     return tables.fmt_speedup(m, lo, hi) + (f" ({clock})" if clock == ENGINE and math.isfinite(m) else "")
 
 
-def _ci_diff(a: dict[str, Any], b: dict[str, Any]) -> significance.Interval:
+def _ci_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> significance.Interval:
     return significance.stored_diff(a, b)
 
 
@@ -124,7 +125,7 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
         row = [f"{c}" + (f" [{v}]" if v else "")]
         for lab, r in labels:
             if lab in present:
-                x = r.row(arm, c, v) or {}
+                x: Mapping[str, Any] = r.row(arm, c, v) or {}
                 row.append(_shown(x))
         sig_cells, tps_cells, any_sig = [], [], False
         for lab in diffs:
@@ -141,13 +142,13 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
 
 
 def _diff(runs: list[Run], rec: list[bool], i: int, arm: str, point: tuple[int, str]
-          ) -> tuple[significance.Interval, significance.Interval, dict[str, Any]]:
+          ) -> tuple[significance.Interval, significance.Interval, Mapping[str, Any]]:
     """Run i's speedup and per-user TPS minus R1's at one point (intervals), and R1's row.
     The speedup difference reads the stored intervals (the figures the table shows); the
     per-user TPS difference, which no row interval holds, bootstraps the records."""
     first, (c, v) = runs[0], point
-    base_row = first.row(arm, c, v) or {}
-    other_row = runs[i].row(arm, c, v) or {}
+    base_row: Mapping[str, Any] = first.row(arm, c, v) or {}
+    other_row: Mapping[str, Any] = runs[i].row(arm, c, v) or {}
     iv = _ci_diff(base_row, other_row)
     tv = significance.tps_diff_runs(first, runs[i], arm, c, v) if rec[0] and rec[i] else significance.NAN_INTERVAL
     return iv, tv, base_row
@@ -204,7 +205,8 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
                "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]
     sec = Section(title="Speedup (headline clock), from each point's stored interval", headers=headers, rows=[])
     for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
-        ra, rb = run.row(arm_a, c, v) or {}, run.row(arm_b, c, v) or {}
+        ra: Mapping[str, Any] = run.row(arm_a, c, v) or {}
+        rb: Mapping[str, Any] = run.row(arm_b, c, v) or {}
         iv = _ci_diff(ra, rb)
         if iv.excludes_zero:
             sec.significant_rows.add(len(sec.rows))

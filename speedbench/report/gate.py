@@ -20,6 +20,7 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -27,7 +28,7 @@ from pydantic import ValidationError
 
 from speedbench.errors import UsageError, did_you_mean
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline_clock
-from speedbench.metrics.registry import GATE_METRICS
+from speedbench.metrics.registry import GATE_METRICS, SummaryRow
 from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
@@ -96,7 +97,7 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
     return gates
 
 
-def metric_value(row: dict[str, Any] | None, metric: str) -> float:
+def metric_value(row: Mapping[str, Any] | None, metric: str) -> float:
     """A gate metric's value in a summary row (metrics.registry.GATES says which column)."""
     if not row:
         return math.nan
@@ -107,7 +108,7 @@ def metric_value(row: dict[str, Any] | None, metric: str) -> float:
     return value
 
 
-def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
+def _select(run: Run, g: GateSpec) -> tuple[list[SummaryRow], list[str]]:
     """(rows the gate applies to, problems that fail it outright)."""
     problems: list[str] = []
     spec_only = GATE_METRICS[g.metric].speculative_only
@@ -138,14 +139,14 @@ def _select(run: Run, g: GateSpec) -> tuple[list[dict[str, Any]], list[str]]:
 SPEEDUP_CLOCKS = {"speedup_client": CLIENT, "speedup_engine": ENGINE}
 
 
-def gate_clock(row: dict[str, Any], metric: str) -> str | None:
+def gate_clock(row: Mapping[str, Any], metric: str) -> str | None:
     """The clock a speedup gate reads on this row (None for the other metrics)."""
     if metric == "speedup":
         return headline_clock(row) or CLIENT
     return SPEEDUP_CLOCKS.get(metric)
 
 
-def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float, str]:
+def _current_ci_high(run: Run, row: Mapping[str, Any], metric: str) -> tuple[float, str]:
     """Upper end of the current value's 95% CI and where it came from. A speedup reads the
     stored interval of the clock the gate reads: never the other clock's, whose width
     (a busy host's lag-widened client interval) says nothing about this one's drop."""
@@ -172,7 +173,7 @@ def _current_ci_high(run: Run, row: dict[str, Any], metric: str) -> tuple[float,
     return metric_value(row, metric), "point estimate (no per-request data)"
 
 
-def _baseline_value(row: dict[str, Any], brow: dict[str, Any] | None, metric: str) -> float:
+def _baseline_value(row: Mapping[str, Any], brow: Mapping[str, Any] | None, metric: str) -> float:
     """The baseline run's figure for a relative gate, on the same clock as the current
     row's (a busy night's engine-clock headline is not compared with a client figure)."""
     if not brow or brow.get("status") == "failed":
@@ -184,7 +185,7 @@ def _baseline_value(row: dict[str, Any], brow: dict[str, Any] | None, metric: st
     return metric_value(brow, metric)
 
 
-def _relative(run: Run, row: dict[str, Any], g: GateSpec, value: float, baseline: Run | None,
+def _relative(run: Run, row: Mapping[str, Any], g: GateSpec, value: float, baseline: Run | None,
               history: list[Run] | None = None) -> tuple[str, str]:
     if baseline is None:
         return "skip", "relative gate skipped: no --baseline-run given"

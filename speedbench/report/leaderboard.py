@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from speedbench.analysis.al_trend import al_trends
@@ -55,7 +56,7 @@ def _main_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> str
         row: list[Any] = [tables.label(checkpoint(run, arm), v)]
         vals = []
         for c in levels:
-            r = run.row(arm, c, v) or {}
+            r: Mapping[str, Any] = run.row(arm, c, v) or {}
             m, lo, hi = headline(r)  # the clock that holds: the star goes to the figure every report shows
             text = tables.fmt_speedup(m, lo, hi) + (" (engine)" if headline_clock(r) == "engine" else "")
             pred = num(r.get("speedup_predicted"))

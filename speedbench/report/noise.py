@@ -15,7 +15,7 @@ Two sources, in order:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from speedbench.metrics.cells import num
@@ -25,11 +25,11 @@ from speedbench.results import Run
 MIN_NIGHTS = MIN_BASELINE  # fewer earlier nights give no usable spread
 
 
-def rounds(row: dict[str, Any] | None) -> int:
+def rounds(row: Mapping[str, Any] | None) -> int:
     return len((row or {}).get("speedup_by_repeat") or [])
 
 
-def se_from_ci(row: dict[str, Any] | None, lo_key: str = "speedup_ci_low", hi_key: str = "speedup_ci_high") -> float:
+def se_from_ci(row: Mapping[str, Any] | None, lo_key: str = "speedup_ci_low", hi_key: str = "speedup_ci_high") -> float:
     """The standard error a 95% interval implies (half-width / 1.96); NaN without one."""
     lo, hi = num((row or {}).get(lo_key)), num((row or {}).get(hi_key))
     return (hi - lo) / (2 * 1.96) if math.isfinite(lo) and math.isfinite(hi) else math.nan

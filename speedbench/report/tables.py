@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
@@ -43,7 +44,7 @@ def fmt_speedup(mean: Any, lo: Any = None, hi: Any = None) -> str:
     return s
 
 
-def is_speculative(row: dict[str, Any]) -> bool:
+def is_speculative(row: Mapping[str, Any]) -> bool:
     return bool(row.get("speculative"))
 
 
@@ -178,7 +179,7 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
     return tables
 
 
-def _speedup_row(run: Run, r: dict[str, Any], base: dict[str, Any] | None, c: int) -> SpeedupRow:
+def _speedup_row(run: Run, r: Mapping[str, Any], base: Mapping[str, Any] | None, c: int) -> SpeedupRow:
     """One concurrency of the table: the headline clock's stored figure first, the other
     clock's beside it (both read from the row, never recomputed)."""
     al, src = al_of(r)
@@ -236,7 +237,7 @@ def measured_lines(run: Run) -> list[str]:
     return lines
 
 
-def _where(r: dict[str, Any]) -> str:
+def _where(r: Mapping[str, Any]) -> str:
     # a summary row's concurrency, as stored (the label only prints it)
     return PointKey(str(r.get("arm")), cast(int, r.get("concurrency")), r.get("variant") or "").label
 

@@ -117,7 +117,7 @@ def checkpoints(runs: list[Run], concurrency: int | None = None, variant: str = 
         conc = _pick_concurrency(run, concurrency)
         if conc is None:
             continue
-        spec_arms = {r["arm"] for r in run.rows if r.get("speculative")}
+        spec_arms = {r.arm for r in run.rows if r.speculative}
         for arm in run.arms():
             if arm in spec_arms and any(c.get("arm") == arm and c.get("concurrency") == conc
                                         and (c.get("variant") or "") == variant for c in run.categories):

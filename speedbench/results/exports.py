@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.metrics.keys import GOODPUT
 from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, wall_s
@@ -186,13 +185,13 @@ def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any
     by_point = _point_records(run)
     out: dict[PointKey, dict[str, Any]] = {}
     for row in run.rows:
-        key = PointKey(row["arm"], int(row["concurrency"]), row.get("variant") or "")
+        key = PointKey(row.arm, int(row.concurrency), row.variant or "")
         recs = by_point.get(key, [])
         if not recs:
             continue
         point = run.points.get(key) or {}
         wall = point.get("wall_s") or wall_s(recs)
-        rate = row.get("request_rate")
+        rate = row.request_rate
         backend = "openai" if workload.get("api") == "completions" else "openai-chat"
         header = {
             "date": date, "endpoint_type": backend, "backend": backend,
@@ -200,10 +199,10 @@ def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any
             "model_id": model, "tokenizer_id": str(workload.get("tokenizer") or server.get("tokenizer") or model),
             "num_prompts": len(recs),
             "request_rate": rate if isinstance(rate, (int, float)) and math.isfinite(rate) else "inf",
-            "burstiness": row.get("burstiness") if row.get("burstiness") is not None else 1.0,
+            "burstiness": row.burstiness if row.burstiness is not None else 1.0,
             "max_concurrency": None if isinstance(rate, (int, float)) and math.isfinite(rate) else key.concurrency,
         }
-        goodput = row.get(GOODPUT)
+        goodput = row.goodput
         prom = _prom(run, key, counters)
         out[key] = vllm_result(recs, wall_s=float(wall), percentiles=percentiles, header=header, prom=prom,
                                request_goodput=goodput if isinstance(goodput, (int, float)) and math.isfinite(goodput)
@@ -244,7 +243,7 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) ->
         p = out / "summary.json"
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
-    tables = {"summary": run.rows, "categories": run.categories}
+    tables = {"summary": [r.to_dict() for r in run.rows], "categories": run.categories}
     for name, rows in tables.items():
         df = data_frame(rows)
         p = out / f"{name}.{fmt}"

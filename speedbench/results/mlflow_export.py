@@ -29,10 +29,10 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from speedbench.errors import UsageError
 from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
+from speedbench.metrics.registry import SummaryRow
 from speedbench.results.run import Run, load_run
 
 RUN_KEY_TAG = "speedbench.run_arm"
@@ -57,8 +57,7 @@ def _leaf(path: str) -> str:
 
 def arm_params(run: Run, arm: str) -> dict[str, str]:
     prov = run.provenance.get(arm) or {}
-    rows = [r for r in run.rows if r.get("arm") == arm]
-    first = rows[0] if rows else {}
+    rows = [r for r in run.rows if r.arm == arm]
     spec = prov.get("speculative_config") or {}
     draft = prov.get("draft") or {}
     params = {
@@ -70,25 +69,25 @@ def arm_params(run: Run, arm: str) -> dict[str, str]:
         "target_config_sha256": prov.get("target_config_sha256") or "",
         "vllm_version": prov.get("vllm_version") or "",
         "hardware": run.summary.get("hardware") or (prov.get("hardware") or {}).get("summary") or "",
-        "method": first.get("method") or "", "k": first.get("num_speculative_tokens") or 0,
-        "concurrency_levels": ",".join(str(c) for c in sorted({int(r["concurrency"]) for r in rows})),
-        "variants": ",".join(sorted({str(r.get("variant") or "") for r in rows} - {""})),
+        "method": (rows[0].method if rows else "") or "", "k": (rows[0].num_speculative_tokens if rows else 0) or 0,
+        "concurrency_levels": ",".join(str(c) for c in sorted({int(r.concurrency) for r in rows})),
+        "variants": ",".join(sorted({str(r.variant or "") for r in rows} - {""})),
         "baseline": run.baseline or "", "data_sha256": (prov.get("data") or {}).get("sha256") or "",
     }
     return {k: str(v)[:PARAM_MAX] for k, v in params.items() if v not in ("", None)}
 
 
-def _point_suffix(row: dict[str, Any]) -> str:
-    return f"/c{row.get('concurrency')}" + (f"/{row['variant']}" if row.get("variant") else "")
+def _point_suffix(row: SummaryRow) -> str:
+    return f"/c{row.concurrency}" + (f"/{row.variant}" if row.variant else "")
 
 
 def arm_metrics(run: Run, arm: str) -> dict[str, float]:
     """Every finite number of the arm's summary rows, the point in the name."""
     out: dict[str, float] = {}
     for row in run.rows:
-        if row.get("arm") != arm:
+        if row.arm != arm:
             continue
-        for key, v in row.items():
+        for key, v in row.to_dict().items():
             if key in NOT_METRICS or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 continue
             out[f"{key}{_point_suffix(row)}"] = float(v)
@@ -105,14 +104,14 @@ def arm_metrics(run: Run, arm: str) -> dict[str, float]:
 
 def arm_tags(run: Run, arm: str) -> dict[str, str]:
     prov = run.provenance.get(arm) or {}
-    rows = [r for r in run.rows if r.get("arm") == arm]
-    method = str(rows[0].get("method") or "") if rows else ""
+    rows = [r for r in run.rows if r.arm == arm]
+    method = str(rows[0].method or "") if rows else ""
     screened = any(e.get("arm") == arm for e in run.summary.get("screening") or [])
     workload = run.scenario.get("workload") or {}
     spec = prov.get("speculative_config") or {}
     tags = {RUN_KEY_TAG: f"{run.run_id}/{arm}", "speedbench.run_id": run.run_id, "speedbench.scenario":
             run.scenario_name, "speedbench.arm": arm, "speedbench.kind": "screening" if screened else "measured",
-            "eagle_version": str(prov.get("eagle_version") or (rows[0].get("eagle_version") if rows else "") or ""),
+            "eagle_version": str(prov.get("eagle_version") or (rows[0].eagle_version if rows else "") or ""),
             # specdec_bench's tags: same names, so a search across both tools lines up
             "model": _leaf(str(prov.get("model") or "")), "algorithm": method.upper() or "NONE", "engine": "VLLM",
             "dataset": dataset_name(workload), "draft_model": _leaf(str(spec.get("model") or ""))}
@@ -167,7 +166,7 @@ def _log_artifacts(client, run_id: str, run: Run, arm: str) -> None:
         for p in (run.dir.summary_path, run.dir.report_html_path):
             if p.exists():
                 client.log_artifact(run_id, str(p))
-    rows = [r for r in profile_rows(run) if r.get("arm") == arm]
+    rows = [r for r in profile_rows(run) if r.arm == arm]
     if rows:
         with tempfile.TemporaryDirectory(prefix="speedbench-profile-") as tmp:
             for row in rows:

@@ -25,9 +25,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from speedbench.metrics.keys import (
-    AL_AGREE, AL_PROMETHEUS, AL_REQUESTS, AL_TOKENS, N_OK, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT
-)
+from speedbench.metrics.keys import AL_AGREE, AL_PROMETHEUS, AL_REQUESTS
+from speedbench.metrics.registry import SummaryRow
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.run import Run
 
@@ -85,16 +84,16 @@ def extrapolate_over_k(marginal: list[float]) -> dict[str, float]:
     return {str(j): 1.0 + sum(marginal[:j]) for j in range(1, len(marginal) + 1)}
 
 
-def _al_by_k(run: Run, row: dict[str, Any], draft: str) -> dict[str, float]:
+def _al_by_k(run: Run, row: SummaryRow, draft: str) -> dict[str, float]:
     """Measured AL per k: this point, and any arm of the same run drafting with the same
     model and method at the same concurrency and variant (a sweep over k)."""
     out: dict[str, float] = {}
     for r in run.rows:
-        if (r.get("concurrency"), r.get("variant") or "", r.get("method")) != \
-                (row.get("concurrency"), row.get("variant") or "", row.get("method")):
+        if (r.concurrency, r.variant or "", r.method) != \
+                (row.concurrency, row.variant or "", row.method):
             continue
-        al, k = _num(r.get(AL_TOKENS)), r.get("num_speculative_tokens")
-        if al is not None and isinstance(k, int) and _draft_model(run, r["arm"]) == draft:
+        al, k = _num(r.al_tokens), r.num_speculative_tokens
+        if al is not None and isinstance(k, int) and _draft_model(run, r.arm) == draft:
             out.setdefault(str(k), al)
     return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
@@ -112,15 +111,15 @@ def dataset_name(workload: dict[str, Any]) -> str:
     return f"speed_bench:{workload.get('config')}" if source == "speed_bench" else source
 
 
-def _conditions(run: Run, row: dict[str, Any]) -> dict[str, Any]:
+def _conditions(run: Run, row: SummaryRow) -> dict[str, Any]:
     """What a reader needs to interpret the numbers without the run folder."""
     workload = run.scenario.get("workload") or {}
-    prov = run.provenance.get(row["arm"]) or {}
+    prov = run.provenance.get(row.arm) or {}
     return {"dataset": dataset_name(workload), "categories": workload.get("categories"),
-            "concurrency": row.get("concurrency"),
-            "variant": row.get("variant") or None, "engine": "vllm", "engine_version": prov.get("vllm_version"),
+            "concurrency": row.concurrency,
+            "variant": row.variant or None, "engine": "vllm", "engine_version": prov.get("vllm_version"),
             "hardware": run.summary.get("hardware"), "temperature": workload.get("temperature"),
-            "max_tokens": workload.get("max_tokens"), "num_requests": row.get(N_OK)}
+            "max_tokens": workload.get("max_tokens"), "num_requests": row.n_ok}
 
 
 def _checkpoints(run: Run, arm: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -133,20 +132,20 @@ def _checkpoints(run: Run, arm: str) -> tuple[dict[str, Any], dict[str, Any]]:
             {"id": checkpoint_id(target)})
 
 
-def speculation_profile(run: Run, row: dict[str, Any]) -> dict[str, Any]:
+def speculation_profile(run: Run, row: SummaryRow) -> dict[str, Any]:
     """One speculative summary row as a specdec_bench speculation profile."""
-    k = int(row.get("num_speculative_tokens") or 0)
-    method = str(row.get("method") or "") or None
-    conditional = _rates(row.get(PER_POSITION_CONDITIONAL), k)
-    marginal = _rates(row.get(PER_POSITION_JOINT), k)
-    per_step, per_request = _num(row.get(AL_TOKENS)), _num(row.get(AL_REQUESTS))
+    k = int(row.num_speculative_tokens or 0)
+    method = str(row.method or "") or None
+    conditional = _rates(row.per_position_conditional, k)
+    marginal = _rates(row.per_position_joint, k)
+    per_step, per_request = _num(row.al_tokens), _num(row.al_requests)
     measured = per_step is not None
     chain = bool(method) and str(method).lower() in CHAIN_METHODS
-    draft, target = _checkpoints(run, row["arm"])
-    hist = row.get("acceptance_histogram") or []
+    draft, target = _checkpoints(run, row.arm)
+    hist = row.acceptance_histogram or []
     per_category = {c["category"]: _num(c.get(AL_REQUESTS)) for c in run.categories
                     if (c.get("arm"), c.get("concurrency"), c.get("variant") or "")
-                    == (row["arm"], row.get("concurrency"), row.get("variant") or "")}
+                    == (row.arm, row.concurrency, row.variant or "")}
     return {
         "schema_version": SCHEMA_VERSION, "measured": measured, "method": method,
         "draft_checkpoint": draft, "target_model": target, "num_speculative_tokens": k,
@@ -154,7 +153,7 @@ def speculation_profile(run: Run, row: dict[str, Any]) -> dict[str, Any]:
         "conditional_accept_rates": conditional, "marginal_accept_rates": marginal,
         "mean_accept_length": per_step, "mean_accept_length_per_request": per_request,
         "accept_length_model": "chain_analytic" if chain else "measured_per_k",
-        "accept_length_by_k": _al_by_k(run, row, _draft_model(run, row["arm"])) if measured else {},
+        "accept_length_by_k": _al_by_k(run, row, _draft_model(run, row.arm)) if measured else {},
         # keyed by tokens per step (1 = no draft accepted), as specdec_bench keys it
         "acceptance_length_histogram": {str(j + 1): int(n) for j, n in enumerate(hist) if n} or None,
         "per_category": per_category or None,
@@ -165,31 +164,31 @@ def speculation_profile(run: Run, row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _extension(run: Run, row: dict[str, Any], marginal: list[float], chain: bool,
+def _extension(run: Run, row: SummaryRow, marginal: list[float], chain: bool,
                per_step: float | None, per_request: float | None) -> dict[str, Any]:
     """speedbench's figures without a specdec_bench field."""
     delta = abs(per_step - per_request) if per_step is not None and per_request is not None else None
-    return {"run_id": run.run_id, "scenario": run.scenario_name, "arm": row["arm"],
-            "concurrency": row.get("concurrency"), "variant": row.get("variant") or "",
-            AL_PROMETHEUS: _num(row.get(AL_PROMETHEUS)), AL_AGREE: row.get(AL_AGREE),
-            "draft_acceptance_rate": _num(row.get("draft_acceptance_rate")),
+    return {"run_id": run.run_id, "scenario": run.scenario_name, "arm": row.arm,
+            "concurrency": row.concurrency, "variant": row.variant or "",
+            AL_PROMETHEUS: _num(row.al_prometheus), AL_AGREE: row.al_agree,
+            "draft_acceptance_rate": _num(row.draft_acceptance_rate),
             "accept_length_extrapolated_by_k": extrapolate_over_k(marginal) if chain and per_step is not None
             else None,
             "per_step_vs_per_request": {"per_step": per_step, "per_request": per_request,
                                         "abs_delta": delta}}
 
 
-def profile_rows(run: Run) -> list[dict[str, Any]]:
+def profile_rows(run: Run) -> list[SummaryRow]:
     """The summary rows a profile describes: speculative arms' points."""
-    return [r for r in run.rows if r.get("speculative") and int(r.get("num_speculative_tokens") or 0) > 0]
+    return [r for r in run.rows if r.speculative and int(r.num_speculative_tokens or 0) > 0]
 
 
-def profile_dir_name(row: dict[str, Any]) -> str:
-    parts = [safe_part(str(row["arm"])), f"c{row.get('concurrency')}"]
-    return "__".join(parts + ([safe_part(str(row["variant"]))] if row.get("variant") else []))
+def profile_dir_name(row: SummaryRow) -> str:
+    parts = [safe_part(str(row.arm)), f"c{row.concurrency}"]
+    return "__".join(parts + ([safe_part(str(row.variant))] if row.variant else []))
 
 
-def write_profile(run: Run, row: dict[str, Any], out: Path) -> Path:
+def write_profile(run: Run, row: SummaryRow, out: Path) -> Path:
     """``out/<arm>__c<concurrency>[__<variant>]/speculation_profile.json``: the file keeps
     specdec_bench's name, so tools that look for it find it."""
     p = out / profile_dir_name(row) / FILE_NAME

@@ -9,6 +9,7 @@ from typing import Any
 
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import with_headline
+from speedbench.metrics.registry import SummaryRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
@@ -30,6 +31,7 @@ class Run:
         for r in rows if isinstance(rows, list) else []:
             if isinstance(r, dict):  # a folder from before the headline keys: derive them
                 with_headline(r)
+        self.rows: list[SummaryRow] = [SummaryRow.from_dict(r) for r in rows or () if isinstance(r, dict)]
 
     @property
     def path(self) -> Path | None:
@@ -51,10 +53,6 @@ class Run:
     def started(self) -> dt.datetime:
         """When the run started (results/files.py's run_started: the one fallback)."""
         return run_started(self.created_utc, self.run_id, folder=self.dir.path if self.dir else None)
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        return self.summary.get("rows") or []
 
     @property
     def categories(self) -> list[dict[str, Any]]:
@@ -94,13 +92,13 @@ class Run:
         """Arm names in summary order (scenario order as written by the runner)."""
         seen: list[Any] = []  # str, or None in a malformed row
         for r in self.rows:
-            if r.get("arm") not in seen:
-                seen.append(r.get("arm"))
+            if r.arm not in seen:
+                seen.append(r.arm)
         return seen
 
-    def row(self, arm: str, concurrency: int, variant: str = "") -> dict[str, Any] | None:
+    def row(self, arm: str, concurrency: int, variant: str = "") -> SummaryRow | None:
         for r in self.rows:
-            if r.get("arm") == arm and r.get("concurrency") == concurrency and (r.get("variant") or "") == variant:
+            if r.arm == arm and r.concurrency == concurrency and (r.variant or "") == variant:
                 return r
         return None
 

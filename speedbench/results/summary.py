@@ -14,7 +14,7 @@ from typing import Any
 from speedbench.metrics.breakdown import category_rows
 from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.noise_floor import noise_floor
-from speedbench.metrics.rows import RowExtras, summarize
+from speedbench.metrics.rows import RowExtras, summary_rows
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.engine import Engine, engine_for
@@ -102,9 +102,9 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
     cals = calibrations(run_dir, sc, provenance, write)
     deltas = _prom_deltas(run_dir, points, engine_for(sc))
-    rows = summarize(records, deltas, sc.baseline_arm, arm_info, _point_infos(points),
-                     percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
-                     extra=RowExtras(stopping, calib_store.predictor(cals)))
+    rows = summary_rows(records, deltas, sc.baseline_arm, arm_info, _point_infos(points),
+                         percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
+                         extra=RowExtras(stopping, calib_store.predictor(cals)))
     screening, promoted = calib_screen.screening_block(rows, sc, cals)
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -123,7 +123,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "arms": run_dir.arm_costs(),
         "stopping": stopping,
         "baseline_source": run_dir.read_json("baseline.json") or {"reused": False},
-        "rows": rows,
+        "rows": [r.to_dict() for r in rows],
         "categories": category_rows(records, sc.baseline_arm, [a.name for a in sc.arms]),
     }
     if write:

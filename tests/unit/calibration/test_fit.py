@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from speedbench.calibration.fit import Curve, CurvePoint, curves_from_rows, fit_curve, point_from_row
+from speedbench.metrics.registry import SummaryRow
 
 
 def test_origin_fit_recovers_an_exact_slope_and_predicts_proportionally():
@@ -67,14 +68,15 @@ def test_rows_give_points_from_engine_speedups_and_fall_back_to_the_client():
     row = {"arm": "a", "concurrency": 4, "status": "ok", "al_tokens": 2.0, "speedup_engine_mean": 0.8,
            "speedup_engine_ci_low": 0.7, "speedup_engine_ci_high": 0.9, "speedup_mean": 0.75,
            "speedup_ci_low": 0.6, "speedup_ci_high": 0.9}
-    assert point_from_row(row) == CurvePoint(2.0, 0.8, 0.7, 0.9, "a")
-    assert point_from_row(row, "client") == CurvePoint(2.0, 0.75, 0.6, 0.9, "a")
+    typed = SummaryRow.from_dict
+    assert point_from_row(typed(row)) == CurvePoint(2.0, 0.8, 0.7, 0.9, "a")
+    assert point_from_row(typed(row), "client") == CurvePoint(2.0, 0.75, 0.6, 0.9, "a")
     no_engine = {**row, "speedup_engine_mean": None}
-    assert point_from_row(no_engine).speedup == 0.75
-    assert point_from_row({**row, "al_tokens": None}) is None
+    assert point_from_row(typed(no_engine)).speedup == 0.75
+    assert point_from_row(typed({**row, "al_tokens": None})) is None
     rows = [row, {**row, "arm": "b", "al_tokens": 4.0, "speedup_engine_mean": 1.6}, {**row, "arm": "base"},
             {**row, "arm": "b", "concurrency": 1, "status": "failed"}]
-    curves = curves_from_rows(rows, ["a", "b"])
+    curves = curves_from_rows([typed(r) for r in rows], ["a", "b"])
     assert [c.concurrency for c in curves] == [4] and len(curves[0].points) == 2
 
 

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from speedbench.metrics.registry import SummaryRow
 from speedbench.calibration import store
 from speedbench.calibration.fit import CurvePoint, fit_curve
 from speedbench.calibration.screen import promote, screening_block
@@ -110,6 +111,7 @@ def test_screening_block_predicts_at_every_level_and_marks_the_promoted(tmp_path
     rows = [{"arm": "e3", "speculative": True, "status": "ok", "concurrency": 64, "variant": "", "al_tokens": 3.0,
              "al_requests": 2.9},
             {"arm": "e3b", "speculative": True, "status": "ok", "concurrency": 64, "variant": "", "al_tokens": 2.0}]
+    rows = [SummaryRow.from_dict(r) for r in rows]
     entries, promoted = screening_block(rows, sc, {"e3": cal})
     assert promoted == ["e3"] and [e["promoted"] for e in entries] == [True, False]
     p = entries[0]["predicted"]
@@ -126,7 +128,8 @@ def test_each_workload_variant_has_its_own_curve():
         return {"arm": "a", "concurrency": 1, "variant": v, "status": "ok", "al_tokens": al, "speedup_engine_mean": s,
                 "speedup_engine_ci_low": s * 0.99, "speedup_engine_ci_high": s * 1.01}
 
-    curves = curves_from_rows([row("", 1.0, 0.5), row("ctx8k", 1.0, 0.3)], ["a"])
+    curves = curves_from_rows([SummaryRow.from_dict(row("", 1.0, 0.5)), SummaryRow.from_dict(row("ctx8k", 1.0, 0.3))],
+                              ["a"])
     data = {"curves": [c.to_dict() for c in curves]}
     assert store.predict(data, 1, 2.0)[0] == pytest.approx(1.0)
     assert store.predict(data, 1, 2.0, "ctx8k")[0] == pytest.approx(0.6)  # longer context: dearer steps

@@ -11,7 +11,7 @@ from speedbench.metrics.formulas import FORMULAS, PointData, _widen, build_row, 
 from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.registry import ROW_KEYS, row_keys
 from speedbench.stopping.looks import MAX_PROMPTS, REACHED
-from speedbench.metrics.summary_row import SummaryRow
+from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.table import request_table
 from speedbench.records import PointKey
 
@@ -80,9 +80,18 @@ def test_predictions_come_from_the_arms_calibration_at_the_rows_al():
 
 def test_a_summary_row_has_the_registry_keys_in_order_and_refuses_others():
     row = build_row(_empty_point(PointKey("a", 1)))
-    assert tuple(row) == row_keys((50.0, 99.0)) and row.key == PointKey("a", 1)
+    assert tuple(row.to_dict()) == row_keys((50.0, 99.0)) and row.key == PointKey("a", 1)
     assert SummaryRow.from_dict(row.to_dict()) == row
+    assert row.n_ok == 0 and row.cell("ttft_ms_p99") is row.more["ttft_ms_p99"]
     with pytest.raises(KeyError):
-        row["speedup_ci_lo"]  # a typo is an error, not an empty cell
-    with pytest.raises(KeyError):
-        SummaryRow({"speedup_ci_lo": 1.0})
+        row.cell("speedup_ci_lo")  # a typo is an error, not an empty cell
+    with pytest.raises(TypeError):
+        SummaryRow(speedup_ci_lo=1.0)  # type: ignore[call-arg]
+
+
+def test_an_old_folders_row_keeps_its_keys_and_their_order():
+    old = {"arm": "a", "concurrency": 1, "variant": "", "speedup_mean": None, "ttft_ms_p50": 3.0,
+           "speedup_headline_clock": ""}
+    row = SummaryRow.from_dict(old)
+    assert list(row.to_dict().items()) == list(old.items())
+    assert row.speedup_lag_bound is None and row.cell("ttft_ms_p50") == 3.0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from speedbench.metrics.registry import SummaryRow
 from speedbench.cli import main
 from speedbench.results import load_run
 from speedbench.results.profile import (
@@ -60,7 +61,7 @@ def _row(**over):
            "num_speculative_tokens": 3, "per_position_conditional": [0.6, 0.5, 0.0],
            "per_position_joint": [0.6, 0.3, 0.0], "al_tokens": 1.9, "al_requests": 2.0,
            "acceptance_histogram": [40, 30, 30, 0]}
-    return {**row, **over}
+    return SummaryRow.from_dict({**row, **over})
 
 
 def test_a_list_longer_than_k_is_kept_and_a_cut_one_fails_the_mean_check():
@@ -96,7 +97,7 @@ def test_extrapolation_is_the_running_sum_of_the_marginals():
 def test_a_sweep_over_k_fills_accept_length_by_k():
     rows = [_row(arm="k2", num_speculative_tokens=2, al_tokens=1.8), _row(arm="k3", al_tokens=1.9),
             _row(arm="other", num_speculative_tokens=4, al_tokens=2.5, method="draft_model")]
-    run = Run(None, {"rows": rows})
+    run = Run(None, {"rows": [r.to_dict() for r in rows]})
     assert speculation_profile(run, rows[1])["accept_length_by_k"] == {"2": 1.8, "3": 1.9}
 
 
