@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from speedbench.executors.kinds import executor_of_run
+from speedbench.report.fit import print_table
 from speedbench.results.run import open_run_dir
 from speedbench.scenario import validate_data
 
@@ -42,7 +43,7 @@ def run(args) -> int:
     for j in jobs:
         state = f"[bold red]{j.state} (died)[/]" if j.died else j.state
         table.add_row(j.arm, j.job_id, state, j.node, f"{j.points_done}/{j.points_total}", j.reason)
-    console.print(table)
+    print_table(console, table)
     g = executor.gather(rd)
     if g:
         console.print(f"gather: job {g[0]} {g[1]}")
