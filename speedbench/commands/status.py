@@ -1,4 +1,4 @@
-"""``speedbench status RUN``: each arm's job, its state and point progress."""
+"""``speedbench status RUN``: each arm's point progress, and a submitted run's jobs."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from speedbench.scenario import validate_data
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "status", help="show the jobs of a run submitted to a cluster, and their point progress",
-        description="For each arm of a submitted run: its latest job id, the scheduler's state, the node, "
-        "and how many of its points are finished. Exit 0 when no job died; 1 when a job ended without "
-        "finishing its points (resume with `speedbench run --resume RUN`).",
+        "status", help="show each arm's point progress (and a submitted run's jobs)",
+        description="For each arm: how many of its points are finished (from points.json); for a run "
+        "submitted to a cluster also its latest job id, the scheduler's state and the node. A local run "
+        "shows 'local' for a job. Exit 0 when no arm stopped short; 1 when one ended without finishing "
+        "its points (resume with `speedbench run --resume RUN`).",
     )
     p.add_argument("run", help="run folder")
     p.add_argument("--json", action="store_true", help="print the same as JSON: {run, jobs: [...], gather}")
@@ -49,7 +50,8 @@ def run(args) -> int:
         console.print(f"gather: job {g[0]} {g[1]}")
     died = [j for j in jobs if j.died]
     if died:
-        console.print(f"[red]{len(died)} jobs died[/red] ({', '.join(j.arm for j in died)}); "
-                      f"resume with: speedbench run --resume {rd.path}")
+        console.print(f"[red]{len(died)} arms ended without finishing their points[/red] "
+                      f"({', '.join(j.arm for j in died)}); resume with: speedbench run --resume {rd.path}",
+                      soft_wrap=True)  # a command to paste: never wrapped
         return 1
     return 0
