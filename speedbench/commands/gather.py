@@ -50,7 +50,7 @@ def run(args) -> int:
         console.print(f"[red]{len(unfinished)} points unfinished or failed[/red]: "
                       + escape(", ".join(k.label for k in unfinished[:8])) + (" ..." if len(unfinished) > 8 else ""))
         console.print(f"  `speedbench status {rd.path}` shows the jobs; `speedbench run --resume {rd.path}` "
-                      "submits the unfinished arms again")
+                      "submits the unfinished arms again", soft_wrap=True)  # commands to paste: never wrapped
     if sc.gates:
         run = load_run(rd.path)
         gates = load_gates(run)
