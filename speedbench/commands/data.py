@@ -11,6 +11,7 @@ from rich.table import Table
 
 from speedbench.errors import UsageError
 from speedbench.records import Prompt
+from speedbench.report.fit import print_table
 from speedbench.scenario import WorkloadSpec
 from speedbench.workload import filter_prompts, is_placeholder, read_source, tag
 from speedbench.workload.chat import load_tokenizer
@@ -92,14 +93,14 @@ def run_inspect(args) -> int:
     console.print(f"[bold]{what}[/bold]: {len(rows)} rows, {n_multi} multi-turn, {n_ph} placeholders", soft_wrap=True)
     for note in notes:
         console.print(f"[yellow]warning:[/yellow] {note}")
-    console.print(_group_table("category", rows, lambda p: p.category or "(none)"))
+    print_table(console, _group_table("category", rows, lambda p: p.category or "(none)"))
     if any(tag(p, "entropy_tier") for p in rows):
-        console.print(_group_table("entropy tier", rows, lambda p: tag(p, "entropy_tier") or "(none)"))
+        print_table(console, _group_table("entropy tier", rows, lambda p: tag(p, "entropy_tier") or "(none)"))
     real = [p for p in rows if not is_placeholder(p)]
     if real:
-        console.print(_length_table(real, tokenizer))
+        print_table(console, _length_table(real, tokenizer))
     if n_ph:
-        console.print(_placeholder_table(rows))
+        print_table(console, _placeholder_table(rows))
         console.print(
             f"[red]{n_ph} of {len(rows)} rows are placeholders[/red]: a run refuses them. Prepare the "
             "full data from the original sources (docs/workloads.md, 'Placeholders')."

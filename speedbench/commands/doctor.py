@@ -40,11 +40,14 @@ def run(args) -> int:
     sc = load_scenario(args.scenario, args.overrides)
     checks = run_checks(sc, output=Path(args.output), output_need=output_bytes(build_plan(sc)))
     console = Console()
-    console.print(f"speedbench doctor: scenario '{sc.name}' ({args.scenario})", markup=False, highlight=False)
-    print_checks(checks, console)
     code = exit_code(checks, strict=args.strict)
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("ok", "warn", "fail")}
+    tally = (f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail"
+             f"{' (--strict: warnings fail)' if args.strict else ''}")
     verdict = "ready" if code == 0 else "not ready"
-    console.print(f"{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail"
-                  f"{' (--strict: warnings fail)' if args.strict else ''} -> {verdict}", markup=False, highlight=False)
+    # the verdict first (a log is read from the top), and again under the table (and from the bottom)
+    console.print(f"speedbench doctor: scenario '{sc.name}' ({args.scenario}): {verdict} ({tally})",
+                  markup=False, highlight=False, soft_wrap=True)
+    print_checks(checks, console)
+    console.print(f"{tally} -> {verdict}", markup=False, highlight=False)
     return code

@@ -11,6 +11,7 @@ from rich.console import Console
 from speedbench.commands import warn_damaged
 from speedbench.engine import engine_for_saved
 from speedbench.errors import UsageError
+from speedbench.report.fit import print_table
 from speedbench.results import load_run
 from speedbench.results.category_matrix import category_order, checkpoints, export_matrix, rich_table
 from speedbench.results.exports import export_run
@@ -79,7 +80,7 @@ def run(args) -> int:
 def _matrix(runs, out, concurrency: int | None, variant: str) -> int:
     written = export_matrix(runs, out, concurrency, variant)
     cps = checkpoints(runs, concurrency, variant)
-    Console().print(rich_table(cps, category_order(cps)))
+    print_table(Console(), rich_table(cps, category_order(cps)))
     for p in written:
         print(p)
     return 0

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from speedbench.report.fit import print_table
+from speedbench.report.headlines import arm_headlines
 from speedbench.report.gate import (
     evaluate_gates,
     exit_code,
@@ -69,6 +71,13 @@ def run(args) -> int:
     results = evaluate_gates(current, gates, baseline, history)
 
     console = Console(highlight=False)
+    code = exit_code(results)
+    n_fail = sum(r.status == "fail" for r in results)
+    verdict = ("[bold red]gate FAILED[/]" if code else "[bold green]gates passed[/]",
+               f"({len(results)} checks, {n_fail} failed, {sum(r.status == 'skip' for r in results)} skipped)")
+    console.print(*verdict)  # the verdict first, each arm's headline, the gates; the verdict again last
+    for line in arm_headlines(current, results):
+        console.print(line, markup=False, soft_wrap=True)
     table = Table(title=f"gates for {escape(current.scenario_name)} {escape(current.run_id)}", title_justify="left")
     for col in ("result", "metric", "rule", "where", "value", "details"):
         table.add_column(col, overflow="fold")
@@ -77,11 +86,8 @@ def run(args) -> int:
         value = "–" if r.value != r.value else f"{r.value:.4g}"
         table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.metric, escape(r.bounds), escape(r.where),
                       value, escape(r.message))
-    console.print(table)
-    code = exit_code(results)
-    n_fail = sum(r.status == "fail" for r in results)
-    console.print("[bold red]gate FAILED[/]" if code else "[bold green]gates passed[/]",
-                  f"({len(results)} checks, {n_fail} failed, {sum(r.status == 'skip' for r in results)} skipped)")
+    print_table(console, table)
+    console.print(*verdict)
 
     if args.junit:
         atomic_write(Path(args.junit), junit_xml(results, current, time.monotonic() - t0))

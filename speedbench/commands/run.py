@@ -88,7 +88,8 @@ def _print_arm(sc: Scenario, ap: ArmPlan, console: Console) -> None:
         console.print("  measurement flags (added by speedbench; server.measurement_flags: false drops them): "
                       + shell_line(extra, ap.launch.measurement_env), highlight=False, soft_wrap=True)
     if env:
-        console.print("  environment: " + " ".join(f"{k}={v}" for k, v in env.items()), highlight=False)
+        console.print("  environment: " + " ".join(f"{k}={v}" for k, v in env.items()), highlight=False,
+                      soft_wrap=True)  # pasted with the command: never wrapped
     if ap.launch.gpus is not None:
         console.print(f"  GPUs: {ap.launch.gpus}")
 

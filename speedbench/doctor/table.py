@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from speedbench.doctor.base import Check
+from speedbench.report.fit import print_table
 
 _STYLE = MappingProxyType({"ok": "green", "warn": "yellow", "fail": "bold red"})
 
@@ -19,7 +20,7 @@ def print_checks(checks: list[Check], console: Console) -> None:
     table.add_column("check", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("detail", overflow="fold")
-    table.add_column("fix", overflow="fold")
+    table.add_column("fix", no_wrap=True)  # a command to paste: never wrapped (report/fit.py folds the table)
     groups: dict[str | None, list[Check]] = {}
     for c in checks:
         groups.setdefault(c.arm, []).append(c)
@@ -34,4 +35,4 @@ def print_checks(checks: list[Check], console: Console) -> None:
             # Text, not markup: details quote YAML lists such as [python, -m, ...].
             table.add_row(("  " if arm is not None else "") + c.name, Text(c.status, style=_STYLE[c.status]),
                           Text(c.detail), Text(c.fix))
-    console.print(table)
+    print_table(console, table)

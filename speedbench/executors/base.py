@@ -8,10 +8,10 @@ Either way the run ends in run/finish.py (summary, reports, gates, MLflow).
 
 :class:`Executor` is what every executor does: plan, submit, resume, and run a follow-up
 step once runs have ended (the nightly matrix's promotion and dashboard). An executor
-whose arms run as scheduler jobs is also a :class:`JobExecutor`: it has jobs to show
-(``speedbench status``) and to cancel. A Kubernetes executor would be one more JobExecutor
-beside executors/slurm/ (one Job per arm and a gather Job) and one more entry in
-executors/kinds.py.
+whose arms run as scheduler jobs is also a :class:`JobExecutor`: it has a gather job and
+jobs to cancel; every executor shows each arm's progress (``speedbench status``). A
+Kubernetes executor would be one more JobExecutor beside executors/slurm/ (one Job per arm
+and a gather Job) and one more entry in executors/kinds.py.
 
 Scheduler words (PENDING, RUNNING, ...) belong to each executor's own modules; here a job
 is only active (queued or running) or not.
@@ -81,7 +81,8 @@ class Step:
 
 class Executor(ABC):
     """Where the arms of a run execute. ``speedbench run`` calls plan (``--dry-run``),
-    submit or resume; ``speedbench submit`` (a matrix) submit, follow_up and plan_follow_up."""
+    submit or resume; ``speedbench submit`` (a matrix) submit, follow_up and plan_follow_up;
+    ``speedbench status`` status."""
 
     kind: ClassVar[str]
 
@@ -107,13 +108,14 @@ class Executor(ABC):
     def plan_follow_up(self, step: Step, console: Console) -> None:
         """Print what ``follow_up`` would start (``--dry-run``)."""
 
-
-class JobExecutor(Executor):
-    """An executor whose arms run as scheduler jobs: ``speedbench status`` and ``cancel``."""
-
     @abstractmethod
     def status(self, run_dir: Any, sc: Scenario) -> list[ArmJob]:
-        """Each arm's latest job, its state and point progress."""
+        """Each arm's point progress (``speedbench status``), with its latest job and that
+        job's state where arms run as jobs ("local" where they ran in one process)."""
+
+
+class JobExecutor(Executor):
+    """An executor whose arms run as scheduler jobs: a gather job, and jobs to cancel."""
 
     @abstractmethod
     def gather(self, run_dir: Any) -> tuple[str, str] | None:

@@ -28,7 +28,7 @@ def executor_of_run(run_dir: RunDir) -> Executor:
 
 def jobs_of_run(run_dir: RunDir, what: str) -> JobExecutor:
     """The run folder's executor, when its arms ran as jobs; else exit 2 saying there are
-    no jobs ``what`` ("to show", "to cancel")."""
+    no jobs ``what`` ("to cancel")."""
     executor = executor_of_run(run_dir)
     if not isinstance(executor, JobExecutor):
         raise UsageError(f"{run_dir.path} ran here, not as cluster jobs: it has no jobs {what}")

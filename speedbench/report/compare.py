@@ -22,6 +22,7 @@ from rich.table import Table
 from speedbench.metrics.cells import al_of
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.report import significance
+from speedbench.report.fit import print_table
 from speedbench.report import tables
 from speedbench.results import Run
 from speedbench.errors import UsageError, did_you_mean
@@ -254,7 +255,7 @@ def print_comparison(cmp: Comparison, console) -> None:
             t.add_column(escape(h), justify="left" if i == 0 else "right")
         for i, row in enumerate(sec.rows):
             t.add_row(*[escape(str(c)) for c in row], style="bold yellow" if i in sec.significant_rows else None)
-        console.print(t)
+        print_table(console, t)
         if sec.note:
             console.print(f"[dim]{escape(sec.note)}; highlighted rows differ significantly (95%)[/dim]")
     for n in cmp.notes:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 import math
 import shlex
 from typing import Any
@@ -307,6 +308,7 @@ def _sep_diff(s: Separation) -> str:
     return _f(100 * p.rel_diff, 1, "%") if p else ""
 
 
+_MD_HTML = re.compile(r"<|&(?=#?\w+;)")
 INTRO = (
     "EAGLE drafts lose acceptance as speculation gets deeper and contexts longer (attention drift). "
     "AL = 1 + accepted / drafts. Conditional acceptance at position i = accepted_at_pos[i] / "
@@ -317,9 +319,10 @@ INTRO = (
 
 
 def _md(s: str) -> str:
-    # quote=False keeps the JSON quotes of --speculative-config copy-pasteable; <, > and &
-    # are still neutralised, and pipes would split a table cell.
-    return html.escape(str(s), quote=False).replace("|", "\\|").replace("\n", " ")
+    # plain Markdown (report/markdown.py): "<" and an entity's "&" backslash-escaped, so no
+    # tag opens; quotes stay, keeping the JSON of --speculative-config copy-pasteable, and
+    # pipes would split a table cell.
+    return _MD_HTML.sub(r"\\\g<0>", str(s)).replace("|", "\\|").replace("\n", " ")
 
 
 def drift_section_md(run: Any) -> str:

@@ -1,12 +1,13 @@
 """report.md: the same content as report.html, minus the plots.
 
-Every string from a run (arm and model names, failure messages) is escaped for both
-Markdown and HTML: many Markdown renderers pass raw HTML through.
+Every string from a run (arm and model names, failure messages) is escaped for Markdown,
+with backslashes only: many Markdown renderers pass raw HTML through, so ``<`` and an
+``&`` that would start an entity are escaped too, but the file stays plain Markdown that
+reads as text (no ``&#x27;`` or ``&gt;``).
 """
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections.abc import Sequence
@@ -21,14 +22,15 @@ from speedbench.report import tables
 from speedbench.results import Run
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<]|&(?=#?\w+;))")
 
 
 def md(s: Any) -> str:
-    """Escape one inline Markdown string: punctuation that forms links, code or table
-    cells is backslash-escaped, HTML is entity-escaped, newlines become spaces."""
+    """Escape one inline Markdown string: punctuation that forms links, code, table cells,
+    HTML tags or entities is backslash-escaped (CommonMark shows it as itself); newlines
+    become spaces."""
     text = " ".join(_CONTROL.sub("?", str(s)).split())
-    return html.escape(_MD_SPECIAL.sub(r"\\\1", text), quote=True)
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:

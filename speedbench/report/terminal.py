@@ -14,6 +14,8 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from speedbench.report import breakdowns, header, tables
+from speedbench.report.fit import print_table
+from speedbench.report.headlines import arm_headlines
 from speedbench.results import Run, RunDir, load_run
 
 
@@ -93,13 +95,15 @@ def print_report(run: Run, console: Console | None = None) -> None:
     if run.created_utc:
         head += f"  ({escape(run.created_utc)})"
     console.print(head)
+    for line in arm_headlines(run):  # the verdict first: each arm's speedup, then how to read it
+        console.print(escape(line), soft_wrap=True)
     for line in header.noise_lines(run):
         console.print(f"[bold]{escape(line)}[/bold]")
     speedup_tabs = tables.speedup_tables(run)
     for t in speedup_tabs:
-        console.print(speedup_table(t, run.baseline, console.width))
+        print_table(console, speedup_table(t, run.baseline, console.width))
     if not speedup_tabs:
-        console.print(_plain_table(run))
+        print_table(console, _plain_table(run))
     screen_heads, screen_rows = breakdowns.screening_table(run)
     if screen_rows:
         st = Table(title="screening (predicted speedups, not measured)", title_justify="left", header_style="bold")
@@ -107,7 +111,7 @@ def print_report(run: Run, console: Console | None = None) -> None:
             st.add_column(escape(h), justify="right")
         for row in screen_rows:
             st.add_row(*[escape(c) for c in row])
-        console.print(st)
+        print_table(console, st)
     for line in tables.measured_lines(run):
         console.print(f"[dim]{escape(line)}[/dim]")
     warnings = tables.run_warnings(run)

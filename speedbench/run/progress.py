@@ -93,5 +93,5 @@ class ConsoleProgress(ConsoleFinish):
     def interrupted(self, path: Path) -> None:
         self.console.print(
             f"[yellow]interrupted[/yellow]: partial results and summary written. Resume with:\n"
-            f"  speedbench run --resume {path}"
+            f"  speedbench run --resume {path}", soft_wrap=True  # a command to paste: never wrapped
         )

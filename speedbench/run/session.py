@@ -11,15 +11,15 @@ it measured and ``--resume`` continues from the finished points.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import yaml
 from speedbench.doctor import exit_code, run_checks
 from speedbench.engine.gpus import detect_gpus
-from speedbench.engine import Engine, engine_for
+from speedbench.engine import Engine
 from speedbench.errors import OutputError
 from speedbench.fixtures.assemble import ensure_tiny
-from speedbench.run.plan import build_plan
+from speedbench.run.plan import Plan, build_plan
 from speedbench.results import RunDir
 from speedbench.results.rundir import HOST_FILE
 from speedbench.results.files import free_space
@@ -59,13 +59,14 @@ def new_run(sc: Scenario, output_root: Path, *, overrides: list[str], skip_docto
     # a run folder or any server exists.
     check_tracking(sc)
     prepared = prepare(sc, progress)
-    if not skip_doctor and not _doctor_ok(sc, progress, output_root, prepared):
+    plan = build_plan(sc, inventory=_inventory(sc), n_prompts=prepared.n_prompts)
+    if not skip_doctor and not _doctor_ok(sc, progress, output_root, plan):
         return NewRun(EXIT_FAILED, None)
     run_dir = RunDir.create(output_root, sc.name)
     run_dir.write_scenario(resolved_dict(sc), overrides)
-    _record_host(run_dir, engine_for(sc))
+    _record_host(run_dir, plan.engine)
     progress.run_folder(run_dir.path)
-    return NewRun(_execute(sc, run_dir, progress, prepared, resume=False), run_dir.path)
+    return NewRun(_execute(plan, run_dir, progress, prepared, resume=False), run_dir.path)
 
 
 def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, progress: Progress,
@@ -84,9 +85,11 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, progress:
     if summarize:  # a cluster arm job does not log; its gather does, and checks there
         check_tracking(sc)
     prepared = prepare(sc, progress)
-    if not skip_doctor and not _doctor_ok(sc, progress, run_dir.path, prepared):
+    # in a cluster job the scheduler placed us: the server uses the devices it was given
+    plan = build_plan(sc, inventory=None if tag else _inventory(sc), n_prompts=prepared.n_prompts)
+    if not skip_doctor and not _doctor_ok(sc, progress, run_dir.path, plan):
         return EXIT_FAILED
-    _record_host(run_dir, engine_for(sc))
+    _record_host(run_dir, plan.engine)
     own_arms = [a.name for a in sc.arms] if arms else None
     # A finished round whose records were lost or damaged is measured again, and says so.
     for msg in reopen_damaged_rounds(run_dir, own_arms):
@@ -94,9 +97,7 @@ def resume_run(path: Path, *, overrides: list[str], skip_doctor: bool, progress:
     # A job prunes only its own arm's records: other jobs are measuring theirs right now.
     dropped = run_dir.prune_unfinished_records(arms=own_arms)
     progress.resuming(run_dir.path, len(run_dir.finished_points()), dropped, run_dir.superseded_path.name)
-    # In a cluster job the scheduler placed us: the server uses the devices it was given.
-    return _execute(sc, run_dir, progress, prepared, resume=True, summarize=summarize,
-                    inventory=None if tag else _inventory(sc))
+    return _execute(plan, run_dir, progress, prepared, resume=True, summarize=summarize)
 
 
 def _record_host(run_dir: RunDir, engine: Engine) -> None:
@@ -123,8 +124,9 @@ def prepare(sc: Scenario, progress: Progress) -> Prepared:
     return Prepared(workloads, tokenizer)
 
 
-def _doctor_ok(sc: Scenario, progress: Progress, output: Path, prepared: Prepared) -> bool:
-    checks = run_checks(sc, output=output, output_need=output_bytes(build_plan(sc, n_prompts=prepared.n_prompts)))
+def _doctor_ok(sc: Scenario, progress: Progress, output: Path, plan: Plan) -> bool:
+    """The doctor, handed the run's own plan (built once per run) for the folder's size."""
+    checks = run_checks(sc, output=output, output_need=output_bytes(plan))
     if exit_code(checks) == 0:
         warns = sum(1 for c in checks if c.status == "warn")
         progress.preflight_ok(len(checks), warns)
@@ -139,13 +141,9 @@ def _inventory(sc: Scenario) -> list[int] | None:
     return [g.index for g in detect_gpus()] or None
 
 
-_DETECT: Any = object()  # _execute's inventory: detect the GPUs here
-
-
-def _execute(sc: Scenario, run_dir: RunDir, progress: Progress, prepared: Prepared, *, resume: bool,
-             summarize: bool = True, inventory: Any = _DETECT) -> int:
-    plan = build_plan(sc, inventory=_inventory(sc) if inventory is _DETECT else inventory,
-                      n_prompts=prepared.n_prompts)
+def _execute(plan: Plan, run_dir: RunDir, progress: Progress, prepared: Prepared, *, resume: bool,
+             summarize: bool = True) -> int:
+    sc = plan.scenario
     done = run_dir.finished_rounds() if resume else set()
     with progress.live() as live:
         todo = plan.rounds_left(done)

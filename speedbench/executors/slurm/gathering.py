@@ -36,6 +36,6 @@ def gather_run(run_dir: RunDir, console: Console, *, junit: Path | None = None) 
         console.print(f"[red]{len(unfinished)} points unfinished or failed[/red]: "
                       + escape(", ".join(k.label for k in unfinished[:8])) + (" ..." if len(unfinished) > 8 else ""))
         console.print(f"  `speedbench status {run_dir.path}` shows the jobs; `speedbench run --resume {run_dir.path}` "
-                      "submits the unfinished arms again")
+                      "submits the unfinished arms again", soft_wrap=True)  # commands to paste: never wrapped
     console.print(f"gathered: {run_dir.path}", markup=False, soft_wrap=True)
     return code

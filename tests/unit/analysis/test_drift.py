@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -252,8 +253,10 @@ def evil_run() -> FakeRun:
 def test_sections_render_and_escape():
     run = evil_run()
     md, page = drift_section_md(run), drift_section_html(run)
+    assert EVIL not in page and "<script" not in page and "&lt;script&gt;" in page
+    # report.md is plain Markdown: "<" backslash-escaped, so no tag opens, and no entities
+    assert re.search(r"(?<!\\)<", md) is None and "\\<script>" in md and "&lt;" not in md
     for text in (md, page):
-        assert EVIL not in text and "<script" not in text and "&lt;script&gt;" in text
         assert "Optimal k per concurrency" in text and "EAGLE 3 vs EAGLE 3.1" in text
     assert "report.html" in md and "<svg" not in md
     assert page.count("<svg") >= 4 and page.startswith('<section class="drift">')

@@ -52,9 +52,19 @@ def test_status_json(tmp_path, capsys, monkeypatch):
     assert data["gather"] == {"job_id": "18", "state": "PENDING"}
 
 
-def test_status_of_a_local_run_says_it_has_no_jobs(tmp_path, capsys):
+def test_status_of_a_local_run_reads_its_points(tmp_path, capsys):
     from tests.helpers.runfactory import make_run
 
     run = make_run(tmp_path / "results")
-    assert main(["status", str(run.path)]) == 2
-    assert "ran here, not as cluster jobs" in capsys.readouterr().err
+    assert main(["status", str(run.path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["gather"] is None and len(data["jobs"]) >= 2
+    assert all(j["job_id"] == "local" and j["state"] == "finished" and j["points_done"] == j["points_total"] > 0
+               and not j["died"] for j in data["jobs"])
+    # one point's round gone from points.json: its arm stopped short, and the user is told to resume
+    points = json.loads(run.points_path.read_text())
+    lost = points.pop()
+    run.points_path.write_text(json.dumps(points))
+    assert main(["status", str(run.path)]) == 1
+    out = capsys.readouterr().out
+    assert f"resume with: speedbench run --resume {run.path}" in out and lost["arm"] in out

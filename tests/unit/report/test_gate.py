@@ -172,7 +172,7 @@ def test_junit_xml_validates_and_summaries(tmp_path, monkeypatch):
     assert any("ghost" in c["@name"] for c in cases)
     md = summary.read_text()
     assert md.startswith("## speedbench gate FAILED")
-    assert "ghost" in md and "&lt;&amp;&gt;" in md
+    assert "ghost" in md and "\\<&>" in md  # plain Markdown: "<" backslash-escaped, no entities
     assert step.read_text().startswith("earlier step\n## speedbench gate FAILED")
 
 
