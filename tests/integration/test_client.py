@@ -357,11 +357,16 @@ def test_headers_and_chunked_terminators_never_stand_for_a_token():
     recs = asyncio.run(go())
     for i, rec in enumerate(recs):
         assert rec.ok, rec.error_detail
+        # The bug stamped a token with bytes that came before it (headers, the previous
+        # response's terminator), so its stamp fell before the token was sent. Only that
+        # is asserted: how late after its emission a stamp falls is the scheduler's (a
+        # busy host once saw 126 ms for a 60 ms TTFT), not the client's.
         ttft_ms = (rec.chunk_ns[0] - rec.t_sent_ns) / 1e6
-        assert 55 < ttft_ms < 100, f"request {i}: TTFT {ttft_ms:.1f} ms"
-        # each token's stamp is after its own emission and close to it
-        for t_emit, t_seen in zip(script.emitted[3 * i:3 * i + 3], rec.chunk_ns):
-            assert 0 <= (t_seen - t_emit) / 1e6 < 5
+        assert ttft_ms > 50, f"request {i}: TTFT {ttft_ms:.1f} ms, before the server's 60 ms prefill"
+        emitted = script.emitted[3 * i:3 * i + 3]
+        assert len(rec.chunk_ns) == 3
+        for t_emit, t_seen in zip(emitted, rec.chunk_ns):
+            assert t_seen >= t_emit, f"request {i}: a token stamped {(t_emit - t_seen) / 1e6:.1f} ms before it was sent"
 
 
 def test_counted_but_truncated_drafts_show_in_the_overcount(srv):
