@@ -32,7 +32,10 @@ LOG_TAIL_LINES = 30
 LAUNCH_MARK = "=== speedbench: arm"  # the line each launch writes to the log first
 # Lines vLLM writes when its engine process is gone while the API server still runs.
 ENGINE_DEATH_MARKS = ("Fatal Python error:", "EngineDeadError", "died unexpectedly", "died with exit code")
-POLL_S = 1.0
+POLL_S = 1.0  # how often a loading server's last log line is reported
+# How often readiness is probed: a refused connection costs microseconds, and every
+# second between "startup complete" and the probe that sees it is a second per start.
+PROBE_S = 0.25
 # How often an automatically chosen port may be retried when another process grabbed it
 # between our probe and vLLM's bind (the probe socket must be closed before vLLM binds).
 PORT_ATTEMPTS = 3
@@ -262,7 +265,7 @@ class LocalServer:
             if name is not None and self._proc.poll() is None:
                 self._model_name = name
                 return name
-            time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(PROBE_S, max(0.0, deadline - time.monotonic())))
 
     def _retry_port(self, tail: str, attempts: int) -> bool:
         if self.spec.port is not None or attempts >= PORT_ATTEMPTS:
