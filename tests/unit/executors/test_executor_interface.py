@@ -96,10 +96,11 @@ def test_a_job_that_ended_early_died():
 
 
 def test_the_base_holds_only_what_every_executor_does():
-    """No Slurm-only member on the base, and the local executor raises nowhere: status and
-    cancel belong to JobExecutor, which the local one is not."""
-    assert set(Executor.__abstractmethods__) == {"plan", "submit", "resume", "follow_up", "plan_follow_up"}
-    assert set(JobExecutor.__abstractmethods__) - set(Executor.__abstractmethods__) == {"status", "gather", "cancel"}
+    """No Slurm-only member on the base, and the local executor raises nowhere: every
+    executor shows each arm's progress (status: a local run's from points.json); a gather job
+    and jobs to cancel belong to JobExecutor, which the local one is not."""
+    assert set(Executor.__abstractmethods__) == {"plan", "submit", "resume", "follow_up", "plan_follow_up", "status"}
+    assert set(JobExecutor.__abstractmethods__) - set(Executor.__abstractmethods__) == {"gather", "cancel"}
     assert not any(hasattr(Executor, m) for m in ("submit_jobs", "submit_after"))
     assert not issubclass(LocalExecutor, JobExecutor) and issubclass(SlurmExecutor, JobExecutor)
 
