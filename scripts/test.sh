@@ -64,7 +64,7 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
   shift
   echo "[test] $name tier"
   t0=$(date +%s.%N)
-  .venv/bin/python -m pytest "$@" || rc=$?
+  ${niced[@]+"${niced[@]}"} .venv/bin/python -m pytest "$@" || rc=$?
   # on a line of its own: triton's exit-time "nanobind: leaked ..." message ends without one
   awk -v n="$name" -v a="$t0" -v b="$(date +%s.%N)" -v rc="$rc" -v l="$(cut -d' ' -f1-3 /proc/loadavg)" \
     'BEGIN { printf "\n[test] %s tier: %.1f s wall (exit %d; load average 1/5/15 min: %s)\n", n, b - a, rc, l }'
@@ -109,6 +109,9 @@ tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" ${
 e2e=$!
 set +m
 echo "[test] end-to-end tier started in the background (process group $e2e); its output: $e2e_log"
+# The e2e tier is the critical path and mostly one core's work (vLLM's imports, one process
+# after another): the tiers beside it yield that core to it (nice 5), and take the rest.
+niced=(nice -n 5)
 echo "[test] lint: ruff and mypy"
 .venv/bin/ruff check .  # the files [tool.ruff] include names
 .venv/bin/mypy speedbench
