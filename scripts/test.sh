@@ -113,8 +113,8 @@ echo "[test] end-to-end tier started in the background (process group $e2e); its
 # after another): the tiers beside it yield that core to it (nice 5), and take the rest.
 niced=(nice -n 5)
 echo "[test] lint: ruff and mypy"
-.venv/bin/ruff check .  # the files [tool.ruff] include names
-.venv/bin/mypy speedbench
+"${niced[@]}" .venv/bin/ruff check .  # the files [tool.ruff] include names
+"${niced[@]}" .venv/bin/mypy speedbench
 tier unit tests/unit -q -n 2 "${slowest[@]}" ${args[@]+"${args[@]}"}
 tier integration tests/integration -q -n "${SPEEDBENCH_TEST_WORKERS:-4}" --dist loadfile "${slowest[@]}" \
   ${args[@]+"${args[@]}"}
