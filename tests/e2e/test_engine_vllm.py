@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from speedbench.engine import make_server
+from speedbench.engine import engine_for, make_server
 from speedbench.engine.vllm.command import launch_spec
 from speedbench.engine.local import _group_alive
 from speedbench.engine.vllm.provenance import collect_provenance
@@ -140,7 +140,8 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     builder.prepare([*wl.warmup, *wl.measured])
     rate, seed = 4.0, 0
     arrivals = arrival_offsets(len(wl.measured), rate, 1.0, seed)
-    cfg = ClientConfig(server.base_url, request_timeout_s=120, idle_timeout_s=30)
+    # the run hands the client its engine: vLLM's per-request figures come through it
+    cfg = ClientConfig(server.base_url, request_timeout_s=120, idle_timeout_s=30, stream=engine_for(scenario))
     res = asyncio.run(run_pass(Target(client=cfg, builder=builder),
                                PointJob(key=PointKey(ARM, 1000, "4rps"), prompts=wl.measured, warmup=wl.warmup,
                                         arrivals=arrivals), 0))
