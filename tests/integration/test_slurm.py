@@ -163,14 +163,19 @@ CLOCKED = ("arms",)  # each arm's server start and wall seconds, read off the cl
 # and their intervals) but these, which the fake server's scripted tokens fix, and these
 # non-floats that follow the timings (delivery bursts, clock agreement, timing warnings).
 EXACT_FLOATS = ("error_rate", "al_tokens", "al_requests", "al_prometheus", "draft_acceptance_rate")
-TIMED = ("n_burst", "tps_agree", "al_agree", "warnings")
+# Which clock heads a row, and over how many prompt pairs, follow the timings too: a busy
+# host turns requests into bursts, whose client-side TPS is undefined (a quiet fresh clone,
+# the real-vLLM tier beside it, once had one side's client figure null).
+TIMED = ("n_burst", "tps_agree", "al_agree", "warnings", "speedup_pairs", "speedup_headline_clock",
+         "speedup_headline_reason")
 
 
 def _measured(value):
-    """A clock reading as what it is (a number, or none), so that two runs compare equal."""
+    """A clock reading as a clock reading: a number, or none where the clock gave none (a
+    burst's TPS), so that two runs compare equal."""
     if isinstance(value, list):
         return [_measured(v) for v in value]
-    return "number" if isinstance(value, float) else value
+    return "clocked" if value is None or isinstance(value, float) else value
 
 
 def comparable(summary: dict) -> dict:
