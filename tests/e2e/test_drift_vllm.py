@@ -1,6 +1,6 @@
 """The drift study on real vLLM: a k-sweep of the self-draft arm at two context lengths.
 
-Trimmed from scenarios/cpu_drift.yaml with --arms/--set to three launches, which is
+Trimmed from scenarios/cpu_drift.yaml with --arms/--set to three launches and 3 prompts, which is
 enough to produce per-k, per-concurrency, per-context rows and the optimal-k table.
 """
 
@@ -30,7 +30,7 @@ def drift_run(vllm_slot, tmp_path_factory):
         [sys.executable, "-m", "speedbench.cli", "run", "scenarios/cpu_drift.yaml", "-o", str(out), "--skip-doctor",
          "--arms", "baseline,self-draft",
          "--set", "arms.self-draft.sweep.num_speculative_tokens=[1,3]",
-         "--set", "workload.num_prompts=6"],
+         "--set", "workload.num_prompts=3"],
         cwd=REPO, capture_output=True, text=True, timeout=1500, env={**os.environ, "COLUMNS": "160"},
     )
     print(proc.stdout[-5000:], proc.stderr[-3000:])
