@@ -136,10 +136,11 @@ class SummaryRow(Mapping[str, Any]):
         "the mean ratio over every ok request of each arm, when the sets differ", _OK, "speedup",
         uses=("per_user_tps", "the baseline's"))
     speedup_by_repeat: list[float] = _m("list of ratios", "", "speedup per repeat",
-        "the mean ratio within each repeat (a round of fresh server starts)", _PAIRS, "speedup",
+        "the mean ratio within each repeat (a round of fresh server starts), null for a round "
+        "with no pair (every request a burst)", _PAIRS, "speedup",
         uses=("per_user_tps", "repeat"))
     speedup_between_sd: Num = _m("ratio", "lower", "between-server spread",
-        "sample standard deviation of `speedup_by_repeat` (2 or more repeats)", _PAIRS, "speedup",
+        "sample standard deviation of `speedup_by_repeat` (2 or more rounds with a ratio)", _PAIRS, "speedup",
         uses=("speedup_by_repeat",))
     speedup_lag_bound: Num = _m("fraction", "lower", "client lag bound",
         "the most the client's event-loop lag can move the client-side speedup; the CI is widened by it",

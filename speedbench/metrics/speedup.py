@@ -70,11 +70,20 @@ def round_ratios(spec: pd.DataFrame, base: pd.DataFrame, prefix: str) -> list[fl
     """Each round's own speedup (ratio of mean TPS over the pairs of that round), in round
     order, from the TPS source of ``prefix``."""
     col = TPS_COLUMNS[prefix]
-    return _by_round(_pairs(spec, base, col), col)
+    return _by_round(_pairs(spec, base, col), col, _rounds(spec, base))
 
 
-def _by_round(pairs: pd.DataFrame, col: str) -> list[float]:
-    return [ratio(mean(g[f"{col}_s"]), mean(g[f"{col}_b"])) for _, g in pairs.groupby("repeat", sort=True)]
+def _rounds(spec: pd.DataFrame, base: pd.DataFrame) -> list[int]:
+    """The rounds either arm completed a request in, whatever their TPS."""
+    return sorted({int(r) for df in (spec, base) for r in df["repeat"]})
+
+
+def _by_round(pairs: pd.DataFrame, col: str, rounds: list[int]) -> list[float]:
+    """One ratio per round in ``rounds``, NaN where the round has no pair with a defined TPS
+    (on a busy host every request of a round can arrive as a burst): a round keeps its
+    place, so the list's length is the number of rounds run."""
+    by = {int(r): ratio(mean(g[f"{col}_s"]), mean(g[f"{col}_b"])) for r, g in pairs.groupby("repeat", sort=True)}
+    return [by.get(r, NAN) for r in rounds]
 
 
 def pooled_round_spread(by_point: Iterable[list[float]]) -> RoundSpread | None:
@@ -161,10 +170,11 @@ def _ratio_block(spec: pd.DataFrame, base: pd.DataFrame, prefix: str, spread: Ro
         out[f"{prefix}_pairs"] = len(pairs)
         out[f"{prefix}_mean"] = ratio(mean(s_tps), mean(b_tps))
         out[f"{prefix}_median"] = ratio(pct(s_tps, 50), pct(b_tps, 50))
-        by = _by_round(pairs, col)
+        by = _by_round(pairs, col, _rounds(spec, base))
         out[f"{prefix}_by_repeat"] = by
-        if len(by) >= 2:
-            out[f"{prefix}_between_sd"] = float(np.std(by, ddof=1))
+        measured = [v for v in by if np.isfinite(v)]
+        if len(measured) >= 2:
+            out[f"{prefix}_between_sd"] = float(np.std(measured, ddof=1))
     else:
         lo, hi = unpaired_ratio_ci(a[col].to_numpy(), b[col].to_numpy(), level=level)
     if prefix == "speedup":  # the client's lag moves the client's clock only

@@ -14,7 +14,7 @@ CKPTS = {"c1": "0", "c2": "2", "c3": "1", "c4": "2/1"}  # accepted drafts per st
 
 def test_a_screening_matrix_starts_one_server_per_checkpoint_then_runs_the_promoted_in_full(tmp_path):
     prompts = write_prompts(tmp_path / "p.jsonl", [f"q{i}" for i in range(8)])
-    sc = scenario("scr", prompts, server=fake_local(**{"t-step": "0.002", "output-tokens": "16"}),
+    sc = scenario("scr", prompts, server=fake_local(**{"t-step": "0.02", "output-tokens": "16"}),
                   arms=[{"name": "base"}, {"name": "eagle3", "speculative_config": SPEC}], concurrency=[1, 4],
                   load={"mode": "screen", "screen_concurrency": 8})
     write_yaml(tmp_path / "s.yaml", sc)

@@ -56,6 +56,20 @@ def test_round_ratios_are_each_rounds_own_speedup():
     assert round_ratios(spec, base, "speedup_engine") == pytest.approx([1.5, 1.2])
 
 
+def test_a_round_of_bursts_keeps_its_place_and_leaves_the_spread_to_the_others():
+    """On a busy host every request of a round can arrive in one read: no client-side TPS
+    in that round. It stays in the list (as NaN), so the list still counts the rounds
+    run, and the spread comes from the rounds that have a ratio."""
+    spec, base = _point([1.5, 1.2, 1.3])
+    spec.loc[spec["repeat"] == 1, "per_user_tps"] = np.nan
+    by = round_ratios(spec, base, "speedup")
+    assert len(by) == 3 and math.isnan(by[1])
+    assert by[0] == pytest.approx(1.5) and by[2] == pytest.approx(1.3)
+    out = speedup(spec, base)
+    assert len(out["speedup_by_repeat"]) == 3
+    assert out["speedup_between_sd"] == pytest.approx(np.std([1.5, 1.3], ddof=1), rel=1e-6)
+
+
 def test_a_pooled_spread_replaces_a_points_accidentally_tight_one():
     """Three rounds that happen to agree closely: on their own they give a narrow interval;
     with the spread the arm pair showed at its other points, the interval widens to it."""
