@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
+import time
 
 import pytest
 from tests.helpers.fakes import VLLM, fake_server
@@ -122,17 +123,21 @@ def test_http_500_keeps_status_and_body(srv):
 
 
 def test_stall_is_idle_timeout(srv):
-    rec = _send(srv.base_url, _body({"fault": "stall", "at": 2, "stall_s": 3}), idle_timeout_s=0.3)
+    # a 1 s idle limit against a 5 s stall: the tokens before the stall arrive well inside
+    # it however busy the host, and the cut comes long before the stall ends
+    rec = _send(srv.base_url, _body({"fault": "stall", "at": 2, "stall_s": 5}), idle_timeout_s=1.0)
     assert rec.error == "idle_timeout"
     assert len(rec.chunk_ns) == 2
-    assert 0.25 < (rec.t_end_ns - rec.chunk_ns[-1]) / 1e9 < 2
+    assert 0.95 < (rec.t_end_ns - rec.chunk_ns[-1]) / 1e9 < 4.5
 
 
 def test_whole_request_deadline_is_timeout(srv):
-    rec = _send(srv.base_url, _body({"t_step_s": 0.05, "output_tokens": 40}), request_timeout_s=0.3)
+    # a 1 s deadline on a 4 s answer: "timeout" and fewer than 40 tokens show the cut (an
+    # upper bound on the wall time would measure the host, not the client)
+    rec = _send(srv.base_url, _body({"t_step_s": 0.1, "output_tokens": 40}), request_timeout_s=1.0)
     assert rec.error == "timeout"
-    assert 0.28 < (rec.t_end_ns - rec.t_sent_ns) / 1e9 < 1.5
-    assert 0 < len(rec.chunk_ns) < 40
+    assert 0.95 < (rec.t_end_ns - rec.t_sent_ns) / 1e9
+    assert len(rec.chunk_ns) < 40
 
 
 def test_malformed_event_keeps_raw_fragment(srv):
@@ -184,7 +189,9 @@ def test_cancellation_records_and_reraises(srv):
         async with make_session(cfg, 1) as s:
             body = _body({"t_step_s": 0.05, "output_tokens": 50})
             task = asyncio.create_task(stream_request(s, cfg, CHAT, body, rec))
-            await asyncio.sleep(0.2)
+            deadline = time.monotonic() + 30
+            while not rec.chunk_ns and time.monotonic() < deadline:  # cancel mid-stream
+                await asyncio.sleep(0.01)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

