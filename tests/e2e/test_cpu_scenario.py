@@ -19,17 +19,16 @@ import importlib.util
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from speedbench.metrics.noise_floor import noise_floor
 from tests.helpers.bounds import high
+from tests.helpers.sockets import tmp_sockets
 from speedbench.results.rundir import RunDir
 
 pytestmark = [
@@ -39,7 +38,6 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-PLANTEDvllmkey86420"
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 SPEC_ARMS = ("eagle3", "eagle3.1", "eagle3-untrained", "self-draft")
 TRAINED = ("eagle3", "eagle3.1")
 
@@ -56,12 +54,6 @@ def only_run(root: Path) -> Path:
     runs = sorted(p for p in (root / "cpu_tiny").iterdir() if p.is_dir())
     assert len(runs) == 1, runs
     return runs[0]
-
-
-def tmp_sockets() -> set[Path]:
-    """vLLM's IPC sockets (named by a uuid) directly in /tmp, where it leaves them unless told
-    otherwise; another program's sockets there are not counted."""
-    return {p for p in Path(tempfile.gettempdir()).iterdir() if p.is_socket() and UUID.fullmatch(p.name)}
 
 
 @pytest.fixture(scope="module")

@@ -136,7 +136,7 @@ def test_whole_request_deadline_is_timeout(srv):
     # upper bound on the wall time would measure the host, not the client)
     rec = _send(srv.base_url, _body({"t_step_s": 0.1, "output_tokens": 40}), request_timeout_s=1.0)
     assert rec.error == "timeout"
-    assert 0.95 < (rec.t_end_ns - rec.t_sent_ns) / 1e9
+    assert (rec.t_end_ns - rec.t_sent_ns) / 1e9 > 0.95
     assert len(rec.chunk_ns) < 40
 
 

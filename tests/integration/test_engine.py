@@ -9,12 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from tests.helpers.sockets import tmp_sockets
 
 from speedbench.engine import make_server
 from speedbench.engine.base import LaunchSpec
@@ -270,12 +270,6 @@ def test_stop_escalates_to_sigkill(fake, tmp_path):
     assert "ignoring SIGTERM" in (tmp_path / "l.txt").read_text()
 
 
-def _tmp_sockets() -> set[Path]:
-    """Unix sockets directly in /tmp, where vLLM leaves its IPC sockets by default (a
-    server's own folder is a subfolder, so sockets there are not counted)."""
-    return {p for p in Path(tempfile.gettempdir()).iterdir() if p.is_socket()}
-
-
 def _ipc_spec(fake: Path) -> LaunchSpec:
     spec = fake_spec(fake, "--ipc-socket")
     spec.scratch_env = ("VLLM_RPC_BASE_PATH",)  # as the vLLM engine's launch spec names it
@@ -283,14 +277,14 @@ def _ipc_spec(fake: Path) -> LaunchSpec:
 
 
 def test_a_servers_sockets_live_in_its_own_folder_and_go_with_it(fake, tmp_path):
-    before = _tmp_sockets()
+    before = tmp_sockets()
     with LocalServer(_ipc_spec(fake), tmp_path / "l.txt", ready_timeout_s=20, grace_s=2) as server:
         server.wait_ready()
         scratch = Path(server.scratch())
         inside = [p for p in scratch.iterdir() if p.is_socket()]
         assert len(inside) == 1 and len(str(inside[0])) <= 107  # a unix socket path's limit
     assert not scratch.exists()
-    assert _tmp_sockets() - before == set()
+    assert tmp_sockets() - before == set()
     assert launch_spec(validate_data({"name": "t", "server": {"model": "m"}, "arms": [{"name": "a"}]}),
                        ArmSpec(name="a")).scratch_env == ("VLLM_RPC_BASE_PATH",)
 
