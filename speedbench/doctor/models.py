@@ -1,5 +1,5 @@
-"""Checkpoints: where the target and drafts are (local path or Hugging Face cache), which
-EAGLE version a draft is, how the target is quantized, disk space and the HF token.
+"""The target checkpoint: where it is (engine/checkpoints.py), how it is quantized, disk
+space and the HF token. The drafts' checks are the engine's (engine/vllm/drafts.py).
 
 Nothing is downloaded: a model that is not local is reported as "will be downloaded".
 """
@@ -7,111 +7,14 @@ Nothing is downloaded: a model that is not local is reported as "will be downloa
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from speedbench.doctor.base import Check, Context
-from speedbench.engine.vllm.support import is_supported, support
-from speedbench.engine.vllm.provenance import V31_FLAGS, draft_info
+from speedbench.engine.checkpoints import cache_root, hf_home, is_local_ref, locate, read_json
 
-NO_DRAFT_METHODS = ("ngram", "suffix")
 TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 GIB = 1024**3
-
-
-def hf_cache_root(env: Mapping[str, str], docker_cache: str | None = None) -> Path:
-    """The hub cache vLLM will use: the docker mount, HF_HUB_CACHE, HF_HOME/hub or the default."""
-    home = env.get("HOME") or str(Path.home())
-
-    def expand(p: str) -> Path:
-        return Path(home + p[1:]) if p.startswith("~") else Path(p)
-
-    if docker_cache:
-        return expand(docker_cache) / "hub"
-    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if env.get(var):
-            return expand(env[var])
-    if env.get("HF_HOME"):
-        return expand(env["HF_HOME"]) / "hub"
-    base = expand(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else expand("~/.cache")
-    return base / "huggingface" / "hub"
-
-
-def hf_home(env: Mapping[str, str]) -> Path:
-    return hf_cache_root({k: v for k, v in env.items() if k not in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")}).parent
-
-
-def is_local_ref(ref: str) -> bool:
-    # Hub ids are "name" or "org/name"; a leading ./ ~ / or a second slash means a path.
-    return ref.startswith(("/", ".", "~")) or ref.count("/") > 1 or Path(ref).exists()
-
-
-def hf_snapshot(cache_root: Path, repo_id: str) -> Path | None:
-    """The cached snapshot folder holding ``config.json`` (refs/main first, else the newest)."""
-    repo = cache_root / ("models--" + repo_id.replace("/", "--"))
-    ref = repo / "refs" / "main"
-    if ref.is_file():
-        snap = repo / "snapshots" / ref.read_text().strip()
-        if (snap / "config.json").is_file():
-            return snap
-    snaps = [p.parent for p in (repo / "snapshots").glob("*/config.json")]
-    return max(snaps, key=lambda p: p.stat().st_mtime) if snaps else None
-
-
-@dataclass
-class Located:
-    ref: str
-    local: bool  # a filesystem path, not a hub id
-    folder: Path | None  # the folder holding config.json, when it is here
-    in_fixtures: bool  # under the scenario's fixtures folder (built on first run)
-
-    @property
-    def available(self) -> bool:
-        return self.folder is not None
-
-
-def locate(ctx: Context, ref: str) -> Located:
-    fixtures = ctx.scenario.fixtures
-    if is_local_ref(ref):
-        p = Path(ref).expanduser()
-        in_fix = bool(fixtures) and _under(p, Path(fixtures or ""))
-        return Located(ref, True, p if (p / "config.json").is_file() else None, in_fix)
-    return Located(ref, False, hf_snapshot(cache_root(ctx), ref), False)
-
-
-def _under(p: Path, parent: Path) -> bool:
-    try:
-        p.resolve().relative_to(parent.resolve())
-        return True
-    except ValueError:
-        return False
-
-
-def cache_root(ctx: Context) -> Path:
-    sc = ctx.scenario
-    docker_cache = sc.server.docker.cache_dir if sc.server.launcher == "docker" else None
-    return hf_cache_root(ctx.facts.env, docker_cache)
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def draft_eagle(folder: Path, method: str) -> tuple[str, list[str], dict[str, Any]]:
-    """(EAGLE version "3.1" / "3" / "", the 3.1 flags set, config.json) of a local draft.
-
-    Delegates to provenance so that doctor and the recorded results always agree on
-    which EAGLE version a draft is.
-    """
-    info = draft_info(str(folder), method)
-    flags = [f for f in V31_FLAGS if info.get(f)]
-    return info["eagle_version"], flags, read_json(folder / "config.json") or {}
 
 
 def nvfp4_from_config(config: Mapping[str, Any], hf_quant: Mapping[str, Any] | None) -> tuple[bool, str]:
@@ -125,86 +28,6 @@ def nvfp4_from_config(config: Mapping[str, Any], hf_quant: Mapping[str, Any] | N
     if method == "modelopt_fp4" or algo.upper() in ("NVFP4", "W4A16_NVFP4") or "nvfp4" in text:
         return True, said or "nvfp4 in quantization_config"
     return False, said or "not quantized"
-
-
-# ---- checks ------------------------------------------------------------------------------
-
-
-def check_drafts(ctx: Context) -> list[Check]:
-    """One row per speculative arm; also records each draft's EAGLE version in ``ctx``."""
-    out = []
-    for arm in ctx.arms:
-        spec = arm.speculative_config
-        if spec is None:
-            continue
-        method = spec.method
-        model = spec.model
-        if method in NO_DRAFT_METHODS or not model:
-            ctx.draft_versions[arm.name] = ""
-            out.append(Check("draft", "ok", f"method {method}: no draft checkpoint to check", "", arm.name))
-            continue
-        out.append(_draft(ctx, arm.name, method, str(model)))
-    _record_requirements(ctx)
-    return out
-
-
-def _draft(ctx: Context, arm: str, method: str, model: str) -> Check:
-    loc = locate(ctx, model)
-    if loc.folder is None:  # not available
-        ctx.draft_versions[arm] = "?" if method == "eagle3" else ""
-        if loc.in_fixtures:
-            return Check("draft", "ok",
-                         f"{model} is built with the fixtures on first run; its EAGLE version is read then", "", arm)
-        if loc.local:
-            return Check("draft", "fail", f"{model}: no config.json there",
-                         "check the path (relative paths start at the working directory)", arm)
-        hint = " (the name says 3.1)" if re.search(r"eagle-?3[._-]?1", model.lower()) else ""
-        return Check("draft", "warn",
-                     f"{model} is not in the HF cache ({cache_root(ctx)}): it will be downloaded at launch; "
-                     f"cannot verify the EAGLE version now{hint}",
-                     f"pre-fetch it to check: hf download {model} --include config.json", arm)
-    version, flags, config = draft_eagle(loc.folder, method)
-    ctx.draft_versions[arm] = version
-    where = str(loc.folder) if loc.local else f"HF cache {loc.folder}"
-    archs = ", ".join(config.get("architectures") or []) or "no architectures"
-    if method == "eagle3" and version == "3" and "3.1" in arm + model:
-        return Check("draft", "warn",
-                     f"{model} ({archs}) has none of {', '.join(V31_FLAGS)}: it is EAGLE 3, though the arm or path "
-                     "says 3.1",
-                     "point the arm at the EAGLE 3.1 checkpoint, or rename the arm", arm)
-    if version == "3.1":
-        ok = is_supported(ctx.engine.usable_version, "eagle3.1")
-        said = f"EAGLE 3.1 ({', '.join(flags)} true) at {where}"
-        if ok is False:
-            return Check("draft", "fail",
-                         f"{said}; {ctx.engine.origin} would ignore these flags and run it as EAGLE 3. "
-                         f"{support('eagle3.1').reason}",
-                         "use vLLM >= 0.32 (table in speedbench/engine/vllm/support.py)", arm)
-        if ok is None:
-            return Check("draft", "warn",
-                         f"{said}; could not verify that the vLLM that will run ({ctx.engine.origin}) honours them",
-                         "use vLLM >= 0.32", arm)
-        return Check("draft", "ok", f"{said}; honoured by vLLM {ctx.engine.version}", "", arm)
-    if version == "3":
-        return Check("draft", "ok", f"EAGLE 3 ({archs}; no 3.1 flags) at {where}", "", arm)
-    return Check("draft", "ok", f"{method} draft ({archs}) at {where}", "", arm)
-
-
-def _record_requirements(ctx: Context) -> None:
-    for arm, version in ctx.draft_versions.items():
-        if version == "3.1":
-            ctx.required.append(("eagle3.1", f"arm {arm}'s draft is EAGLE 3.1", True))
-    unknown = [a for a, v in ctx.draft_versions.items() if v == "?"]
-    if unknown and not any(f == "eagle3.1" for f, _, _ in ctx.required):
-        ctx.required.append(("eagle3.1",
-                             f"in case the draft of arm {', '.join(unknown)} is EAGLE 3.1, which cannot be read yet",
-                             False))
-    per_request = [a.name for a in ctx.arms if "--per-request-spec-decode-metrics" in ctx.argv[a.name]]
-    if per_request:
-        ctx.required.append(("per-request-spec-decode-metrics", f"set for {', '.join(per_request)}", True))
-    timing = [a.name for a in ctx.arms if "--enable-per-request-metrics" in ctx.argv[a.name]]
-    if timing:
-        ctx.required.append(("enable-per-request-metrics", f"set for {', '.join(timing)}", True))
 
 
 def check_model(ctx: Context) -> list[Check]:

@@ -125,6 +125,11 @@ class Engine(Protocol):
 
     # -- the doctor (doctor/__init__.py runs these among its own)
     doctor_checks: tuple[tuple[str, CheckFn], ...]  # (name, check) in table order
+    draft_checks: CheckFn  # one row per speculative arm; records what each draft needs in the Context
+
+    def gpus_per_server(self, argv: list[str], env: Mapping[str, str]) -> int:
+        """GPUs one server started with ``argv`` and ``env`` spans (0 when it runs on the CPU)."""
+        ...
 
     def installed(self, sc: Scenario, facts: Facts) -> Installed:
         """Which build of the engine the scenario will run, as far as can be told."""

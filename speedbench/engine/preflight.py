@@ -74,6 +74,7 @@ class Context:
     engine: Installed
     arms: list[ArmSpec]  # the arms speedbench launches (external endpoints excluded)
     argv: dict[str, list[str]]  # arm name -> launch argv (without --host/--port)
+    gpus_needed: dict[str, int] = field(default_factory=dict)  # arm name -> GPUs its server spans
     draft_versions: dict[str, str] = field(default_factory=dict)  # "3.1", "3", "?" or ""
     required: list[tuple[str, str, bool]] = field(default_factory=list)  # (feature, why, certain)
     output: Path | None = None  # the results root the run writes under (None: not checked)

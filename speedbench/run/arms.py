@@ -165,7 +165,8 @@ def _end_round(ctx: RunContext, ap: ArmPlan, server: Server, repeat: int, start_
             ctx.servers.remove(server)
     if ap.launched and ctx.output_error is None:
         try:
-            ctx.run_dir.mark_arm_round(ap.arm.name, repeat, start_s=start_s, wall_s=wall_s, gpus=arm_gpus(ap))
+            ctx.run_dir.mark_arm_round(ap.arm.name, repeat, start_s=start_s, wall_s=wall_s,
+                                       gpus=arm_gpus(ap, ctx.plan.engine))
         except OutputError as e:
             ctx.output_failed(e)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from speedbench.engine.base import Engine
 from speedbench.metrics.keys import E2E_S_MEAN
-from speedbench.doctor.base import parallel_size
 from speedbench.run.plan import ArmPlan, Plan
 
 # Defaults when no earlier run is known: a large model's server start (weights, compile,
@@ -86,15 +86,12 @@ class ArmCost:
         return self.wall_s / 3600 * self.gpus
 
 
-def arm_gpus(ap: ArmPlan) -> int:
-    """GPUs an arm's server holds: its placed GPU set, else tensor x pipeline x data
-    parallel sizes from its argv when it will run on GPUs, else 0."""
+def arm_gpus(ap: ArmPlan, engine: Engine) -> int:
+    """GPUs an arm's server holds: its placed GPU set, else what the engine reads from its
+    launch (tensor x pipeline x data parallel for vLLM; 0 on the CPU), 0 for an endpoint."""
     if ap.launch.gpus is not None:
         return len(ap.launch.gpus)
-    if not ap.launched or "cpu" in " ".join(ap.launch.argv).lower() or ap.launch.env.get("VLLM_CPU_KVCACHE_SPACE"):
-        return 0
-    tp, pp, dp = parallel_size(ap.launch.argv)
-    return tp * pp * dp
+    return engine.gpus_per_server(ap.launch.argv, ap.launch.env) if ap.launched else 0
 
 
 def last_run(output_root: Path, scenario: str) -> dict[str, Any] | None:
@@ -212,7 +209,7 @@ def estimate(plan: Plan, output_root: Path | None = None) -> list[ArmCost]:
         start, start_basis = measured.start_s(name) if ap.launched else (0.0, "")
         basis = _basis(past, any(a == name for a, _ in e2e), start_basis)
         out.append(ArmCost(name, plan.rounds if ap.launched else 0, start, measure * plan.rounds,
-                           arm_gpus(ap), basis))
+                           arm_gpus(ap, plan.engine), basis))
     return out
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from speedbench.client.scrape import SpecCounters, by_position, fold_series, parse_prometheus, scrape, series_key
 from speedbench.engine.base import CheckFn, LaunchSpec
-from speedbench.engine.preflight import Facts, Installed
+from speedbench.engine.preflight import Check, Context, Facts, Installed
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.scenario import ArmSpec, Scenario
 
@@ -36,6 +36,12 @@ class FakeEngine:
     speculative_flag = "--speculative-config"
     doctor_checks: tuple[tuple[str, CheckFn], ...] = ()
 
+    @staticmethod
+    def draft_checks(ctx: Context) -> list[Check]:
+        """The fake's drafts are names, not checkpoints: one row per speculative arm says so."""
+        return [Check("draft", "ok", f"the fake serves draft {a.speculative_config.model!r} by name", "", a.name)
+                for a in ctx.arms if a.speculative_config is not None]
+
     def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
         argv = [*FAKE_CLI, "--model", sc.server.model or "fake-model"]
         for key, value in {**sc.server.args, **arm.args}.items():
@@ -50,6 +56,9 @@ class FakeEngine:
 
     def hardware(self) -> dict[str, Any]:
         return {"summary": "the fake server's host"}
+
+    def gpus_per_server(self, argv: list[str], env: Mapping[str, str]) -> int:
+        return 0  # the fake runs on the CPU
 
     def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
         spec = (obj.get("metrics") or {}).get("speculative_decoding")

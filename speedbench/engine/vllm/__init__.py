@@ -5,6 +5,7 @@
 - prometheus.py  its Prometheus counter names, one scrape -> spec-decode totals
 - provenance.py  vLLM version, argv, env (redacted), draft config + EAGLE version, hardware
 - checks.py      the doctor's vLLM checks (build, features, server args)
+- drafts.py      the doctor's draft checks (EAGLE version from config.json, what it needs)
 - support.py     what each vLLM release supports; the installed vLLM's backend / parser names
 """
 
@@ -18,7 +19,7 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.client.scrape import scrape as scrape_metrics
 from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Facts, Installed
-from speedbench.engine.vllm import checks, command, payload, prometheus, provenance
+from speedbench.engine.vllm import checks, command, drafts, payload, prometheus, provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
 
@@ -31,6 +32,7 @@ class VllmEngine:
     speculative_flag: str = "--" + command.SPECULATIVE_CONFIG
     doctor_checks: tuple[tuple[str, CheckFn], ...] = (("vllm", checks.check_vllm),
                                                       ("server args", checks.check_server_args))
+    draft_checks: CheckFn = staticmethod(drafts.check_drafts)  # type: ignore[assignment]
 
     def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
         return command.launch_spec(sc, arm, gpus)
@@ -41,6 +43,9 @@ class VllmEngine:
 
     def hardware(self) -> dict[str, Any]:
         return provenance.hardware()
+
+    def gpus_per_server(self, argv: list[str], env: Mapping[str, str]) -> int:
+        return command.gpus_per_server(argv, env)
 
     def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
         payload.read_usage(obj, usage, rec)

@@ -8,9 +8,10 @@ exactly what would run.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from speedbench.engine.base import LaunchSpec
+from speedbench.engine.base import LaunchSpec, argv_value
 from speedbench.scenario import ArmSpec, Scenario, ServerSpec
 
 def args_to_argv(args: dict[str, Any]) -> list[str]:
@@ -33,6 +34,23 @@ def args_to_argv(args: dict[str, Any]) -> list[str]:
         else:
             argv += [flag, str(value)]
     return argv
+
+
+def gpus_per_server(argv: list[str], env: Mapping[str, str]) -> int:
+    """tensor x pipeline x data parallel sizes as vLLM reads them from ``argv`` (1 each by
+    default); 0 for the CPU build (a "cpu" in the command, or vLLM's CPU KV-cache variable)."""
+    if "cpu" in " ".join(argv).lower() or env.get("VLLM_CPU_KVCACHE_SPACE"):
+        return 0
+
+    def num(*flags: str) -> int:
+        v = argv_value(argv, *flags)
+        try:
+            return max(1, int(v)) if isinstance(v, str) else 1
+        except ValueError:
+            return 1
+
+    return (num("--tensor-parallel-size", "-tp") * num("--pipeline-parallel-size", "-pp")
+            * num("--data-parallel-size", "-dp"))
 
 
 # The flag that takes an arm's speculative config, as compact JSON (args_to_argv).

@@ -16,7 +16,7 @@ from rich.console import Console
 from speedbench.cli import main
 from speedbench.doctor.table import print_checks
 from speedbench.doctor import Check, Host, exit_code, run_checks
-from speedbench.doctor.models import hf_cache_root
+from speedbench.engine.checkpoints import hf_cache_root
 from speedbench.engine.vllm.support import SUPPORT_TABLE, image_version, parse_version, read_registry
 from speedbench.engine.vllm.command import vllm_argv
 from speedbench.engine.gpus import (

@@ -1,6 +1,6 @@
-"""vLLM's wire names live in engine/ only: its Prometheus metric names (``vllm:``) and its
-request field (``return_token_ids``) appear nowhere in speedbench outside engine/ and the
-fake server that copies vLLM (testing/). Everything else reaches them through the run's
+"""vLLM's names live in engine/ only: its Prometheus metric names (``vllm:``), its request
+field (``return_token_ids``), its parallelism and measurement flags and its CPU build's variables appear nowhere
+in speedbench outside engine/ and the fake server that copies vLLM (testing/). Everything else reaches them through the run's
 Engine (engine/base.py), so a second engine is one new folder."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "speedbench"
 ALLOWED = (PACKAGE / "engine", PACKAGE / "testing")
-NAMES = ("vllm:", "return_token_ids")
+NAMES = ("vllm:", "return_token_ids", "--tensor-parallel-size", "--per-request-",
+         "VLLM_CPU_", "V31_FLAGS")
 
 
 def test_no_vllm_wire_name_outside_engine_and_the_fake():
