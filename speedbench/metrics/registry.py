@@ -59,7 +59,8 @@ _ALL = "all measured requests"
 _SPEC = "ok measured requests of a speculative arm"
 _PAIRS = "pairs both arms completed"
 
-# Descriptions that both ends of an interval share
+# One description for both ends of an interval: metrics/doc_tables.py gives neighbouring keys
+# declared alike one row in docs/metrics.md
 _SPEEDUP_CI = (
     "95% percentile-bootstrap interval of the mean ratio (low and high end); 2000 resamples, seed 0 (the same records "
     "always give the same interval). Two-level when the point has several repeats (rounds of fresh server starts): "
@@ -149,7 +150,6 @@ class SummaryRow(Mapping[str, Any]):
     speedup_median: Num = _m("ratio", "higher", "speedup (median)",
         "`median(arm) / median(baseline)` over the same pairs", _PAIRS, "speedup",
         uses=("per_user_tps", "the baseline's"))
-    # the two ends of an interval share one description, so docs/metrics.md gives them one row
     speedup_ci_low: Num = _m("ratio", "", "speedup CI low", _SPEEDUP_CI, _PAIRS, "speedup",
         uses=("per_user_tps", "the baseline's", "stopping"))
     speedup_ci_high: Num = _m("ratio", "", "speedup CI high", _SPEEDUP_CI, _PAIRS, "speedup",
@@ -338,7 +338,8 @@ _FIELDS = frozenset(ROW_KEYS)
 # Top-level summary.json keys that measure something (the others are identity and set-up).
 SUMMARY_METRICS: tuple[Metric, ...] = (
     _decl("noise_floor", "list", "", "noise floor",
-        "one entry per concurrency (or rate point) of the A/A arm: `{concurrency, variant, speedup, ci_low, ci_high, "
+        "one entry per concurrency (or rate point) of the A/A arm, its speedup over the baseline on both clocks: "
+        "`{concurrency, variant, speedup, ci_low, ci_high, "
         "speedup_engine, engine_ci_low, engine_ci_high, level, contains_one}`; `level`: each interval's level "
         "(`1 − 0.05 / k` for k points: simultaneous over the points, Bonferroni); `contains_one`: every defined "
         "interval of the entry (both clocks) holds 1.0; `[]` without `aa_check`", "the A/A arm's records",
@@ -357,7 +358,8 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
     _decl("screening", "list", "", "screening",
         "per speculative arm of a screening run: `{arm, concurrency, variant, n_ok, al_tokens, al_requests, "
         "al_prometheus, draft_acceptance_rate, per_position_joint, per_position_conditional, predicted: "
-        "[{concurrency, speedup, ci_low, ci_high}], calibration, promoted}`; `[]` otherwise",
+        "[{concurrency, speedup, ci_low, ci_high}], calibration, promoted}` (`predicted`: the speedup and interval at "
+        "each of the scenario's concurrency levels from the arm's calibration); `[]` otherwise",
         "the arm's screening rows", "screening"),
     _decl("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run, best AL first",
         "the screening block", "screening"),
