@@ -11,9 +11,10 @@ what it is aggregated over and what it uses. From these declarations come:
   the chosen percentiles every key of a row (``row_keys``),
 - the gate's metrics, their row column and direction (``GATES``; ``GateSpec.metric``),
 - report labels (``label``), and
-- the tables in docs/metrics.md (a test fails when they disagree).
+- the tables of keys in docs/metrics.md, one per ``section`` (metrics/doc_tables.py renders
+  them: ``python -m speedbench.metrics.doc_tables --write``).
 
-Adding a metric is one field here plus its formula in metrics/formulas.py. Pure data:
+Adding a metric is one field here plus its formula in metrics/formulas.py, then that command. Pure data:
 this module imports nothing from speedbench but the records' PointKey.
 """
 
@@ -34,7 +35,7 @@ class Metric:
     label: str  # short header in reports
     formula: str  # how it is computed (markdown)
     aggregation: str = ""  # what it is taken over
-    section: str = "point"  # docs table: identity, point, speedup, acceptance
+    section: str = "point"  # its table in docs/metrics.md (metrics/doc_tables.py); identity keys have none
     uses: tuple[str, ...] = ()  # the request columns, inputs or other row keys it is computed from
 
 
@@ -58,6 +59,18 @@ _ALL = "all measured requests"
 _SPEC = "ok measured requests of a speculative arm"
 _PAIRS = "pairs both arms completed"
 
+# One description for both ends of an interval: metrics/doc_tables.py gives neighbouring keys
+# declared alike one row in docs/metrics.md
+_SPEEDUP_CI = (
+    "95% percentile-bootstrap interval of the mean ratio (low and high end); 2000 resamples, seed 0 (the same records "
+    "always give the same interval). Two-level when the point has several repeats (rounds of fresh server starts): "
+    "resample repeats, then pairs within each drawn repeat, with the `sqrt(R/(R-1))` small-sample correction (see "
+    "\"Run-to-run noise\"). Then widened by the client's own timing error (`speedup_lag_bound`)")
+_ENGINE_CI = "95% interval of `speedup_engine_mean` (low and high end), by the same two-level bootstrap"
+_HEADLINE_CI = ("that clock's stored interval (low and high end), unchanged: every renderer and export shows this one "
+                "interval for the point")
+_PREDICTED_CI = "95% interval of the curve there (low and high end)"
+
 Num = float | None  # a number; None where summary.json stored NaN as null
 
 
@@ -79,9 +92,13 @@ class SummaryRow(Mapping[str, Any]):
         "speculative_config.num_speculative_tokens", section="identity")
     eagle_version: str = _m("", "", "EAGLE", "\"3\", \"3.1\" or \"\" (from the draft's config)", section="identity")
     # status, counts, throughput, latency summary
-    status: str = _m("", "", "status", "`ok`, `partial` (some errors) or `failed`", _ALL,
+    status: str = _m("", "", "status",
+        "`ok`; `partial` (some errors); `failed` (no ok request, the server died, or the arm never started): the "
+        "worst of the record-derived status and `PointInfo.status`; `ArmInfo.status` counts only for points without "
+        "measured requests, so points an arm finished before it died keep their status", _ALL,
         uses=("error", "PointInfo.status", "ArmInfo.status"))
-    failure: str | None = _m("text", "", "failure", "the explicit failure message, else a count of error kinds", _ALL,
+    failure: str | None = _m("text", "", "failure",
+        "the explicit failure message, else a count of error kinds (`\"2 of 40 requests failed: timeout x2\"`)", _ALL,
         uses=("error", "PointInfo.failure", "ArmInfo.failure"))
     n_requests: int = _m("count", "", "requests", "measured requests (warmup excluded)", _ALL, uses=("error",))
     n_ok: int = _m("count", "", "ok", "measured requests without an error", _ALL, uses=("error",))
@@ -99,15 +116,21 @@ class SummaryRow(Mapping[str, Any]):
     per_user_e2e_tps_mean: Num = _m("tokens/s", "higher", "per-user E2E TPS", "mean of `per_user_e2e_tps`", _OK,
         uses=("per_user_e2e_tps",))
     per_user_tps_engine_mean: Num = _m("tokens/s", "higher", "per-user TPS (engine)",
-        "mean of `engine_tps` = `(n - 1) / generation_time_ms`, the engine's own per-request timing", _OK,
+        "mean of `engine_tps` = `(n - 1) / generation_time_ms`, from the engine's own per-request timing "
+        "(`--enable-per-request-metrics`); NaN without it. The second, independent source of per-user TPS (see "
+        "\"Engine-side TPS and bursts\" below).", _OK,
         uses=("engine_tps",))
     tps_agree: bool | None = _m("bool", "", "TPS agree",
-        "client and engine mean per-user TPS within 5% over the requests that have both", _OK,
+        "`abs(client - engine) ≤ 5% · engine`, the means of `per_user_tps` and `engine_tps` over the ok requests "
+        "that have both; None when either is missing. A false comes with a warning naming the likely cause.", _OK,
         uses=("per_user_tps", "engine_tps"))
     n_burst: int = _m("count", "lower", "bursts",
-        "ok requests whose tokens all arrived in one socket read, or in under half the engine's generation time "
-        "(client TPS undefined)", _OK, uses=("burst",))
-    output_tps: Num = _m("tokens/s", "higher", "output TPS", "`sum(n) / wall_s`, wall_s summed over repeats", _ALL,
+        "ok requests with at least 2 tokens that all arrived in one socket read, or (with engine timing) in a client "
+        "window under half the engine's generation time: their client-side TPS is undefined (the server batched its "
+        "output, or the client lagged). Never counted as a lost prompt.", _OK, uses=("burst",))
+    output_tps: Num = _m("tokens/s", "higher", "output TPS",
+        "`sum(n over all measured requests) / wall_s`; `wall_s` = first send → last end, summed over repeats (from "
+        "`PointInfo.wall_s`, else from the records). Errored streams' tokens count: the server produced them.", _ALL,
         uses=("n_out", "PointInfo.wall_s"))
     ttft_ms_mean: Num = _m("ms", "lower", "TTFT mean", "mean of `ttft_ms`", _OK, uses=("ttft_ms",))
     ttft_ms_median: Num = _m("ms", "lower", "TTFT median", "median of `ttft_ms`", _OK, uses=("ttft_ms",))
@@ -116,111 +139,148 @@ class SummaryRow(Mapping[str, Any]):
     tpot_ms_median: Num = _m("ms", "lower", "TPOT median", "median of `tpot_ms`", _OK, uses=("tpot_ms",))
     itl_chunk_ms_median: Num = _m("ms", "lower", "ITL per chunk median", "median of pooled inter-chunk gaps", _OK,
         uses=("chunk_ns",))
-    itl_token_ms_median: Num = _m("ms", "lower", "ITL per token median", "median of pooled per-token ITL", _OK,
-        uses=("chunk_ns", "chunk_tokens"))
+    itl_token_ms_median: Num = _m("ms", "lower", "ITL per token median",
+        "median of pooled per-token ITL (token-weighted)", _OK, uses=("chunk_ns", "chunk_tokens"))
     e2e_s_mean: Num = _m("s", "lower", "E2E mean", "mean of `e2e_s`", _OK, uses=("e2e_s",))
     # speedup against the baseline arm
-    speedup_mean: Num = _m("ratio", "higher", "speedup", "`mean(arm) / mean(baseline)` per-user TPS", _PAIRS, "speedup",
+    speedup_mean: Num = _m("ratio", "higher", "speedup",
+        "`mean(per_user_tps of arm) / mean(per_user_tps of baseline)` over the **pairs** both arms completed: the "
+        "same requests the CI describes", _PAIRS, "speedup",
         uses=("per_user_tps", "the baseline's"))
-    speedup_median: Num = _m("ratio", "higher", "speedup (median)", "`median(arm) / median(baseline)`", _PAIRS,
-        "speedup", uses=("per_user_tps", "the baseline's"))
-    speedup_ci_low: Num = _m("ratio", "", "speedup CI low",
-        "95% bootstrap interval of the mean ratio, low end: repeats, then prompts (two-level)", _PAIRS, "speedup",
+    speedup_median: Num = _m("ratio", "higher", "speedup (median)",
+        "`median(arm) / median(baseline)` over the same pairs", _PAIRS, "speedup",
+        uses=("per_user_tps", "the baseline's"))
+    speedup_ci_low: Num = _m("ratio", "", "speedup CI low", _SPEEDUP_CI, _PAIRS, "speedup",
         uses=("per_user_tps", "the baseline's", "stopping"))
-    speedup_ci_high: Num = _m("ratio", "", "speedup CI high",
-        "95% bootstrap interval of the mean ratio, high end: repeats, then prompts (two-level)", _PAIRS, "speedup",
+    speedup_ci_high: Num = _m("ratio", "", "speedup CI high", _SPEEDUP_CI, _PAIRS, "speedup",
         uses=("per_user_tps", "the baseline's", "stopping"))
-    speedup_pairs: int = _m("count", "", "pairs", "(prompt_index, turn, repeat) keys both arms completed", _PAIRS,
+    speedup_pairs: int = _m("count", "", "pairs",
+        "number of (prompt_index, turn, repeat) keys both arms completed. When ≥ 2 the bootstrap is **paired**: "
+        "resampling draws pairs, which takes per-prompt difficulty out of the interval. Otherwise (0) each arm is "
+        "resampled on its own and the point estimates use every ok request.", _PAIRS,
         "speedup", uses=("prompt_index", "turn", "repeat"))
     speedup_mean_all: Num = _m("ratio", "higher", "speedup (all requests)",
-        "the mean ratio over every ok request of each arm, when the sets differ", _OK, "speedup",
+        "the mean ratio over every ok request of each arm; reported only when one arm completed a request the other "
+        "did not (a prompt lost to a timeout in one arm), with a warning on the point. Bursts (undefined TPS) do not "
+        "count as lost. NaN when the sets are the same.", _OK, "speedup",
         uses=("per_user_tps", "the baseline's"))
     speedup_by_repeat: list[float] = _m("list of ratios", "", "speedup per repeat",
-        "the mean ratio within each repeat (a round of fresh server starts), null for a round "
-        "with no pair (every request a burst)", _PAIRS, "speedup",
-        uses=("per_user_tps", "repeat"))
+        "the mean ratio within each repeat, in repeat order: one value per round of server starts, null for a round "
+        "with no pair with a defined TPS (on a busy host every request of a round can arrive in one read)", _PAIRS,
+        "speedup", uses=("per_user_tps", "repeat"))
     speedup_between_sd: Num = _m("ratio", "lower", "between-server spread",
-        "sample standard deviation of `speedup_by_repeat` (2 or more rounds with a ratio)", _PAIRS, "speedup",
+        "sample standard deviation (ddof 1) of the non-null `speedup_by_repeat`; NaN with fewer than 2. The "
+        "between-server spread on its own.", _PAIRS, "speedup",
         uses=("speedup_by_repeat",))
     speedup_lag_bound: Num = _m("fraction", "lower", "client lag bound",
-        "the most the client's event-loop lag can move the client-side speedup; the CI is widened by it",
-        _PAIRS, "speedup", uses=("loop_lag_ns",))
+        "the most the client's event-loop lag can have moved the client-side speedup, relative, either way: "
+        "`max(1 − f_low, f_high − 1)` of \"The client's own timing error\" below; the interval above is widened by "
+        "it. `null` (NaN) when no record carries its lag (runs written before it existed), `null` (inf) when a lag "
+        "was as long as a decode window", _PAIRS, "speedup", uses=("loop_lag_ns",))
     speedup_engine_mean: Num = _m("ratio", "higher", "speedup (engine)",
-        "`mean(arm) / mean(baseline)` of `engine_tps`; bursts count", "pairs with engine timing", "speedup",
+        "`speedup_mean` computed from `engine_tps` instead of `per_user_tps`, over the pairs that have engine timing "
+        "on both sides (bursts count here)", "pairs with engine timing", "speedup",
         uses=("engine_tps", "the baseline's"))
-    speedup_engine_ci_low: Num = _m("ratio", "", "speedup (engine) CI low",
-        "95% two-level bootstrap interval of the engine-side ratio, low end", "pairs with engine timing", "speedup",
-        uses=("engine_tps", "the baseline's", "stopping"))
-    speedup_engine_ci_high: Num = _m("ratio", "", "speedup (engine) CI high",
-        "95% two-level bootstrap interval of the engine-side ratio, high end", "pairs with engine timing", "speedup",
-        uses=("engine_tps", "the baseline's", "stopping"))
+    speedup_engine_ci_low: Num = _m("ratio", "", "speedup (engine) CI low", _ENGINE_CI, "pairs with engine timing",
+        "speedup", uses=("engine_tps", "the baseline's", "stopping"))
+    speedup_engine_ci_high: Num = _m("ratio", "", "speedup (engine) CI high", _ENGINE_CI, "pairs with engine timing",
+        "speedup", uses=("engine_tps", "the baseline's", "stopping"))
     speedup_headline_clock: str = _m("text", "", "headline clock",
-        "`engine` where the client-side interval is unbounded (a missing or infinite end, a low end of 0) or "
-        "the loop-lag bound widened it past the engine's, or there is no client-side speedup; else `client`",
-        "the point", "speedup", uses=("speedup_ci_low", "speedup_engine_ci_low", "speedup_lag_bound"))
-    speedup_headline_reason: str = _m("text", "", "headline reason", "why that clock leads, in words", "the point",
+        "which clock the headline speedup is read from: `engine` where the client-side interval is unbounded (a "
+        "missing or infinite end, or a low end of 0), where the loop-lag bound (`speedup_lag_bound` > 0) widened it "
+        "past the engine's, or where there is no client-side speedup; `client` otherwise; empty on the baseline's "
+        "rows. Chosen when the row is built (metrics/headline.py); derived on read for run folders written before it "
+        "existed", "the point", "speedup", uses=("speedup_ci_low", "speedup_engine_ci_low", "speedup_lag_bound"))
+    speedup_headline_reason: str = _m("text", "", "headline reason",
+        "why that clock leads, in words (reports print it beside the figure)", "the point",
         "speedup", uses=("speedup_headline_clock",))
     speedup_headline_mean: Num = _m("ratio", "higher", "speedup (headline)",
-        "`speedup_mean` or `speedup_engine_mean`, by `speedup_headline_clock`: what reports, stars, comparisons "
-        "and the `speedup` gate read", "that clock's pairs", "speedup", uses=("speedup_headline_clock",))
-    speedup_headline_ci_low: Num = _m("ratio", "", "speedup (headline) CI low", "that clock's interval, low end",
-        "that clock's pairs", "speedup", uses=("speedup_headline_clock",))
-    speedup_headline_ci_high: Num = _m("ratio", "", "speedup (headline) CI high", "that clock's interval, high end",
-        "that clock's pairs", "speedup", uses=("speedup_headline_clock",))
-    proxy_speedup: Num = _m("ratio", "higher", "proxy speedup", "SPEED-Bench proxy `t_ar · AL / t_sd`", _OK, "speedup",
-        uses=("decode_s", "spec_steps", "al_tokens"))
+        "`speedup_mean` or `speedup_engine_mean`, by `speedup_headline_clock`: the figure every report table, the "
+        "dashboard's ★, `compare` and the `speedup` gate read", "that clock's pairs", "speedup",
+        uses=("speedup_headline_clock",))
+    speedup_headline_ci_low: Num = _m("ratio", "", "speedup (headline) CI low", _HEADLINE_CI, "that clock's pairs",
+        "speedup", uses=("speedup_headline_clock",))
+    speedup_headline_ci_high: Num = _m("ratio", "", "speedup (headline) CI high", _HEADLINE_CI, "that clock's pairs",
+        "speedup", uses=("speedup_headline_clock",))
+    proxy_speedup: Num = _m("ratio", "higher", "proxy speedup",
+        "SPEED-Bench proxy `S = t_ar · AL / t_sd`: `t_ar` = baseline time per decode step = `Σ decode_s / Σ (n - 1)` "
+        "over baseline requests (step-weighted mean TPOT); `t_sd` = speculative time per verify step = "
+        "`Σ decode_s / Σ num_spec_steps` over the arm's requests; `AL` = `al_tokens`. Bursts count on neither side "
+        "(their client window is the delivery, not the decoding); null when either side has none left. Needs "
+        "per-request spec metrics. When every step of both arms takes a fixed time, S equals the true speedup.", _OK,
+        "speedup", uses=("decode_s", "spec_steps", "al_tokens"))
     speedup_predicted: Num = _m("ratio", "higher", "speedup (predicted)",
-        "the matching calibration's curve at this concurrency, at `al_tokens`", "the calibration file", "speedup",
+        "the matching calibration's curve at the row's concurrency, at the row's `al_tokens`; NaN without a "
+        "calibration (or a curve at that level)", "the calibration file", "prediction",
         uses=("al_tokens", "calibration"))
-    speedup_predicted_ci_low: Num = _m("ratio", "", "speedup (predicted) CI low",
-        "95% interval of the calibrated curve at that AL, low end", "the calibration file", "speedup",
-        uses=("al_tokens", "calibration"))
-    speedup_predicted_ci_high: Num = _m("ratio", "", "speedup (predicted) CI high",
-        "95% interval of the calibrated curve at that AL, high end", "the calibration file", "speedup",
-        uses=("al_tokens", "calibration"))
+    speedup_predicted_ci_low: Num = _m("ratio", "", "speedup (predicted) CI low", _PREDICTED_CI,
+        "the calibration file", "prediction", uses=("al_tokens", "calibration"))
+    speedup_predicted_ci_high: Num = _m("ratio", "", "speedup (predicted) CI high", _PREDICTED_CI,
+        "the calibration file", "prediction", uses=("al_tokens", "calibration"))
     # acceptance
-    al_tokens: Num = _m("tokens/step", "higher", "AL (pooled over steps)", "`1 + Σ accepted / Σ num_spec_steps`", _SPEC,
+    al_tokens: Num = _m("tokens/step", "higher", "AL (pooled over steps)",
+        "AL **pooled over steps** = `1 + Σ accepted / Σ num_spec_steps` over ok requests (per-request counters)", _SPEC,
         "acceptance", uses=("spec_accepted", "spec_steps"))
-    al_requests: Num = _m("tokens/step", "higher", "AL (mean over requests)", "`mean(1 + accepted / num_spec_steps)`",
-        _SPEC,
-        "acceptance", uses=("spec_accepted", "spec_steps"))
-    al_prometheus: Num = _m("tokens/step", "higher", "AL (Prometheus, pooled over steps)", "`1 + Δaccepted / Δdrafts`",
-        "counter deltas",
+    al_requests: Num = _m("tokens/step", "higher", "AL (mean over requests)",
+        "AL **mean over requests** = `mean(1 + accepted / num_spec_steps)`; short requests weigh as much as long "
+        "ones. SPEED-Bench's published per-category AL, so `reference.acceptance_length` is compared with this one.",
+        _SPEC, "acceptance", uses=("spec_accepted", "spec_steps"))
+    al_prometheus: Num = _m("tokens/step", "higher", "AL (Prometheus, pooled over steps)",
+        "`1 + Δaccepted / Δdrafts` from `vllm:spec_decode_num_accepted_tokens_total` and "
+        "`vllm:spec_decode_num_drafts_total`", "counter deltas",
         "acceptance", uses=("Prometheus deltas",))
-    al_agree: bool | None = _m("bool", "", "AL agree", "`al_tokens` within 1% of `al_prometheus`", "", "acceptance",
+    al_agree: bool | None = _m("bool", "", "AL agree",
+        "`abs(al_tokens - al_prometheus) ≤ 1% · al_prometheus`; None when either is missing. A false here means the "
+        "counters saw traffic the records did not (warmup inside the scrape window, errored requests, another "
+        "client) or a server bug.", "", "acceptance",
         uses=("al_tokens", "al_prometheus"))
     draft_acceptance_rate: Num = _m("fraction", "higher", "draft acceptance",
-        "`Σ accepted / Σ num_draft_tokens`", _SPEC,
-        "acceptance", uses=("spec_accepted", "spec_drafts"))
+        "`Σ accepted / Σ num_draft_tokens` (per-request; Prometheus `Δaccepted / Δdraft_tokens` when no per-request "
+        "data)", _SPEC, "acceptance", uses=("spec_accepted", "spec_drafts"))
     acceptance_histogram: list[int] = _m("list of counts", "", "acceptance histogram",
-        "`h[j]` = verify steps that accepted exactly `j` drafts", _SPEC, "acceptance", uses=("spec",))
+        "summed per-request histograms: `h[j]` = verify steps that accepted exactly `j` drafts", _SPEC, "acceptance",
+        uses=("spec",))
     per_position_joint: list[float] = _m("list of fractions", "higher", "per-position (joint)",
-        "`accepted_at_pos[i] / drafts`",
-        _SPEC, "acceptance", uses=("Prometheus deltas",))
+        "`accepted_at_pos[i] / drafts`: P(at least i+1 drafts accepted). vLLM's per-position counter is this joint "
+        "rate.", _SPEC, "acceptance", uses=("Prometheus deltas",))
     per_position_conditional: list[float] = _m("list of fractions", "higher", "per-position (conditional)",
-        "`accepted_at_pos[i] / accepted_at_pos[i-1]`", _SPEC, "acceptance", uses=("Prometheus deltas",))
+        "`accepted_at_pos[i] / accepted_at_pos[i-1]` (`i = 0`: `/ drafts`): P(draft i accepted given drafts < i "
+        "were)", _SPEC, "acceptance", uses=("Prometheus deltas",))
     n_spec_malformed: int = _m("count", "lower", "malformed spec metrics",
-        "ok requests whose per-request spec metrics were unusable", _OK, "acceptance", uses=("spec_malformed",))
+        "ok requests whose per-request spec metrics were present but unusable (`spec_error`); they count for timing, "
+        "not for `al_tokens` / `al_requests`", _OK, "acceptance", uses=("spec_malformed",))
     spec_overcount_share: Num = _m("fraction", "", "spec overcount share",
-        "share of spec requests whose counters imply more tokens than were output", _SPEC, "acceptance",
+        "share of spec requests where `1 + num_spec_steps + accepted` (the tokens the counters imply: the prefill "
+        "token, then 1 + accepted per step) exceeds the output tokens. EOS or `max_tokens` cut a step inside its "
+        "accepted drafts, and vLLM still counted them as accepted: AL from counters (`al_tokens`, `al_prometheus`) "
+        "is then higher than the tokens delivered per step; the warning gives both. The other way round is no error "
+        "and is not counted: decode steps that drafted nothing (n-gram lookup without a match) deliver a token but "
+        "are no spec step.", _SPEC, "acceptance",
         uses=("spec", "n_out"))
     spec_overcount_gt_k_share: Num = _m("fraction", "lower", "spec overcount > k share",
-        "share where that disagreement exceeds k", _SPEC, "acceptance", uses=("spec", "n_out"))
+        "share where the disagreement exceeds k, more than one cut step can explain (a server or parser bug)", _SPEC,
+        "acceptance", uses=("spec", "n_out"))
     # the client itself, and notes
     loop_lag_ms_max: Num = _m("ms", "lower", "loop lag max",
-        "worst overshoot of a 10 ms sleep on the client's event loop (max over repeats)", "the point",
+        "worst overshoot of a 10 ms sleep on the client's event loop during the point (max over repeats). Large "
+        "values mean the client, not the server, delayed timestamps.", "the point",
         uses=("PointInfo.loop_lag_ms_max",))
     # load (rate mode) and goodput
-    request_rate: Num = _m("req/s", "", "request rate", "rate of the point's arrival schedule; null in closed loop",
-        "the point", uses=("PointInfo.request_rate",))
-    burstiness: Num = _m("", "", "burstiness", "gamma shape of the arrival gaps (1 = Poisson); null in closed loop",
-        "the point", uses=("PointInfo.burstiness",))
-    goodput: Num = _m("req/s", "higher", "goodput", "ok requests meeting every SLO of `slo:` / `wall_s`", _OK,
+    request_rate: Num = _m("req/s", "", "request rate",
+        "the rate of the point's arrival schedule; `null` in closed loop", "the point", "rate",
+        uses=("PointInfo.request_rate",))
+    burstiness: Num = _m("", "", "burstiness", "the gamma shape of its gaps (1 = Poisson); `null` in closed loop",
+        "the point", "rate", uses=("PointInfo.burstiness",))
+    goodput: Num = _m("req/s", "higher", "goodput",
+        "ok requests that meet every SLO in the scenario's `slo:` / `wall_s`; NaN without SLOs. A request meets "
+        "`ttft_ms` when `ttft_ms ≤ SLO` (no token: never), `tpot_ms` when `tpot_ms ≤ SLO` (fewer than 2 tokens: "
+        "TPOT 0, as vLLM), `e2el_ms` when `e2e_s × 1000 ≤ SLO`. Defined in both modes.", _OK, "rate",
         uses=("ttft_ms", "tpot_ms", "e2e_s", "slo"))
-    goodput_share: Num = _m("fraction", "higher", "within SLO", "those requests / `n_requests`", _ALL,
+    goodput_share: Num = _m("fraction", "higher", "within SLO", "those requests / `n_requests`", _ALL, "rate",
         uses=("ttft_ms", "tpot_ms", "e2e_s", "slo"))
     warnings: list[str] = _m("list of text", "", "warnings",
-        "what the point's figures need said next to them", "the point",
+        "what the point's figures need said next to them: counter resets, malformed spec metrics, truncated drafts, "
+        "arms that completed different prompts", "the point",
         "acceptance", uses=("Prometheus deltas", "spec", "speedup", "stopping"))
     # the latency block (`<family>_mean/_std/_p<P>` beyond the fields above), in row order;
     # in an old run folder's row, also any key no field declares any more
@@ -278,20 +338,31 @@ _FIELDS = frozenset(ROW_KEYS)
 # Top-level summary.json keys that measure something (the others are identity and set-up).
 SUMMARY_METRICS: tuple[Metric, ...] = (
     _decl("noise_floor", "list", "", "noise floor",
-        "the A/A arm's speedup over the baseline per point, with both sources' intervals, simultaneous over the "
-        "points (Bonferroni)", "the A/A arm's records",
-        "summary"),
+        "one entry per concurrency (or rate point) of the A/A arm, its speedup over the baseline on both clocks: "
+        "`{concurrency, variant, speedup, ci_low, ci_high, "
+        "speedup_engine, engine_ci_low, engine_ci_high, level, contains_one}`; `level`: each interval's level "
+        "(`1 − 0.05 / k` for k points: simultaneous over the points, Bonferroni); `contains_one`: every defined "
+        "interval of the entry (both clocks) holds 1.0; `[]` without `aa_check`", "the A/A arm's records",
+        "noise_floor"),
     _decl("stopping", "list", "", "sequential stopping",
-        "per stopped round of a point: why and after how many prompts it stopped, the speedup and AL with their "
-        "intervals at the look level", "each point's rounds", "summary"),
+        "one entry per stopped round of a point: `{arm, concurrency, variant, repeat, reason, prompts, look, n_looks, "
+        "level, speedup, ci_low, ci_high, speedup_engine, engine_ci_low, engine_ci_high, al, al_ci_low, al_ci_high, "
+        "lag_bound}`: why and after how many prompts it stopped, and the intervals at the look level as the run's "
+        "last look found them (points.json; recomputed from the records for run folders written before it kept "
+        "them); `[]` without `stop`", "each point's rounds", "stopping"),
     _decl("baseline_source", "object", "", "baseline source",
-        "where the baseline came from: measured here, or reused from an earlier run (its id, age and the canary)",
-        "the baseline arm", "summary"),
+        "`baseline.json`: `{reused, reason, results, run_id, path, measured_utc, age_days, canary: [{concurrency, "
+        "variant, prompts, pairs, ratio, source, tolerance, tolerance_source, ok}]}` when `baseline_from` is set; "
+        "`{reused: false}` without it. Reports print where the baseline came from (measured here, or reused from an "
+        "earlier run) and how old it is.", "the baseline arm", "stopping"),
     _decl("screening", "list", "", "screening",
-        "per speculative arm of a screening run: both ALs, per-position rates, the predicted speedups at each "
-        "calibrated concurrency, promoted or not", "the arm's screening rows", "summary"),
-    _decl("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run",
-        "the screening block", "summary"),
+        "per speculative arm of a screening run: `{arm, concurrency, variant, n_ok, al_tokens, al_requests, "
+        "al_prometheus, draft_acceptance_rate, per_position_joint, per_position_conditional, predicted: "
+        "[{concurrency, speedup, ci_low, ci_high}], calibration, promoted}` (`predicted`: the speedup and interval at "
+        "each of the scenario's concurrency levels from the arm's calibration); `[]` otherwise",
+        "the arm's screening rows", "screening"),
+    _decl("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run, best AL first",
+        "the screening block", "screening"),
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ROW_METRICS}
 
@@ -302,7 +373,7 @@ LATENCY: tuple[Metric, ...] = (
     _decl("tpot_ms", "ms", "lower", "TPOT", "`tpot_ms` of each ok request (NaN ones skipped)", _OK, "latency"),
     _decl("itl_token_ms", "ms", "lower", "ITL per token",
         "pooled per-token ITL: each gap between token chunks divided by the later chunk's tokens, "
-        "counted once per token", _OK, "latency"),
+        "counted once per token (as in `itl_values`)", _OK, "latency"),
     _decl("itl_chunk_ms", "ms", "lower", "ITL per chunk", "pooled inter-chunk gaps, one value per gap", _OK, "latency"),
     _decl("e2e_ms", "ms", "lower", "E2E", "`e2e_s × 1000` of each ok request", _OK, "latency"),
 )

@@ -1,53 +1,48 @@
-"""The metric registry is the one declaration: summary rows, gates, report labels and
-docs/metrics.md must agree with it."""
+"""The metric registry is the one declaration: summary rows, gates and report labels come
+from it, and docs/metrics.md's tables are rendered from it (metrics/doc_tables.py)."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+import pytest
 
+from speedbench.metrics.doc_tables import COMMAND, DOC, END, main, render, sections, table
 from speedbench.metrics.registry import (BY_KEY, GATE_METRICS, GATES, LATENCY, LATENCY_METRICS, ROW_KEYS,
                                          ROW_METRICS, SUMMARY_METRICS, label)
 from speedbench.scenario import GateSpec
 
-DOCS = Path(__file__).resolve().parents[3] / "docs"
+DOCS = DOC.parent
 
 
-def _doc_entries() -> dict[str, tuple[str, str]]:
-    """key -> (unit, better) from the tables under "Per point" in docs/metrics.md.
-
-    A names cell may list several keys; `_median` after `per_user_tps_mean` is short
-    for `per_user_tps_median`, and `ttft_ms_*` names a latency family."""
-    text = (DOCS / "metrics.md").read_text(encoding="utf-8")
-    part = text[text.index("## Per point"):text.index("### Per category")]
-    out: dict[str, tuple[str, str]] = {}
-    for line in part.splitlines():
-        if not line.startswith("| `"):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        unit, better = ("" if c == "—" else c for c in cells[1:3])
-        stem = ""
-        for name in re.findall(r"`([^`]+)`", cells[0]):
-            if name.startswith("_"):
-                name = stem + name
-            else:
-                stem = name.rsplit("_", 1)[0]
-            out[name] = (unit, better)
-    return out
+def test_docs_metrics_md_is_generated_from_the_registry():
+    text = DOC.read_text(encoding="utf-8")
+    assert render(text) == text, (f"docs/metrics.md's tables are not what metrics/registry.py declares: "
+                                  f"run `{COMMAND}` (`python -m speedbench.metrics.doc_tables` prints the diff)")
 
 
-def test_docs_and_registry_agree():
-    docs = _doc_entries()
-    assert len(docs) > 40  # the parser found the tables
-    declared = {m.key: (m.unit, m.better) for m in ROW_METRICS if m.section != "identity"}
-    declared |= {f"{m.key}_*": (m.unit, m.better) for m in LATENCY}
-    declared |= {m.key: (m.unit, m.better) for m in SUMMARY_METRICS}
-    missing = sorted(set(declared) - set(docs))
-    undeclared = sorted(set(docs) - set(declared))
-    assert not missing, f"in the registry but not in docs/metrics.md: {missing}"
-    assert not undeclared, f"in docs/metrics.md but not in speedbench/metrics/registry.py: {undeclared}"
-    differ = {k: (declared[k], docs[k]) for k in declared if declared[k] != docs[k]}
-    assert not differ, f"(unit, better) differ, registry vs docs: {differ}"
+def test_every_documented_key_is_in_a_table():
+    documented = "\n".join(table(s) for s in sections())
+    for m in ROW_METRICS:
+        assert (m.section == "identity") != (f"`{m.key}`" in documented), m.key
+    assert all(f"`{m.key}_*`" in documented for m in LATENCY)
+    assert all(f"`{m.key}`" in documented for m in SUMMARY_METRICS)
+
+
+def test_the_check_prints_a_diff_and_write_fixes_it(tmp_path, capsys):
+    stale = tmp_path / "metrics.md"
+    row = "| `n_ok` | count | — | measured"
+    stale.write_text(DOC.read_text(encoding="utf-8").replace(row, row.replace("count", "ratio")), encoding="utf-8")
+    assert main(["--check", str(stale)]) == 1
+    out = capsys.readouterr()
+    assert "+| `n_ok` | count |" in out.out and COMMAND in out.err
+    assert main(["--write", str(stale)]) == 0 and main([str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8")
+
+
+def test_a_section_without_its_table_is_an_error():
+    text = DOC.read_text(encoding="utf-8")
+    start = text.index('<!-- generated table "rate"')
+    with pytest.raises(ValueError, match="rate"):
+        render(text[:start] + text[text.index(END, start) + len(END):])
 
 
 def test_rows_gates_and_labels_come_from_the_registry():
