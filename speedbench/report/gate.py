@@ -28,7 +28,8 @@ from pydantic import ValidationError
 
 from speedbench.errors import UsageError, did_you_mean
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline_clock
-from speedbench.metrics.registry import GATE_METRICS, SummaryRow
+from speedbench.metrics.gates import GATE_METRICS
+from speedbench.metrics.registry import SummaryRow
 from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
@@ -98,7 +99,7 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
 
 
 def metric_value(row: Mapping[str, Any] | None, metric: str) -> float:
-    """A gate metric's value in a summary row (metrics.registry.GATES says which column)."""
+    """A gate metric's value in a summary row (metrics.gates.GATES says which column)."""
     if not row:
         return math.nan
     gm = GATE_METRICS[metric]

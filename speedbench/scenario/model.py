@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from speedbench.errors import ScenarioError
-from speedbench.metrics.registry import GATE_METRIC_NAMES
+from speedbench.metrics.gates import GATE_METRIC_NAMES
 from speedbench.scenario.arms import ArmSpec
 from speedbench.scenario.base import ArgValue, EnvValue, Strict, env_strings, safe_name
 from speedbench.scenario.executor import ExecutorSpec
@@ -122,7 +122,7 @@ class Reference(Strict):
 class GateSpec(Strict):
     """One CI gate. See docs/gates.md."""
 
-    metric: Literal[GATE_METRIC_NAMES]  # type: ignore[valid-type]  # metrics.registry.GATES
+    metric: Literal[GATE_METRIC_NAMES]  # type: ignore[valid-type]  # metrics.gates.GATES
     arm: str | None = None  # default: every speculative arm
     concurrency: int | None = None  # default: every level
     variant: str | None = None

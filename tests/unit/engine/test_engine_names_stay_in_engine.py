@@ -1,7 +1,8 @@
 """vLLM's names live in engine/ only: its Prometheus metric names (``vllm:``), its request
-field (``return_token_ids``), its parallelism and measurement flags and its CPU build's variables appear nowhere
-in speedbench outside engine/ and the fake server that copies vLLM (testing/). Everything else reaches them through the run's
-Engine (engine/base.py), so a second engine is one new folder."""
+field (``return_token_ids``), its parallelism and measurement flags and its CPU build's
+variables appear nowhere in speedbench outside engine/ and the fake server that copies
+vLLM (testing/). Everything else reaches them through the run's Engine (engine/base.py),
+so a second engine is one new folder."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from speedbench.metrics.doc_tables import COMMAND, DOC, END, main, render, sections, table
-from speedbench.metrics.registry import (BY_KEY, GATE_METRICS, GATES, LATENCY, LATENCY_METRICS, ROW_KEYS,
-                                         ROW_METRICS, SUMMARY_METRICS, label)
+from speedbench.metrics.gates import GATE_METRICS, GATES
+from speedbench.metrics.registry import BY_KEY, LATENCY, LATENCY_METRICS, ROW_KEYS, ROW_METRICS, SUMMARY_METRICS, label
 from speedbench.scenario import GateSpec
 
 DOCS = DOC.parent
