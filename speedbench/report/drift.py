@@ -70,7 +70,8 @@ def _speedup_cell(o: OptimalK) -> str:
     return f"{_f(o.speedup, 2, '×')} [{_f(o.ci_low)}, {_f(o.ci_high)}]"
 
 
-def drift_table(rows: list[SummaryRow], engine: Engine, arms_spec: dict[str, dict] | None = None) -> list[dict[str, str]]:
+def drift_table(rows: list[SummaryRow], engine: Engine,
+                arms_spec: dict[str, dict] | None = None) -> list[dict[str, str]]:
     """The optimal-k table as plain string rows (keys: TABLE_COLUMNS and the engine's
     speculative flag), for any renderer."""
     return _opt_rows(optimal_k(rows, arms_spec=arms_spec), engine)
