@@ -55,6 +55,9 @@ def k_of(row: SummaryRow) -> int | None:
 
 
 def series_of(row: SummaryRow) -> str:
+    # Read from the arm name: no stored field names a series. ``template`` is not one (a
+    # sweep may cross drafts and k under one template), and the other sweep values are in
+    # the saved scenario's arms, not on the row; hand-named arms (``x-k3``, no sweep) count too.
     arm, k = _arm(row), k_of(row)
     if k is None:
         return arm
@@ -279,6 +282,9 @@ def context_buckets(scenario: dict | None) -> dict[str, int]:
     ``input_tokens`` when set; else a SPEED-Bench ``throughput_<N>k`` config (N x 1024);
     else a variant name like ``ctx512`` / ``ctx8k``. Other variants are not buckets.
     """
+    # input_tokens is the one stored length; the two fallbacks read labels because nothing
+    # else holds a length for them (SPEED-Bench names its throughput configs by length, and
+    # a ``ctx<N>`` variant without input_tokens sends unpadded prompts).
     out: dict[str, int] = {}
     for v in ((scenario or {}).get("workload") or {}).get("variants") or []:
         name = str(v.get("name", ""))
