@@ -1,6 +1,6 @@
 """Drift analysis: pure functions over a run's summary rows (docs/drift.md).
 
-Rows are the dicts of docs/architecture.md ("Summary rows"). Nothing here reads files or
+Rows are SummaryRow objects (metrics/registry.py), read by field. Nothing here reads files or
 draws; ``speedbench.report.drift`` renders what these functions return.
 
 A *series* is a set of arms that differ only in ``num_speculative_tokens`` (k): the arm
@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from speedbench.metrics.headline import headline  # a point's speedup is the one every report shows
-from speedbench.metrics.keys import (
-    AL_PROMETHEUS, AL_TOKENS, PER_POSITION_CONDITIONAL, PER_POSITION_JOINT, PER_USER_TPS_MEAN, PROXY_SPEEDUP
-)
 from speedbench.metrics.cells import al_of, as_list, num
+from speedbench.metrics.registry import SummaryRow
 
 # Two AL curves "separate" where they differ by more than this fraction of arm A's AL
 # (and by more than the rows' own measurement disagreement, see separation()).
@@ -31,13 +29,36 @@ USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 # ---- row facts: k, AL, series, per-position rates (cells are read by speedbench/metrics/cells.py)
 
 
-def k_of(row: dict) -> int | None:
-    v = num(row.get("num_speculative_tokens"))
+# A row from an old run folder may lack a cell (the field reads as None); these keep the
+# defaults the analysis has always assumed for a missing one.
+
+
+def _arm(row: SummaryRow) -> str:
+    return "" if row.arm is None else str(row.arm)
+
+
+def _variant(row: SummaryRow) -> str:
+    return "" if row.variant is None else str(row.variant)
+
+
+def _status(row: SummaryRow) -> str:
+    return "ok" if row.status is None else row.status
+
+
+def _speculative(row: SummaryRow) -> bool:
+    return True if row.speculative is None else bool(row.speculative)
+
+
+def k_of(row: SummaryRow) -> int | None:
+    v = num(row.num_speculative_tokens)
     return int(v) if math.isfinite(v) and v >= 1 else None
 
 
-def series_of(row: dict) -> str:
-    arm, k = str(row.get("arm", "")), k_of(row)
+def series_of(row: SummaryRow) -> str:
+    # Read from the arm name: no stored field names a series. ``template`` is not one (a
+    # sweep may cross drafts and k under one template), and the other sweep values are in
+    # the saved scenario's arms, not on the row; hand-named arms (``x-k3``, no sweep) count too.
+    arm, k = _arm(row), k_of(row)
     if k is None:
         return arm
     hits = list(re.finditer(rf"-k{k}(?=-|$)", arm))
@@ -46,47 +67,47 @@ def series_of(row: dict) -> str:
     return arm[: hits[-1].start()] + arm[hits[-1].end():]
 
 
-def conditional_of(row: dict) -> list[float]:
+def conditional_of(row: SummaryRow) -> list[float]:
     """Conditional per-position acceptance; derived from the joint rates when absent.
 
     joint[i] = accepted_at_pos[i] / drafts, so joint[i] / joint[i-1] =
     accepted_at_pos[i] / accepted_at_pos[i-1], the conditional rate.
     """
-    cond = as_list(row.get(PER_POSITION_CONDITIONAL))
+    cond = as_list(row.per_position_conditional)
     if cond:
         return cond
-    joint = as_list(row.get(PER_POSITION_JOINT))
+    joint = as_list(row.per_position_joint)
     out = joint[:1]
     for prev, cur in zip(joint, joint[1:]):
         out.append(cur / prev if prev > 0 else math.nan)
     return out
 
 
-def usable(rows: Iterable[dict]) -> list[dict]:
-    return [r for r in rows if r.get("status", "ok") in USABLE_STATUS]
+def usable(rows: Iterable[SummaryRow]) -> list[SummaryRow]:
+    return [r for r in rows if _status(r) in USABLE_STATUS]
 
 
-def _variant_order(rows: list[dict]) -> dict[str, int]:
+def _variant_order(rows: list[SummaryRow]) -> dict[str, int]:
     order: dict[str, int] = {}
     for r in rows:
-        order.setdefault(str(r.get("variant", "")), len(order))
+        order.setdefault(_variant(r), len(order))
     return order
 
 
-def _series_groups(rows: list[dict]) -> dict[tuple[str, str, str, int], dict[int, dict]]:
+def _series_groups(rows: list[SummaryRow]) -> dict[tuple[str, str, str, int], dict[int, SummaryRow]]:
     """(template, series, variant, concurrency) -> {k: row}, speculative rows with k only."""
-    groups: dict[tuple[str, str, str, int], dict[int, dict]] = {}
+    groups: dict[tuple[str, str, str, int], dict[int, SummaryRow]] = {}
     for r in usable(rows):
         k = k_of(r)
-        if k is None or not r.get("speculative", True):
+        if k is None or not _speculative(r):
             continue
-        key = (str(r.get("template") or r.get("arm")), series_of(r), str(r.get("variant", "")),
-               int(num(r.get("concurrency"))))
+        key = (str(r.template or r.arm), series_of(r), _variant(r),
+               int(num(r.concurrency)))
         groups.setdefault(key, {})[k] = r
     return groups
 
 
-def _sorted_keys(groups: dict, rows: list[dict]) -> list:
+def _sorted_keys(groups: dict, rows: list[SummaryRow]) -> list:
     vo = _variant_order(rows)
     return sorted(groups, key=lambda g: (g[0], g[1], vo.get(g[2], 0), g[3]))
 
@@ -180,7 +201,7 @@ def speculative_config_for(k: int, method: str = "", arm_spec: dict | None = Non
     return cfg
 
 
-def optimal_k(rows: list[dict], template: str | None = None,
+def optimal_k(rows: list[SummaryRow], template: str | None = None,
               arms_spec: dict[str, dict] | None = None) -> list[OptimalK]:
     """Best k per (template, series, variant, concurrency) for series with two or more ks.
 
@@ -195,9 +216,9 @@ def optimal_k(rows: list[dict], template: str | None = None,
         if len(by_k) < 2 or (template is not None and template not in (tmpl, series)):
             continue
         points = [
-            KPoint(k=k, arm=str(r.get("arm")), speedup=headline(r)[0], ci_low=headline(r)[1],
-                   ci_high=headline(r)[2], per_user_tps=num(r.get(PER_USER_TPS_MEAN)),
-                   proxy_speedup=num(r.get(PROXY_SPEEDUP)),
+            KPoint(k=k, arm=str(r.arm), speedup=headline(r)[0], ci_low=headline(r)[1],
+                   ci_high=headline(r)[2], per_user_tps=num(r.per_user_tps_mean),
+                   proxy_speedup=num(r.proxy_speedup),
                    al=al_of(r)[0])
             for k, r in sorted(by_k.items())
         ]
@@ -208,7 +229,7 @@ def optimal_k(rows: list[dict], template: str | None = None,
         proxied = [p for p in points if math.isfinite(p.proxy_speedup)]
         proxy = max(proxied, key=lambda p: (p.proxy_speedup, -p.k)) if proxied else None
         row = by_k[chosen.k]
-        config = speculative_config_for(chosen.k, str(row.get("method") or ""), (arms_spec or {}).get(chosen.arm))
+        config = speculative_config_for(chosen.k, str(row.method or ""), (arms_spec or {}).get(chosen.arm))
         out.append(OptimalK(
             template=tmpl, series=series, variant=variant, concurrency=conc,
             best_k=chosen.k, best_arm=chosen.arm, speedup=chosen.speedup, ci_low=chosen.ci_low, ci_high=chosen.ci_high,
@@ -235,7 +256,7 @@ class DepthCurve:
     joint: tuple[tuple[float, ...], ...]
 
 
-def depth_curves(rows: list[dict]) -> list[DepthCurve]:
+def depth_curves(rows: list[SummaryRow]) -> list[DepthCurve]:
     """AL vs k and per-position acceptance, per series, variant and concurrency."""
     groups = _series_groups(rows)
     out = []
@@ -248,9 +269,9 @@ def depth_curves(rows: list[dict]) -> list[DepthCurve]:
         template, series, variant, concurrency = key
         out.append(DepthCurve(
             template=template, series=series, variant=variant, concurrency=concurrency,
-            eagle_version=str(rs[0].get("eagle_version") or ""), ks=tuple(ks), al=tuple(al_of(r)[0] for r in rs),
+            eagle_version=str(rs[0].eagle_version or ""), ks=tuple(ks), al=tuple(al_of(r)[0] for r in rs),
             conditional=tuple(tuple(conditional_of(r)) for r in rs),
-            joint=tuple(tuple(as_list(r.get(PER_POSITION_JOINT))) for r in rs),
+            joint=tuple(tuple(as_list(r.per_position_joint)) for r in rs),
         ))
     return out
 
@@ -261,6 +282,9 @@ def context_buckets(scenario: dict | None) -> dict[str, int]:
     ``input_tokens`` when set; else a SPEED-Bench ``throughput_<N>k`` config (N x 1024);
     else a variant name like ``ctx512`` / ``ctx8k``. Other variants are not buckets.
     """
+    # input_tokens is the one stored length; the two fallbacks read labels because nothing
+    # else holds a length for them (SPEED-Bench names its throughput configs by length, and
+    # a ``ctx<N>`` variant without input_tokens sends unpadded prompts).
     out: dict[str, int] = {}
     for v in ((scenario or {}).get("workload") or {}).get("variants") or []:
         name = str(v.get("name", ""))
@@ -288,22 +312,22 @@ class ContextCurve:
     speedup: tuple[float, ...]
 
 
-def context_curves(rows: list[dict], variant_tokens: dict[str, int]) -> list[ContextCurve]:
+def context_curves(rows: list[SummaryRow], variant_tokens: dict[str, int]) -> list[ContextCurve]:
     """AL vs context bucket per speculative arm and concurrency (two or more buckets)."""
-    groups: dict[tuple[str, int], list[dict]] = {}
+    groups: dict[tuple[str, int], list[SummaryRow]] = {}
     for r in usable(rows):
-        if r.get("speculative", True) and str(r.get("variant", "")) in variant_tokens:
-            groups.setdefault((str(r.get("arm")), int(num(r.get("concurrency")))), []).append(r)
+        if _speculative(r) and _variant(r) in variant_tokens:
+            groups.setdefault((str(r.arm), int(num(r.concurrency))), []).append(r)
     out = []
     for (arm, conc), rs in sorted(groups.items()):
-        rs = sorted(rs, key=lambda r: variant_tokens[str(r.get("variant"))])
+        rs = sorted(rs, key=lambda r: variant_tokens[_variant(r)])
         if len(rs) < 2:
             continue
         out.append(ContextCurve(
             arm=arm, series=series_of(rs[0]), k=k_of(rs[0]), concurrency=conc,
-            eagle_version=str(rs[0].get("eagle_version") or ""),
-            variants=tuple(str(r.get("variant")) for r in rs),
-            tokens=tuple(variant_tokens[str(r.get("variant"))] for r in rs),
+            eagle_version=str(rs[0].eagle_version or ""),
+            variants=tuple(_variant(r) for r in rs),
+            tokens=tuple(variant_tokens[_variant(r)] for r in rs),
             al=tuple(al_of(r)[0] for r in rs), speedup=tuple(headline(r)[0] for r in rs),
         ))
     return out
@@ -334,12 +358,12 @@ class Separation:
     leader: str | None  # a or b: whichever has the higher AL at `first`
 
 
-def _disagreement(r: dict) -> float:
-    t, p = num(r.get(AL_TOKENS)), num(r.get(AL_PROMETHEUS))
+def _disagreement(r: SummaryRow) -> float:
+    t, p = num(r.al_tokens), num(r.al_prometheus)
     return abs(t - p) if math.isfinite(t) and math.isfinite(p) else 0.0
 
 
-def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
+def separation(rows: list[SummaryRow], arm_a: str, arm_b: str, axis: str = "depth", *,
                variant_tokens: dict[str, int] | None = None, concurrency: int | None = None,
                variant: str | None = None, k: int | None = None) -> Separation:
     """Where arm_b's AL curve leaves arm_a's, over k (depth) or context buckets.
@@ -354,21 +378,21 @@ def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
     if axis not in ("depth", "context"):
         raise ValueError("axis must be 'depth' or 'context'")
     rs = usable(rows)
-    pick = {n: [r for r in rs if n in (r.get("arm"), series_of(r)) and r.get("speculative", True)]
+    pick = {n: [r for r in rs if n in (r.arm, series_of(r)) and _speculative(r)]
             for n in (arm_a, arm_b)}
-    concs = {n: {int(num(r.get("concurrency"))) for r in pick[n]} for n in pick}
+    concs = {n: {int(num(r.concurrency)) for r in pick[n]} for n in pick}
     common_c = sorted(concs[arm_a] & concs[arm_b])
     conc = concurrency if concurrency is not None else (common_c[0] if common_c else 0)
     vt = variant_tokens or {}
-    fixed_v = variant if variant is not None else next((str(r.get("variant", "")) for r in pick[arm_a]), "")
+    fixed_v = variant if variant is not None else next((_variant(r) for r in pick[arm_a]), "")
     ks = sorted({k for r in pick[arm_a] if (k := k_of(r))} & {k for r in pick[arm_b] if (k := k_of(r))})
     fixed_k = k if k is not None else (ks[-1] if ks else None)
 
-    def index(name: str) -> dict[int, dict]:  # x -> row at the fixed concurrency
-        sel = [r for r in pick[name] if int(num(r.get("concurrency"))) == conc]
+    def index(name: str) -> dict[int, SummaryRow]:  # x -> row at the fixed concurrency
+        sel = [r for r in pick[name] if int(num(r.concurrency)) == conc]
         if axis == "depth":
-            return {kr: r for r in sel if str(r.get("variant", "")) == fixed_v and (kr := k_of(r)) is not None}
-        return {vt[str(r.get("variant"))]: r for r in sel if str(r.get("variant", "")) in vt and k_of(r) == fixed_k}
+            return {kr: r for r in sel if _variant(r) == fixed_v and (kr := k_of(r)) is not None}
+        return {vt[_variant(r)]: r for r in sel if _variant(r) in vt and k_of(r) == fixed_k}
 
     ia, ib = index(arm_a), index(arm_b)
     points = []
@@ -386,12 +410,12 @@ def separation(rows: list[dict], arm_a: str, arm_b: str, axis: str = "depth", *,
     )
 
 
-def eagle_pairs(rows: list[dict]) -> list[tuple[str, str]]:
+def eagle_pairs(rows: list[SummaryRow]) -> list[tuple[str, str]]:
     """(EAGLE 3 series, EAGLE 3.1 series) pairs to compare; same template first."""
     info: dict[str, tuple[str, str]] = {}
     for r in usable(rows):
-        if r.get("speculative", True):
-            info.setdefault(series_of(r), (str(r.get("eagle_version") or ""), str(r.get("template") or r.get("arm"))))
+        if _speculative(r):
+            info.setdefault(series_of(r), (str(r.eagle_version or ""), str(r.template or r.arm)))
     v3 = [s for s, (v, _) in info.items() if v == "3"]
     v31 = [s for s, (v, _) in info.items() if v == "3.1"]
     pairs = [(a, b) for a in v3 for b in v31]

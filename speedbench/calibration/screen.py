@@ -13,8 +13,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from speedbench.metrics.keys import (AL_PROMETHEUS, AL_REQUESTS, AL_TOKENS, N_OK, PER_POSITION_CONDITIONAL,
-                                     PER_POSITION_JOINT)
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.cells import num
 from speedbench.calibration.store import predict
@@ -23,10 +21,10 @@ from speedbench.scenario.traffic import PromoteSpec
 
 def _copied(r: SummaryRow) -> dict[str, Any]:
     """The row's acceptance figures a screening entry carries (summary.json's names)."""
-    return {"arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, N_OK: r.n_ok,
-            AL_TOKENS: r.al_tokens, AL_REQUESTS: r.al_requests, AL_PROMETHEUS: r.al_prometheus,
-            "draft_acceptance_rate": r.draft_acceptance_rate, PER_POSITION_JOINT: r.per_position_joint,
-            PER_POSITION_CONDITIONAL: r.per_position_conditional}
+    return {"arm": r.arm, "concurrency": r.concurrency, "variant": r.variant, "n_ok": r.n_ok,
+            "al_tokens": r.al_tokens, "al_requests": r.al_requests, "al_prometheus": r.al_prometheus,
+            "draft_acceptance_rate": r.draft_acceptance_rate, "per_position_joint": r.per_position_joint,
+            "per_position_conditional": r.per_position_conditional}
 
 
 def screening_rows(rows: Sequence[SummaryRow], sc: Scenario,

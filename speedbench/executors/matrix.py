@@ -35,7 +35,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from speedbench.calibration.screen import promote
-from speedbench.metrics.keys import AL_TOKENS
 from speedbench.errors import ScenarioError
 from speedbench.scenario import Scenario, load_scenario
 from speedbench.scenario.traffic import PromoteSpec
@@ -132,9 +131,10 @@ def cell_entries(runs: list[tuple[Cell, Path]]) -> list[dict]:
             entries = json.loads((Path(run) / "summary.json").read_text(encoding="utf-8")).get("screening") or []
         except (OSError, ValueError):
             continue
-        scored = [e for e in entries if isinstance(e.get(AL_TOKENS), (int, float)) and math.isfinite(e[AL_TOKENS])]
+        # screening entries are the summary's screening block (dicts written by calibration/screen.py)
+        scored = [e for e in entries if isinstance(e.get("al_tokens"), (int, float)) and math.isfinite(e["al_tokens"])]
         if scored:
-            best = max(scored, key=lambda e: e[AL_TOKENS])
+            best = max(scored, key=lambda e: e["al_tokens"])
             out.append({**best, "name": cell_name(cell), "run": str(run)})
     return out
 

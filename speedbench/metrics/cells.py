@@ -8,8 +8,6 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from speedbench.metrics.keys import AL_PROMETHEUS, AL_TOKENS
-
 
 def num(x: Any) -> float:
     """Summary cell -> float; None, "", booleans and non-numbers are NaN (summary.json
@@ -36,7 +34,7 @@ def al_of(row: Mapping[str, Any] | None) -> tuple[float, str]:
     the Prometheus AL otherwise ("tokens" / "prometheus"; NaN and "" without either)."""
     if not row:
         return math.nan, ""
-    for key, source in ((AL_TOKENS, "tokens"), (AL_PROMETHEUS, "prometheus")):
+    for key, source in (("al_tokens", "tokens"), ("al_prometheus", "prometheus")):
         v = num(row.get(key))
         if math.isfinite(v):
             return v, source

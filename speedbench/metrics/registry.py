@@ -185,8 +185,8 @@ class SummaryRow(Mapping[str, Any]):
         "ones. SPEED-Bench's published per-category AL, so `reference.acceptance_length` is compared with this one.",
         SPEC, "acceptance", uses=("spec_accepted", "spec_steps"))
     al_prometheus: Num = col("tokens/step", "higher", "AL (Prometheus, pooled over steps)",
-        "`1 + Δaccepted / Δdrafts` from `vllm:spec_decode_num_accepted_tokens_total` and "
-        "`vllm:spec_decode_num_drafts_total`", "counter deltas",
+        "`1 + Δaccepted / Δdrafts` from the engine's accepted-token and draft counters (vLLM's names "
+        "are below the table)", "counter deltas",
         "acceptance", uses=("Prometheus deltas",))
     al_agree: bool | None = col("bool", "", "AL agree",
         "`abs(al_tokens - al_prometheus) ≤ 1% · al_prometheus`; None when either is missing. A false here means the "

@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullLocator
 
 from speedbench.engine import Engine, engine_for_saved
+from speedbench.metrics.registry import SummaryRow
 from speedbench.analysis.drift import (
     SEPARATION_REL,
     ContextCurve,
@@ -69,7 +70,8 @@ def _speedup_cell(o: OptimalK) -> str:
     return f"{_f(o.speedup, 2, '×')} [{_f(o.ci_low)}, {_f(o.ci_high)}]"
 
 
-def drift_table(rows: list[dict], engine: Engine, arms_spec: dict[str, dict] | None = None) -> list[dict[str, str]]:
+def drift_table(rows: list[SummaryRow], engine: Engine,
+                arms_spec: dict[str, dict] | None = None) -> list[dict[str, str]]:
     """The optimal-k table as plain string rows (keys: TABLE_COLUMNS and the engine's
     speculative flag), for any renderer."""
     return _opt_rows(optimal_k(rows, arms_spec=arms_spec), engine)
@@ -239,7 +241,8 @@ def plot_tps_vs_k(opts: list[OptimalK]) -> str:
 
 
 def _collect(run: Any) -> dict[str, Any] | None:
-    rows = list((getattr(run, "summary", None) or {}).get("rows") or [])
+    # the rows as stored in summary.json, read back as SummaryRow (what analysis/drift.py reads)
+    rows = [SummaryRow.from_dict(r) for r in (getattr(run, "summary", None) or {}).get("rows") or []]
     scenario = getattr(run, "scenario", None) or {}
     arms_spec = {str(a.get("name")): a.get("speculative_config") or {} for a in scenario.get("arms") or []}
     buckets = context_buckets(scenario)

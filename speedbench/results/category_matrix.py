@@ -32,8 +32,6 @@ from typing import Any
 from rich.table import Table
 
 from speedbench.metrics.headline import headline
-from speedbench.metrics.keys import (AL_REQUESTS, AL_TOKENS, DRAFT_ACCEPTANCE_RATE, N_OK, SPEEDUP_CI_HIGH,
-                                     SPEEDUP_CI_LOW, SPEEDUP_MEAN)
 from speedbench.errors import UsageError
 from speedbench.results.files import atomic_write, ensure_dir
 from speedbench.results.run import Run
@@ -41,11 +39,12 @@ from speedbench.results.run import Run
 # AIPerf's qualitative SPEED-Bench categories in its column order; others follow sorted.
 AIPERF_CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning", "roleplay", "stem",
                      "summarization", "writing")
+# A cell's figures: the category block's keys (summary.json's categories), the point's from its row.
 # (file, figure) in AIPerf's layout; the first is AIPerf's own default file name.
-AIPERF_FILES = (("speed_bench_report.csv", AL_TOKENS), ("speed_bench_report_al_requests.csv", AL_REQUESTS),
+AIPERF_FILES = (("speed_bench_report.csv", "al_tokens"), ("speed_bench_report_al_requests.csv", "al_requests"),
                 ("speed_bench_report_accept_rate.csv", "acceptance_rate"),
-                ("speed_bench_report_speedup.csv", SPEEDUP_MEAN))
-FIGURES = (AL_TOKENS, AL_REQUESTS, "acceptance_rate", SPEEDUP_MEAN, SPEEDUP_CI_LOW, SPEEDUP_CI_HIGH, N_OK)
+                ("speed_bench_report_speedup.csv", "speedup_mean"))
+FIGURES = ("al_tokens", "al_requests", "acceptance_rate", "speedup_mean", "speedup_ci_low", "speedup_ci_high", "n_ok")
 MATRIX_FILE = "category_matrix.csv"
 # The whole point's row: its figures copied from the summary row, the speedup the row's
 # stored headline figure and interval (the one every report and export shows for the point)
@@ -146,9 +145,9 @@ def _point_cell(cp: Checkpoint) -> None:
     if row is None:
         return
     m, lo, hi = headline(row)
-    cp.cells[ALL] = {AL_TOKENS: row.get(AL_TOKENS), AL_REQUESTS: row.get(AL_REQUESTS),
-                     "acceptance_rate": row.get(DRAFT_ACCEPTANCE_RATE), SPEEDUP_MEAN: m, SPEEDUP_CI_LOW: lo,
-                     SPEEDUP_CI_HIGH: hi, N_OK: row.get(N_OK)}
+    cp.cells[ALL] = {"al_tokens": row.al_tokens, "al_requests": row.al_requests,
+                     "acceptance_rate": row.draft_acceptance_rate, "speedup_mean": m, "speedup_ci_low": lo,
+                     "speedup_ci_high": hi, "n_ok": row.n_ok}
 
 
 def category_order(cps: list[Checkpoint]) -> list[str]:
@@ -230,5 +229,5 @@ def _cell_text(cell: dict[str, Any]) -> str:
     def f(key: str, fmt: str) -> str:
         v = _num(cell.get(key))
         return format(v, fmt) if v is not None else "-"
-    speed = f"x{f(SPEEDUP_MEAN, '.2f')} [{f(SPEEDUP_CI_LOW, '.2f')}, {f(SPEEDUP_CI_HIGH, '.2f')}]"
-    return f"AL {f(AL_TOKENS, '.2f')} / {f(AL_REQUESTS, '.2f')}\nrate {f('acceptance_rate', '.2f')}\n{speed}"
+    speed = f"x{f('speedup_mean', '.2f')} [{f('speedup_ci_low', '.2f')}, {f('speedup_ci_high', '.2f')}]"
+    return f"AL {f('al_tokens', '.2f')} / {f('al_requests', '.2f')}\nrate {f('acceptance_rate', '.2f')}\n{speed}"

@@ -25,7 +25,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from speedbench.metrics.keys import AL_AGREE, AL_PROMETHEUS, AL_REQUESTS
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.run import Run
@@ -143,7 +142,7 @@ def speculation_profile(run: Run, row: SummaryRow) -> dict[str, Any]:
     chain = bool(method) and str(method).lower() in CHAIN_METHODS
     draft, target = _checkpoints(run, row.arm)
     hist = row.acceptance_histogram or []
-    per_category = {c["category"]: _num(c.get(AL_REQUESTS)) for c in run.categories
+    per_category = {c["category"]: _num(c.get("al_requests")) for c in run.categories
                     if (c.get("arm"), c.get("concurrency"), c.get("variant") or "")
                     == (row.arm, row.concurrency, row.variant or "")}
     return {
@@ -170,7 +169,7 @@ def _extension(run: Run, row: SummaryRow, marginal: list[float], chain: bool,
     delta = abs(per_step - per_request) if per_step is not None and per_request is not None else None
     return {"run_id": run.run_id, "scenario": run.scenario_name, "arm": row.arm,
             "concurrency": row.concurrency, "variant": row.variant or "",
-            AL_PROMETHEUS: _num(row.al_prometheus), AL_AGREE: row.al_agree,
+            "al_prometheus": _num(row.al_prometheus), "al_agree": row.al_agree,
             "draft_acceptance_rate": _num(row.draft_acceptance_rate),
             "accept_length_extrapolated_by_k": extrapolate_over_k(marginal) if chain and per_step is not None
             else None,

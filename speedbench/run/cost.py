@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from speedbench.engine.base import Engine
-from speedbench.metrics.keys import E2E_S_MEAN
+from speedbench.metrics.registry import SummaryRow
 from speedbench.run.plan import ArmPlan, Plan
 
 # Defaults when no earlier run is known: a large model's server start (weights, compile,
@@ -192,9 +192,9 @@ def estimate(plan: Plan, output_root: Path | None = None) -> list[ArmCost]:
     measured = measured_starts(output_root, plan) if output_root is not None else MeasuredStarts()
     e2e: dict[tuple[str, int], float] = {}
     if past:
-        for r in past.get("rows") or []:
-            if isinstance(r.get(E2E_S_MEAN), (int, float)):
-                e2e[(r["arm"], int(r["concurrency"]))] = float(r[E2E_S_MEAN])
+        for row in map(SummaryRow.from_dict, past.get("rows") or []):
+            if isinstance(row.e2e_s_mean, (int, float)):
+                e2e[(row.arm, int(row.concurrency))] = float(row.e2e_s_mean)
     default_e2e = sc.workload.max_tokens / DEFAULT_PER_USER_TPS
     n, _ = prompt_count(plan)
     out = []

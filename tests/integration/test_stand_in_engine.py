@@ -12,7 +12,6 @@ import pytest
 from tests.helpers.cli_runs import scenario, write_prompts, write_yaml
 
 from speedbench.cli import main
-from speedbench.metrics.keys import AL_PROMETHEUS, AL_REQUESTS, SPEEDUP_MEAN
 from speedbench.results import load_run
 
 STAND_IN = "tests.helpers.fake_engine:FakeEngine"
@@ -45,15 +44,15 @@ def test_the_stand_in_launched_every_arm_and_recorded_its_own_provenance(run):
 
 def test_al_from_its_counters_and_its_per_request_stats_agree(run):
     loaded = load_run(run)
-    (sd,) = [r for r in loaded.rows if r["arm"] == "sd"]
+    (sd,) = [r for r in loaded.rows if r.arm == "sd"]
     # acceptance 3,1,2 cycled: two accepted drafts a step on average, so AL is near 3
-    assert 2.5 < sd[AL_REQUESTS] < 3.2
-    assert sd[AL_PROMETHEUS] == pytest.approx(sd[AL_REQUESTS], rel=0.02)
+    assert 2.5 < sd.al_requests < 3.2
+    assert sd.al_prometheus == pytest.approx(sd.al_requests, rel=0.02)
     assert all(r.spec is not None for r in loaded.records if r.arm == "sd" and not r.warmup)
 
 
 def test_the_speedup_is_paired_and_reported(run):
-    (sd,) = [r for r in load_run(run).rows if r["arm"] == "sd"]
-    assert sd[SPEEDUP_MEAN] > 1.5  # about AL tokens a step at the same step time
+    (sd,) = [r for r in load_run(run).rows if r.arm == "sd"]
+    assert sd.speedup_mean > 1.5  # about AL tokens a step at the same step time
     report = (run / "report.md").read_text()
     assert "sd" in report and "speedup" in report.lower()

@@ -6,7 +6,7 @@ import json
 import math
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from speedbench.analysis.drift import (
     speculative_config_for,
 )
 from speedbench.engine.vllm import VllmEngine
+from speedbench.metrics.registry import SummaryRow
 from speedbench.engine.vllm.command import launch_spec
 from speedbench.report.drift import (
     drift_section_html,
@@ -56,14 +57,14 @@ def row(arm, k=None, c=1, variant="", **given):
     """A summary row; ``given``: any of ROW_DEFAULTS."""
     assert set(given) <= set(ROW_DEFAULTS), set(given) - set(ROW_DEFAULTS)
     o = {**ROW_DEFAULTS, **given}
-    return {
+    return SummaryRow.from_dict({
         "arm": arm, "template": o["template"] or arm, "concurrency": c, "variant": variant,
         "speculative": k is not None, "method": o["method"] if k is not None else "", "num_speculative_tokens": k,
         "eagle_version": o["eagle"], "status": o["status"], "failure": "", "per_user_tps_mean": o["tps"],
         "speedup_mean": o["speedup"], "speedup_ci_low": o["lo"], "speedup_ci_high": o["hi"],
         "proxy_speedup": o["proxy"], "al_tokens": o["al"], "al_prometheus": o["al_prom"],
         "per_position_conditional": list(o["cond"]), "per_position_joint": list(o["joint"]),
-    }
+    })
 
 
 def sd(k, c, speedup, lo, hi, proxy=NAN, variant=""):
@@ -118,7 +119,7 @@ def test_kimi_drift_crosses_drafts_and_k():
         argv = launch_spec(sc, a).argv
         cfg = json.loads(argv[argv.index("--speculative-config") + 1])
         assert cfg["num_speculative_tokens"] == a.sweep_values["k"] and cfg["model"] == a.sweep_values["draft"]
-        assert series_of({"arm": a.name, "num_speculative_tokens": a.sweep_values["k"]}) == \
+        assert series_of(SummaryRow(arm=a.name, num_speculative_tokens=a.sweep_values["k"])) == \
             "eagle-" + a.sweep_values["draft"].split("/")[-1]
     assert context_buckets(resolved_dict(sc)) == {f"ctx{n}k": n * 1024 for n in (1, 2, 8, 16, 32)}
 
@@ -154,7 +155,7 @@ def test_speculative_config_flag_parses_as_json():
 
 
 def test_optimal_k_skips_failed_arms_and_single_k_series():
-    rows = [r | {"status": "failed"} if r["arm"] == "self-draft-k2" else r for r in SWEEP]
+    rows = [replace(r, status="failed") if r.arm == "self-draft-k2" else r for r in SWEEP]
     rows.append(row("eagle3", 3, 1, speedup=2.0, lo=1.9, hi=2.1, eagle="3"))
     o1 = next(o for o in optimal_k(rows) if o.concurrency == 1)
     assert o1.best_k == 3 and [p.k for p in o1.points] == [1, 3, 5]
@@ -243,7 +244,7 @@ EVIL = "<script>alert(1)</script>"
 
 
 def evil_run() -> FakeRun:
-    rows = [r | {"arm": r["arm"].replace("self-draft", EVIL), "template": EVIL} if r["arm"] != "baseline" else r
+    rows = [replace(r, arm=r.arm.replace("self-draft", EVIL), template=EVIL) if r.arm != "baseline" else r
             for r in SWEEP]
     rows += eagle_rows({1: 2.0, 2: 2.6, 3: 3.0}, {1: 2.0, 2: 2.7, 3: 3.3})
     scenario = {"arms": [{"name": "baseline"}], "workload": {"variants": []}}
