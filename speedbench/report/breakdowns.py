@@ -5,14 +5,14 @@ them out."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from speedbench.metrics.cells import num
 from speedbench.metrics.headline import headline
-from speedbench.metrics.registry import DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, percentile_tag
+from speedbench.metrics.registry import (DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
+                                         percentile_tag)
 from speedbench.records import PointKey, rate_label
-from speedbench.report.tables import fmt, fmt_speedup, label, ok, spec_arms
+from speedbench.report.tables import count, fmt, fmt_speedup, label, ok, spec_arms
 from speedbench.results import Run
 
 
@@ -37,12 +37,14 @@ def latency_table(run: Run) -> tuple[list[str], list[list[str]]]:
     headers = ["arm", "c", "metric (ms)", "mean", "std"] + [t.replace("_", ".") for t in tags]
     rows = []
     for r in run.rows:
-        if r.get("status") == "failed" or f"{LATENCY_METRICS[0]}_std" not in r:
+        # the latency block is no declared field: it lives in the row's ``more``
+        if r.status == "failed" or f"{LATENCY_METRICS[0]}_std" not in r.more:
             continue
         for m in LATENCY_METRICS:
             digits = 2 if m in ("tpot_ms", "itl_token_ms", "itl_chunk_ms") else 1
-            rows.append([label(str(r.get("arm")), str(r.get("variant") or "")), str(r.get("concurrency")),
-                         LATENCY_LABELS[m]] + [fmt(r.get(f"{m}_{s}"), digits) for s in ("mean", "std", *tags)])
+            # its keys are built from the family and the run's percentiles, so read through cell
+            rows.append([label(str(r.arm), str(r.variant or "")), str(r.concurrency),
+                         LATENCY_LABELS[m]] + [fmt(r.cell(f"{m}_{s}"), digits) for s in ("mean", "std", *tags)])
     return headers, rows
 
 
@@ -95,26 +97,26 @@ RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", "per-us
                 "goodput (req/s)", "within SLO"]
 
 
-def _workload_variant(row: Mapping[str, Any]) -> str:
+def _workload_variant(row: SummaryRow) -> str:
     """A rate point's variant label without its rate (``code@2rps`` -> ``code``)."""
     # summary.json's rows carry the label, not the workload (its schema is fixed): the label
     # is built again from the row's own rate and taken off, never parsed for a number.
-    v = str(row.get("variant") or "")
-    tag = rate_label(num(row.get("request_rate")))
+    v = str(row.variant or "")
+    tag = rate_label(num(row.request_rate))
     return v[: -len(tag)].rstrip("@") if v.endswith(tag) else v
 
 
 def rate_table(run: Run) -> list[list[str]]:
     """Rate-mode points (rows with a ``request_rate``), arm by arm in rate order: the
     open-loop counterpart of the per-concurrency speedup tables, with goodput."""
-    rows = [r for r in run.rows if ok(r.get("request_rate"))]
+    rows = [r for r in run.rows if ok(r.request_rate)]
     arms: list[Any] = run.arms()
-    rows.sort(key=lambda r: (arms.index(r.get("arm")) if r.get("arm") in arms else 0, num(r.get("request_rate"))))
-    return [[label(str(r.get("arm")), _workload_variant(r)), fmt(r.get("request_rate"), 3).rstrip("0").rstrip("."),
-             fmt(r.get("burstiness"), 2), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
-             fmt(r.get("per_user_tps_mean"), 1),
-             fmt_speedup(*headline(r)), fmt(r.get("goodput"), 3),
-             fmt(num(r.get("goodput_share")) * 100, 0, "%")] for r in rows]
+    rows.sort(key=lambda r: (arms.index(r.arm) if r.arm in arms else 0, num(r.request_rate)))
+    return [[label(str(r.arm), _workload_variant(r)), fmt(r.request_rate, 3).rstrip("0").rstrip("."),
+             fmt(r.burstiness, 2), f"{count(r.n_ok)}/{count(r.n_requests)}",
+             fmt(r.per_user_tps_mean, 1),
+             fmt_speedup(*headline(r)), fmt(r.goodput, 3),
+             fmt(num(r.goodput_share) * 100, 0, "%")] for r in rows]
 
 
 # Screening runs (load: {mode: screen}): AL per arm and the speedups its calibration predicts.

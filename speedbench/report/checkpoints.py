@@ -50,9 +50,9 @@ def _figures(run: Run) -> dict[str, dict[Figure, float]]:
     """Checkpoint -> figure -> the night's value."""
     out: dict[str, dict[Figure, float]] = {}
     for r in run.rows:
-        if tables.is_speculative(r) and r.get("status") != "failed":
-            ck = tables.label(checkpoint(run, str(r.get("arm"))), str(r.get("variant") or ""))
-            out.setdefault(ck, {})[("speedup", f"c={int(r.get('concurrency') or 0)}")] = num(r.get("speedup_mean"))
+        if tables.is_speculative(r) and r.status != "failed":
+            ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
+            out.setdefault(ck, {})[("speedup", f"c={int(r.concurrency or 0)}")] = num(r.speedup_mean)
     for arm in tables.spec_arms(run):
         for v in tables.variants(run):
             out.setdefault(tables.label(checkpoint(run, arm), v), {})[("AL", "pooled")] = pooled_al(run, arm, v)

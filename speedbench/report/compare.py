@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from collections.abc import Mapping
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
 from speedbench.metrics.cells import al_of
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
+from speedbench.metrics.registry import SummaryRow
 from speedbench.report import significance
 from speedbench.report.fit import print_table
 from speedbench.report import tables
@@ -55,19 +54,19 @@ def _has_records(run: Run) -> bool:
     return run.dir is not None and bool(run.dir.record_files()) and bool(run.records)
 
 
-def _figure(row: Mapping[str, Any]) -> tuple[float, float, float]:
+def _figure(row: SummaryRow) -> tuple[float, float, float]:
     """The point's one stored interval: its headline clock's (metrics/headline.py)."""
     return headline(row)
 
 
-def _shown(row: Mapping[str, Any]) -> str:
+def _shown(row: SummaryRow) -> str:
     """The figure compare prints for a point, with its clock when that is the engine's."""
     m, lo, hi = _figure(row)
     clock = headline_clock(row)
     return tables.fmt_speedup(m, lo, hi) + (f" ({clock})" if clock == ENGINE and math.isfinite(m) else "")
 
 
-def _ci_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> significance.Interval:
+def _ci_diff(a: SummaryRow, b: SummaryRow) -> significance.Interval:
     return significance.stored_diff(a, b)
 
 
@@ -89,7 +88,7 @@ def _sig(iv: significance.Interval) -> str:
 
 
 def _keys(run: Run, arm: str) -> list[tuple[int, str]]:
-    return sorted({(int(r["concurrency"]), str(r.get("variant") or "")) for r in run.rows if r.get("arm") == arm})
+    return sorted({(int(r.concurrency), str(r.variant or "")) for r in run.rows if r.arm == arm})
 
 
 def compare_runs(runs: list[Run]) -> Comparison:
@@ -126,14 +125,14 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
         row = [f"{c}" + (f" [{v}]" if v else "")]
         for lab, r in labels:
             if lab in present:
-                x: Mapping[str, Any] = r.row(arm, c, v) or {}
+                x = r.row(arm, c, v) or SummaryRow()  # a point the run lacks: a row of Nones
                 row.append(_shown(x))
         sig_cells, tps_cells, any_sig = [], [], False
         for lab in diffs:
             iv, tv, base_row = _diff(runs, rec, int(lab[1:]) - 1, arm, (c, v))
             row.append(_fmt_diff(iv))
             sig_cells.append(_sig(iv))
-            tps_cells.append(_fmt_diff(tv, tables.num(base_row.get("per_user_tps_mean"))))
+            tps_cells.append(_fmt_diff(tv, tables.num(base_row.per_user_tps_mean)))
             any_sig |= iv.excludes_zero
             sec.note = f"test: {iv.test}" if math.isfinite(iv.value) else sec.note
         if any_sig:
@@ -143,13 +142,13 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
 
 
 def _diff(runs: list[Run], rec: list[bool], i: int, arm: str, point: tuple[int, str]
-          ) -> tuple[significance.Interval, significance.Interval, Mapping[str, Any]]:
+          ) -> tuple[significance.Interval, significance.Interval, SummaryRow]:
     """Run i's speedup and per-user TPS minus R1's at one point (intervals), and R1's row.
     The speedup difference reads the stored intervals (the figures the table shows); the
     per-user TPS difference, which no row interval holds, bootstraps the records."""
     first, (c, v) = runs[0], point
-    base_row: Mapping[str, Any] = first.row(arm, c, v) or {}
-    other_row: Mapping[str, Any] = runs[i].row(arm, c, v) or {}
+    base_row = first.row(arm, c, v) or SummaryRow()  # a point the run lacks: a row of Nones
+    other_row = runs[i].row(arm, c, v) or SummaryRow()
     iv = _ci_diff(base_row, other_row)
     tv = significance.tps_diff_runs(first, runs[i], arm, c, v) if rec[0] and rec[i] else significance.NAN_INTERVAL
     return iv, tv, base_row
@@ -206,8 +205,8 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
                "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]
     sec = Section(title="Speedup (headline clock), from each point's stored interval", headers=headers, rows=[])
     for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
-        ra: Mapping[str, Any] = run.row(arm_a, c, v) or {}
-        rb: Mapping[str, Any] = run.row(arm_b, c, v) or {}
+        ra = run.row(arm_a, c, v) or SummaryRow()  # a point the run lacks: a row of Nones
+        rb = run.row(arm_b, c, v) or SummaryRow()
         iv = _ci_diff(ra, rb)
         if iv.excludes_zero:
             sec.significant_rows.add(len(sec.rows))
@@ -215,8 +214,8 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
             sec.note = f"test: {iv.test}"
         sec.rows.append([f"{c}" + (f" [{v}]" if v else ""),
                          _shown(ra), _shown(rb),
-                         _fmt_diff(iv), _sig(iv), tables.fmt(ra.get("per_user_tps_mean"), 1),
-                         tables.fmt(rb.get("per_user_tps_mean"), 1), tables.fmt(al_of(ra)[0], 3),
+                         _fmt_diff(iv), _sig(iv), tables.fmt(ra.per_user_tps_mean, 1),
+                         tables.fmt(rb.per_user_tps_mean, 1), tables.fmt(al_of(ra)[0], 3),
                          tables.fmt(al_of(rb)[0], 3)])
     cmp.sections.append(sec)
     for t in tables.speedup_tables(run):

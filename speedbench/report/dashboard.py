@@ -112,18 +112,18 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str
                     (sr.created, tables.num(p.get("speedup")), tables.num(p.get("ci_low")),
                      tables.num(p.get("ci_high"))))
         for r in run.rows:
-            arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), int(r["concurrency"])
+            arm, v, c = str(r.arm), str(r.variant or ""), int(r.concurrency)
             ck = tables.label(checkpoint(run, arm), v)
             tps.setdefault(c, {}).setdefault(ck, []).append(
-                (sr.created, tables.num(r.get("per_user_tps_mean"))))
+                (sr.created, tables.num(r.per_user_tps_mean)))
             if tables.is_speculative(r) and not screening:  # a screening run measured no speedup
                 point = (sr.created, *headline(r))
                 speed.setdefault(c, {}).setdefault(ck, []).append(point)
-                pred = tables.num(r.get("speedup_predicted"))
+                pred = tables.num(r.speedup_predicted)
                 if math.isfinite(pred):  # a calibrated full run: the model's figure beside the measured one
                     speed[c].setdefault(ck + " (predicted)", []).append(
-                        (sr.created, pred, tables.num(r.get("speedup_predicted_ci_low")),
-                         tables.num(r.get("speedup_predicted_ci_high"))))
+                        (sr.created, pred, tables.num(r.speedup_predicted_ci_low),
+                         tables.num(r.speedup_predicted_ci_high)))
         arms_cost = run.summary.get("arms") or {}
         if arms_cost:
             gpu_h = sum(float(a.get("gpu_hours") or 0.0) for a in arms_cost.values())
@@ -206,7 +206,7 @@ def _latest_table(runs: list[SiteRun]) -> str:
             if first:
                 heads.append(f"{tables.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency} measured")
         heads += screening_heads(run)
-        failed = sorted({str(r.get("arm")) for r in run.rows if r.get("status") == "failed"})
+        failed = sorted({str(r.arm) for r in run.rows if r.status == "failed"})
         status = html.pill("failed") if failed else html.pill("ok")
         link = html.Safe(f'<a href="{html.esc(sr.report)}">{html.esc(run.run_id)}</a>') if sr.report else run.run_id
         rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, tables.hardware(run),

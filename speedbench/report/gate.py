@@ -20,7 +20,6 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -98,14 +97,15 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
     return gates
 
 
-def metric_value(row: Mapping[str, Any] | None, metric: str) -> float:
+def metric_value(row: SummaryRow | None, metric: str) -> float:
     """A gate metric's value in a summary row (metrics.gates.GATES says which column)."""
     if not row:
         return math.nan
+    # the gate names its column as data (metrics/gates.py, declared keys), so read through cell
     gm = GATE_METRICS[metric]
-    value = tables.num(row.get(gm.column))
+    value = tables.num(row.cell(gm.column))
     if not math.isfinite(value) and gm.fallback:
-        value = tables.num(row.get(gm.fallback))
+        value = tables.num(row.cell(gm.fallback))
     return value
 
 
@@ -117,7 +117,7 @@ def _select(run: Run, g: GateSpec) -> tuple[list[SummaryRow], list[str]]:
         if g.arm not in run.arms():
             problems.append(f"arm {g.arm} has no results in this run{did_you_mean(g.arm, run.arms())} "
                             f"(arms: {', '.join(run.arms()) or 'none'})")
-        rows = [r for r in run.rows if r.get("arm") == g.arm]
+        rows = [r for r in run.rows if r.arm == g.arm]
     else:
         rows = [r for r in run.rows if tables.is_speculative(r)] if spec_only else list(run.rows)
         expected = [a.get("name") for a in run.scenario.get("arms") or [] if isinstance(a, dict)
@@ -126,11 +126,11 @@ def _select(run: Run, g: GateSpec) -> tuple[list[SummaryRow], list[str]]:
         if not rows and not problems:
             problems.append("no speculative arm in this run" if spec_only else "the run has no rows")
     if g.concurrency is not None:
-        rows = [r for r in rows if r.get("concurrency") == g.concurrency]
+        rows = [r for r in rows if r.concurrency == g.concurrency]
         if not rows and not problems:
             problems.append(f"no results at concurrency {g.concurrency}")
     if g.variant is not None:
-        rows = [r for r in rows if (r.get("variant") or "") == g.variant]
+        rows = [r for r in rows if (r.variant or "") == g.variant]
         if not rows and not problems:
             problems.append(f"no results for variant '{g.variant}'")
     return rows, problems
@@ -140,18 +140,23 @@ def _select(run: Run, g: GateSpec) -> tuple[list[SummaryRow], list[str]]:
 SPEEDUP_CLOCKS = {"speedup_client": CLIENT, "speedup_engine": ENGINE}
 
 
-def gate_clock(row: Mapping[str, Any], metric: str) -> str | None:
+def gate_clock(row: SummaryRow, metric: str) -> str | None:
     """The clock a speedup gate reads on this row (None for the other metrics)."""
     if metric == "speedup":
         return headline_clock(row) or CLIENT
     return SPEEDUP_CLOCKS.get(metric)
 
 
-def _current_ci_high(run: Run, row: Mapping[str, Any], metric: str) -> tuple[float, str]:
+def _ident(row: SummaryRow) -> tuple[str, int, str]:
+    """(arm, concurrency, variant) of a row, as gate results and baseline look-ups name it."""
+    return str(row.arm), int(row.concurrency), str(row.variant or "")
+
+
+def _current_ci_high(run: Run, row: SummaryRow, metric: str) -> tuple[float, str]:
     """Upper end of the current value's 95% CI and where it came from. A speedup reads the
     stored interval of the clock the gate reads: never the other clock's, whose width
     (a busy host's lag-widened client interval) says nothing about this one's drop."""
-    arm, c, v = str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or "")
+    arm, c, v = _ident(row)
     clock = gate_clock(row, metric)
     if clock is not None:
         _, _, high = clock_figure(row, clock)
@@ -174,10 +179,10 @@ def _current_ci_high(run: Run, row: Mapping[str, Any], metric: str) -> tuple[flo
     return metric_value(row, metric), "point estimate (no per-request data)"
 
 
-def _baseline_value(row: Mapping[str, Any], brow: Mapping[str, Any] | None, metric: str) -> float:
+def _baseline_value(row: SummaryRow, brow: SummaryRow | None, metric: str) -> float:
     """The baseline run's figure for a relative gate, on the same clock as the current
     row's (a busy night's engine-clock headline is not compared with a client figure)."""
-    if not brow or brow.get("status") == "failed":
+    if not brow or brow.status == "failed":
         return math.nan
     clock = gate_clock(row, metric)
     if clock is not None:
@@ -186,11 +191,11 @@ def _baseline_value(row: Mapping[str, Any], brow: Mapping[str, Any] | None, metr
     return metric_value(brow, metric)
 
 
-def _relative(run: Run, row: Mapping[str, Any], g: GateSpec, value: float, baseline: Run | None,
+def _relative(run: Run, row: SummaryRow, g: GateSpec, value: float, baseline: Run | None,
               history: list[Run] | None = None) -> tuple[str, str]:
     if baseline is None:
         return "skip", "relative gate skipped: no --baseline-run given"
-    brow = baseline.row(str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
+    brow = baseline.row(*_ident(row))
     bval = _baseline_value(row, brow, g.metric)
     if not math.isfinite(bval):
         return "skip", f"relative gate skipped: no usable {g.metric} for this point in baseline run {baseline.run_id}"
@@ -200,7 +205,7 @@ def _relative(run: Run, row: Mapping[str, Any], g: GateSpec, value: float, basel
         # error_rate, the one lower-is-better gate metric: r is absolute, and the Wilson
         # lower bound of the current rate must clear the limit too.
         threshold = bval + r
-        n, k = int(tables.num(row.get("n_requests")) or 0), int(tables.num(row.get("n_errors")) or 0)
+        n, k = int(tables.num(row.n_requests) or 0), int(tables.num(row.n_errors) or 0)
         low, _ = significance.wilson(k, n)
         if value > threshold and low > threshold:
             return "fail", (f"error rate rose from {bval:.4f} to {value:.4f} (> {threshold:.4f} = baseline + {r:g}); "
@@ -214,7 +219,7 @@ def _relative(run: Run, row: Mapping[str, Any], g: GateSpec, value: float, basel
     if high < threshold:
         # Beyond one run's interval; is it beyond the night-to-night spread too?
         column = GATE_METRICS[g.metric].column
-        ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
+        ident = _ident(row)
         past = noise.history_values(history or [], run.scenario_name, *ident, column, exclude=[run.run_id],
                                     before=run.created_utc)
         spread = ""
@@ -255,11 +260,10 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
             results.append(GateResult(index=i, gate=g, arm=g.arm, concurrency=g.concurrency, variant=g.variant,
                                       status="fail", value=math.nan, message=p))
         for row in rows:
-            ident = (str(row.get("arm")), int(row["concurrency"]), str(row.get("variant") or ""))
+            ident = _ident(row)
             value = metric_value(row, g.metric)
-            if row.get("status") == "failed":
-                results.append(GateResult(i, g, *ident, "fail", value,
-                                          f"arm failed: {row.get('failure') or 'no message'}"))
+            if row.status == "failed":
+                results.append(GateResult(i, g, *ident, "fail", value, f"arm failed: {row.failure or 'no message'}"))
                 continue
             if not math.isfinite(value):
                 results.append(GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point"))

@@ -31,14 +31,14 @@ def _floor_cell(run: Run, f: dict[str, Any]) -> str:
 def noise_lines(run: Run) -> list[str]:
     """What the intervals cover, and the run's noise floor (the A/A check), for the top
     of every report: a reader must know this before reading any speedup."""
-    rounds = max((len(r.get("speedup_by_repeat") or []) for r in run.rows), default=0)
+    rounds = max((len(r.speedup_by_repeat or []) for r in run.rows), default=0)
     out = []
     if rounds >= 2:
-        sds = [num(r.get("speedup_between_sd")) for r in run.rows if ok(r.get("speedup_between_sd"))]
+        sds = [num(r.speedup_between_sd) for r in run.rows if ok(r.speedup_between_sd)]
         out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "
                    f"prompts, the spread between rounds pooled over each arm's concurrencies); the speedup moved "
                    f"between rounds by a standard deviation of up to {max(sds, default=math.nan):.3f}x.")
-    elif any(ok(r.get("speedup_ci_low")) for r in run.rows):
+    elif any(ok(r.speedup_ci_low) for r in run.rows):
         out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
                    "server starts. Set repeats: 3 and aa_check: true to measure it.")
     floor = run.summary.get("noise_floor") or []

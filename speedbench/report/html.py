@@ -131,8 +131,8 @@ def run_plots(run: Run) -> list[tuple[str, str]]:
     colors = arm_colors(labels)
     tps: dict[str, list[tuple[int, float]]] = {}
     for r in run.rows:
-        lab = tables.label(str(r.get("arm")), str(r.get("variant") or ""))
-        tps.setdefault(lab, []).append((int(r["concurrency"]), tables.num(r.get("per_user_tps_mean"))))
+        lab = tables.label(str(r.arm), str(r.variant or ""))
+        tps.setdefault(lab, []).append((int(r.concurrency), tables.num(r.per_user_tps_mean)))
     speed, ref = {}, {}
     for t in tables.speedup_tables(run):
         lab = tables.label(t.arm, t.variant)
@@ -144,8 +144,7 @@ def run_plots(run: Run) -> list[tuple[str, str]]:
     al: dict[str, dict[str, float]] = {}
     for r in run.rows:
         if tables.is_speculative(r):
-            al.setdefault(tables.label(str(r.get("arm")), str(r.get("variant") or "")), {})[f"c={r['concurrency']}"] = \
-                al_of(r)[0]
+            al.setdefault(tables.label(str(r.arm), str(r.variant or "")), {})[f"c={r.concurrency}"] = al_of(r)[0]
     cats, cat_al = tables.category_al(run)
     ref_cat = {c: tables.reference_al(run, c) for c in cats}
     return [
@@ -226,9 +225,9 @@ def _point_blocks(run: Run) -> list[str]:
     b.append("</div><h2>All points</h2>")
     rows = markdown.detail_rows(run)
     for row, r in zip(rows, run.rows):
-        row[2] = pill(r.get("status"))
+        row[2] = pill(r.status)
     b.append(card(table(markdown.DETAIL_HEADERS, rows, left=1)))
-    failures = [(r.get("arm"), r.get("concurrency"), r.get("failure")) for r in run.rows if r.get("failure")]
+    failures = [(r.arm, r.concurrency, r.failure) for r in run.rows if r.failure]
     if failures:
         b.append(card(table(["arm", "concurrency", "failure"], [[a, c, Cell(f, cls="l")] for a, c, f in failures],
                             left=1),

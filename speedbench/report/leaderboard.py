@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from speedbench.analysis.al_trend import al_trends
 from speedbench.metrics.cells import num, pool_by_n_ok
 from speedbench.metrics.headline import headline, headline_clock
+from speedbench.metrics.registry import SummaryRow
 from speedbench.report import html, significance, tables
 from speedbench.report.nightly import checkpoint
 from speedbench.results import Run
@@ -25,8 +25,9 @@ MAX_PAIRS = 15  # pairwise rows per concurrency (6 checkpoints)
 
 
 def _pooled(run: Run, arm: str, variant: str, key: str) -> float:
-    return pool_by_n_ok((r.get(key), r.get("n_ok")) for r in run.rows
-                        if r.get("arm") == arm and (r.get("variant") or "") == variant and r.get("status") != "failed")
+    # key: one of the AL columns the table loops over, so read through cell (a declared key or KeyError)
+    return pool_by_n_ok((r.cell(key), r.n_ok) for r in run.rows
+                        if r.arm == arm and (r.variant or "") == variant and r.status != "failed")
 
 
 def _category(run: Run, arm: str, variant: str, cat: str, key: str) -> float:
@@ -56,10 +57,10 @@ def _main_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> str
         row: list[Any] = [tables.label(checkpoint(run, arm), v)]
         vals = []
         for c in levels:
-            r: Mapping[str, Any] = run.row(arm, c, v) or {}
+            r = run.row(arm, c, v) or SummaryRow()  # a point the run lacks: a row of Nones
             m, lo, hi = headline(r)  # the clock that holds: the star goes to the figure every report shows
             text = tables.fmt_speedup(m, lo, hi) + (" (engine)" if headline_clock(r) == "engine" else "")
-            pred = num(r.get("speedup_predicted"))
+            pred = num(r.speedup_predicted)
             row.append(text + (f" (predicted {pred:.2f})" if math.isfinite(pred) else ""))
             vals.append(m)
         for key in ("al_tokens", "al_requests"):
@@ -95,7 +96,7 @@ def _pairs_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> st
         for (a, va), (b, vb) in list(itertools.combinations(keys, 2))[:MAX_PAIRS]:
             if va != vb:
                 continue
-            iv = significance.stored_diff(run.row(a, c, va) or {}, run.row(b, c, vb) or {})
+            iv = significance.stored_diff(run.row(a, c, va) or SummaryRow(), run.row(b, c, vb) or SummaryRow())
             if not math.isfinite(iv.value):
                 continue
             sig = "yes" if iv.excludes_zero else "no"

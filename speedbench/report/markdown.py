@@ -80,15 +80,14 @@ def detail_rows(run: Run) -> list[list[str]]:
     out = []
     for r in run.rows:
         out.append([
-            tables.label(str(r.get("arm")), str(r.get("variant") or "")), str(r.get("concurrency")),
-            str(r.get("status") or ""), f"{r.get('n_ok', '–')}/{r.get('n_requests', '–')}",
-            (f"{tables.fmt(r.get('per_user_tps_mean'), 1)} ({tables.fmt(r.get('per_user_tps_p10'), 1)}–"
-             f"{tables.fmt(r.get('per_user_tps_p90'), 1)})"),
-            tables.fmt(r.get("output_tps"), 1), tables.fmt(r.get("ttft_ms_median"), 1),
-                    tables.fmt(r.get("tpot_ms_median"), 2),
+            tables.label(str(r.arm), str(r.variant or "")), str(r.concurrency),
+            str(r.status or ""), f"{tables.count(r.n_ok)}/{tables.count(r.n_requests)}",
+            (f"{tables.fmt(r.per_user_tps_mean, 1)} ({tables.fmt(r.per_user_tps_p10, 1)}–"
+             f"{tables.fmt(r.per_user_tps_p90, 1)})"),
+            tables.fmt(r.output_tps, 1), tables.fmt(r.ttft_ms_median, 1), tables.fmt(r.tpot_ms_median, 2),
             tables.fmt_speedup(*headline(r)) + (" (engine)" if headline_clock(r) == "engine" else ""),
-            " / ".join(tables.fmt(r.get(k), 3) for k in ("al_tokens", "al_requests", "al_prometheus")),
-            tables.fmt(r.get("draft_acceptance_rate"), 3),
+            " / ".join(tables.fmt(x, 3) for x in (r.al_tokens, r.al_requests, r.al_prometheus)),
+            tables.fmt(r.draft_acceptance_rate, 3),
         ])
     return out
 

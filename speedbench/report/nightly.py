@@ -101,8 +101,7 @@ def checkpoint(run: Run, arm: str) -> str:
 
 def pooled_al(run: Run, arm: str, variant: str) -> float:
     """AL pooled over concurrency: the points' AL weighted by their completed requests."""
-    return pool_by_n_ok((al_of(r)[0], r.get("n_ok")) for r in run.rows
-                        if r.get("arm") == arm and (r.get("variant") or "") == variant)
+    return pool_by_n_ok((al_of(r)[0], r.n_ok) for r in run.rows if r.arm == arm and (r.variant or "") == variant)
 
 
 def _floors(run: Run) -> dict[tuple[int, str], float]:
@@ -133,11 +132,11 @@ class _Collector:
     def run(self, idx: int, run: Run) -> None:
         floors, base = _floors(run), run.baseline or ""
         for r in run.rows:
-            if r.get("status") == "failed":
+            if r.status == "failed":
                 continue
-            arm, v, c = str(r.get("arm")), str(r.get("variant") or ""), int(r.get("concurrency") or 0)
+            arm, v, c = str(r.arm), str(r.variant or ""), int(r.concurrency or 0)
             name, fl = tables.label(arm, v), floors.get((c, v), math.nan)
-            self.add(idx, name, "per-user TPS", f"c={c}", (arm,), num(r.get("per_user_tps_mean")), floor=fl)
+            self.add(idx, name, "per-user TPS", f"c={c}", (arm,), num(r.per_user_tps_mean), floor=fl)
             if tables.is_speculative(r):
                 m, lo, hi = headline(r)
                 self.add(idx, name, "speedup", f"c={c}", (arm, base), m, (hi - lo) / 2, fl)

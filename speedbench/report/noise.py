@@ -15,23 +15,24 @@ Two sources, in order:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from speedbench.metrics.cells import num
+from speedbench.metrics.registry import SummaryRow
 from speedbench.analysis.changepoints import MIN_BASELINE, Change, find_changes, floored_sd, robust_sd
 from speedbench.results import Run
 
 MIN_NIGHTS = MIN_BASELINE  # fewer earlier nights give no usable spread
 
 
-def rounds(row: Mapping[str, Any] | None) -> int:
-    return len((row or {}).get("speedup_by_repeat") or [])
+def rounds(row: SummaryRow | None) -> int:
+    return len((row.speedup_by_repeat if row else None) or [])
 
 
-def se_from_ci(row: Mapping[str, Any] | None, lo_key: str = "speedup_ci_low", hi_key: str = "speedup_ci_high") -> float:
+def se_from_ci(row: SummaryRow | None, lo_key: str = "speedup_ci_low", hi_key: str = "speedup_ci_high") -> float:
     """The standard error a 95% interval implies (half-width / 1.96); NaN without one."""
-    lo, hi = num((row or {}).get(lo_key)), num((row or {}).get(hi_key))
+    # the interval's ends are named by the caller (either clock's), so read through cell
+    lo, hi = (num(row.cell(lo_key)), num(row.cell(hi_key))) if row else (math.nan, math.nan)
     return (hi - lo) / (2 * 1.96) if math.isfinite(lo) and math.isfinite(hi) else math.nan
 
 
@@ -48,8 +49,9 @@ def history_values(history: Iterable[Run], scenario: str, arm: str, concurrency:
         if before and run.created_utc and run.created_utc >= before:
             continue
         row = run.row(arm, concurrency, variant)
-        if row and row.get("status") != "failed" and math.isfinite(num(row.get(column))):
-            out.append(num(row.get(column)))
+        # column: the gate's metric column, named as data (metrics/gates.py), so read through cell
+        if row and row.status != "failed" and math.isfinite(num(row.cell(column))):
+            out.append(num(row.cell(column)))
     return out
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
 from speedbench.metrics.headline import headline, headline_clock
+from speedbench.metrics.registry import SummaryRow
 from speedbench.records import RequestRecord
 from speedbench.report.noise import rounds
 from speedbench.results import Run
@@ -193,7 +192,7 @@ def speedup_ci(run: Run, arm: str, concurrency: int, variant: str) -> Interval:
 
 # Differences of two points' stored headline figures (compare, the leaderboard's pairs)
 
-def stored_overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> Interval:
+def stored_overlap(a: SummaryRow, b: SummaryRow) -> Interval:
     """Without a standard error from both intervals: the difference of the shown figures,
     significant iff the two stored intervals do not overlap (conservative)."""
     (ma, la, ha), (mb, lb, hb) = headline(a), headline(b)
@@ -206,7 +205,7 @@ def stored_overlap(a: Mapping[str, Any], b: Mapping[str, Any]) -> Interval:
     return Interval(mb - ma, lo, hi, 0, "the two stored 95% intervals overlap or not")
 
 
-def stored_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> Interval:
+def stored_diff(a: SummaryRow, b: SummaryRow) -> Interval:
     """The difference of the two figures shown (so its sign is theirs), with the two
     stored intervals combined as normal errors. Those intervals cover rounds of server
     starts where a point has 2 or more (the two-level bootstrap); a bootstrap over prompt

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from collections.abc import Mapping
 from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
 from speedbench.metrics.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline, headline_clock, other_clock
+from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
 from speedbench.report.facts import cpu_attention, draft_model, hardware, target_model, vllm_version
@@ -35,6 +35,11 @@ def fmt(v: Any, digits: int = 2, suffix: str = "") -> str:
     return f"{x:.{digits}f}{suffix}" if math.isfinite(x) else "–"
 
 
+def count(v: int | None) -> str:
+    # a count an old run folder's row lacks (None) prints as a dash
+    return "–" if v is None else str(v)
+
+
 def fmt_speedup(mean: Any, lo: Any = None, hi: Any = None) -> str:
     if not ok(mean):
         return "–"
@@ -44,25 +49,25 @@ def fmt_speedup(mean: Any, lo: Any = None, hi: Any = None) -> str:
     return s
 
 
-def is_speculative(row: Mapping[str, Any]) -> bool:
-    return bool(row.get("speculative"))
+def is_speculative(row: SummaryRow) -> bool:
+    return bool(row.speculative)
 
 
 def spec_arms(run: Run) -> list[str]:
-    return [a for a in run.arms() if any(is_speculative(r) for r in run.rows if r.get("arm") == a)]
+    return [a for a in run.arms() if any(is_speculative(r) for r in run.rows if r.arm == a)]
 
 
 def variants(run: Run) -> list[str]:
     out: list[str] = []
     for r in run.rows:
-        v = r.get("variant") or ""
+        v = r.variant or ""
         if v not in out:
             out.append(v)
     return out or [""]
 
 
 def concurrencies(run: Run) -> list[int]:
-    return sorted({int(r["concurrency"]) for r in run.rows if r.get("concurrency") is not None})
+    return sorted({int(r.concurrency) for r in run.rows if r.concurrency is not None})
 
 
 def _keyed(d: dict[Any, Any], key: Any) -> Any:
@@ -165,13 +170,13 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
     tables = []
     for arm in spec_arms(run):
         for v in variants(run):
-            rows = [r for r in run.rows if r.get("arm") == arm and (r.get("variant") or "") == v]
+            rows = [r for r in run.rows if r.arm == arm and (r.variant or "") == v]
             if not rows:
                 continue
-            t = SpeedupTable(arm=arm, variant=v, eagle_version=str(rows[0].get("eagle_version") or ""),
+            t = SpeedupTable(arm=arm, variant=v, eagle_version=str(rows[0].eagle_version or ""),
                              draft=draft_model(run, arm))
-            for r in sorted(rows, key=lambda r: int(r["concurrency"])):
-                c = int(r["concurrency"])
+            for r in sorted(rows, key=lambda r: int(r.concurrency)):
+                c = int(r.concurrency)
                 base = run.row(run.baseline, c, v) if run.baseline else None
                 al, src = al_of(r)
                 t.rows.append(_speedup_row(run, r, base, c))
@@ -179,21 +184,21 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
     return tables
 
 
-def _speedup_row(run: Run, r: Mapping[str, Any], base: Mapping[str, Any] | None, c: int) -> SpeedupRow:
+def _speedup_row(run: Run, r: SummaryRow, base: SummaryRow | None, c: int) -> SpeedupRow:
     """One concurrency of the table: the headline clock's stored figure first, the other
     clock's beside it (both read from the row, never recomputed)."""
     al, src = al_of(r)
     clock = headline_clock(r) or CLIENT
     (m, lo, hi), (om, olo, ohi) = headline(r), clock_figure(r, other_clock(clock))
     return SpeedupRow(
-        concurrency=c, base_tps=num((base or {}).get("per_user_tps_mean")), spec_tps=num(r.get("per_user_tps_mean")),
+        concurrency=c, base_tps=num(base.per_user_tps_mean if base else None), spec_tps=num(r.per_user_tps_mean),
         speedup=m, ci_low=lo, ci_high=hi,
-        pairs=int(num(r.get("speedup_pairs")) if ok(r.get("speedup_pairs")) else 0), al=al, al_source=src,
-        reference=reference_speedup(run, str(r.get("arm")), c), status=str(r.get("status") or ""),
-        failure=str(r.get("failure") or ""), clock=clock, clock_reason=str(r.get("speedup_headline_reason") or ""),
+        pairs=int(num(r.speedup_pairs) if ok(r.speedup_pairs) else 0), al=al, al_source=src,
+        reference=reference_speedup(run, str(r.arm), c), status=str(r.status or ""),
+        failure=str(r.failure or ""), clock=clock, clock_reason=str(r.speedup_headline_reason or ""),
         other_speedup=om, other_ci_low=olo, other_ci_high=ohi,
-        predicted=num(r.get("speedup_predicted")), predicted_ci_low=num(r.get("speedup_predicted_ci_low")),
-        predicted_ci_high=num(r.get("speedup_predicted_ci_high")))
+        predicted=num(r.speedup_predicted), predicted_ci_low=num(r.speedup_predicted_ci_low),
+        predicted_ci_high=num(r.speedup_predicted_ci_high))
 
 
 def measured_lines(run: Run) -> list[str]:
@@ -208,9 +213,8 @@ def measured_lines(run: Run) -> list[str]:
          "from per-request counters, the mean over requests (SPEED-Bench's per-category figure), and pooled "
          "from Prometheus counter deltas (vLLM bench serve's figure)."),
     ]
-    engine_led = [f"{label(str(r.get('arm')), str(r.get('variant') or ''))} c={r.get('concurrency')} "
-                  f"({r.get('speedup_headline_reason')})"
-                  for r in run.rows if r.get("speedup_headline_clock") == ENGINE]
+    engine_led = [f"{label(str(r.arm), str(r.variant or ''))} c={r.concurrency} ({r.speedup_headline_reason})"
+                  for r in run.rows if r.speedup_headline_clock == ENGINE]
     if engine_led:
         lines.append("Headline clock: where the client-side interval is unbounded or its loop lag widened it past "
                      "the engine's, the speedup shown first (and gated, starred, compared) is the engine's own "
@@ -237,9 +241,9 @@ def measured_lines(run: Run) -> list[str]:
     return lines
 
 
-def _where(r: Mapping[str, Any]) -> str:
+def _where(r: SummaryRow) -> str:
     # a summary row's concurrency, as stored (the label only prints it)
-    return PointKey(str(r.get("arm")), cast(int, r.get("concurrency")), r.get("variant") or "").label
+    return PointKey(str(r.arm), cast(int, r.concurrency), r.variant or "").label
 
 
 def _grouped(items: list[tuple[str, str]]) -> list[str]:
@@ -270,20 +274,19 @@ def run_warnings(run: Run) -> list[str]:
     failed: dict[str, list[str]] = {}
     for r in run.rows:
         where = _where(r)
-        status = r.get("status")
-        if status == "failed":
-            failed.setdefault(str(r.get("arm")), []).append(str(r.get("failure") or "no message"))
+        if r.status == "failed":
+            failed.setdefault(str(r.arm), []).append(str(r.failure or "no message"))
             continue
-        if num(r.get("n_errors")) > 0:
-            items.append((where, f"{int(num(r['n_errors']))} of {int(num(r.get('n_requests')))} requests failed "
-                                 f"(error rate {num(r.get('error_rate')):.1%})"))
-        if r.get("al_agree") is False:
+        if num(r.n_errors) > 0:
+            items.append((where, f"{int(num(r.n_errors))} of {int(num(r.n_requests))} requests failed "
+                                 f"(error rate {num(r.error_rate):.1%})"))
+        if r.al_agree is False:
             items.append((where, "AL sources disagree by more than 1%: pooled over steps (per-request counters) "
-                                 f"{fmt(r.get('al_tokens'), 3)}, Prometheus {fmt(r.get('al_prometheus'), 3)} "
-                                 f"(mean over requests {fmt(r.get('al_requests'), 3)})"))
-        for w in r.get("warnings") or []:  # rows written before warnings existed have none
+                                 f"{fmt(r.al_tokens, 3)}, Prometheus {fmt(r.al_prometheus, 3)} "
+                                 f"(mean over requests {fmt(r.al_requests, 3)})"))
+        for w in r.warnings or []:  # rows written before warnings existed have none
             items.append((where, w))
-        lag = num(r.get("loop_lag_ms_max"))
+        lag = num(r.loop_lag_ms_max)
         if lag > LOOP_LAG_WARN_MS:
             items.append((where, f"client event-loop lag reached {lag:.0f} ms (> {LOOP_LAG_WARN_MS:.0f} ms); "
                                  "token timestamps may be late, so TPS may be understated"))
@@ -326,16 +329,15 @@ def position_curves(run: Run) -> dict[tuple[str, str], tuple[list[float], list[f
     out = {}
     for arm in spec_arms(run):
         for v in variants(run):
-            rows = [r for r in run.rows if r.get("arm") == arm and (r.get("variant") or "") == v
-                    and r.get("per_position_joint")]
+            rows = [r for r in run.rows if r.arm == arm and (r.variant or "") == v and r.per_position_joint]
             if not rows:
                 continue
             curves = []
-            for key in ("per_position_joint", "per_position_conditional"):
-                n = min(len(r.get(key) or []) for r in rows)
-                cols = [[(r.get(key) or [0] * n)[i] for r in rows] for i in range(n)]
+            for rates in ([r.per_position_joint for r in rows], [r.per_position_conditional for r in rows]):
+                n = min(len(x or []) for x in rates)
+                cols = [[(x or [0] * n)[i] for x in rates] for i in range(n)]
                 # a missing rate at one level leaves the position without a pooled value
-                curves.append([pool_by_n_ok(zip(c, (r.get("n_ok") for r in rows))) if all(ok(x) for x in c)
+                curves.append([pool_by_n_ok(zip(c, (r.n_ok for r in rows))) if all(ok(x) for x in c)
                                else math.nan for c in cols])
             out[(arm, v)] = (curves[0], curves[1])
     return out

@@ -127,9 +127,9 @@ def _plain_table(run: Run) -> Table:
     for col in ("arm", "concurrency", "per-user TPS", "output TPS", "TTFT ms", "errors", "status"):
         table.add_column(col, justify="right" if col not in ("arm", "status") else "left")
     for r in run.rows:
-        table.add_row(escape(tables.label(str(r.get("arm")), str(r.get("variant") or ""))), str(r.get("concurrency")),
-                      tables.fmt(r.get("per_user_tps_mean"), 1), tables.fmt(r.get("output_tps"), 1),
-                      tables.fmt(r.get("ttft_ms_median"), 0), str(r.get("n_errors", "–")), escape(str(r.get("status"))))
+        table.add_row(escape(tables.label(str(r.arm), str(r.variant or ""))), str(r.concurrency),
+                      tables.fmt(r.per_user_tps_mean, 1), tables.fmt(r.output_tps, 1),
+                      tables.fmt(r.ttft_ms_median, 0), tables.count(r.n_errors), escape(str(r.status)))
     return table
 
 
