@@ -21,9 +21,11 @@ from speedbench.testing.script import prompt_text, true_per_user_tps
 N_PROMPTS, CONCURRENCY = 12, [1, 4]
 # The baseline that moved runs at a third of its speed, against a 20% tolerance (room for
 # a lagging client to read either run far off and still fail the canary); the unchanged one
-# has 50% (see the test: the canary reads the client's clock).
-BASE = FakeConfig(t_step_s=0.010, output_tokens=9)
-SPEC = FakeConfig(t_step_s=0.015, output_tokens=9, k=3)
+# has 50% (see the test: the canary reads the client's clock). Steps of 50 and 100 ms give
+# decode windows of 100 ms and more, so a busy host's stall rarely turns a request into a
+# burst (no client-side TPS, so no pair for the speedup or the canary).
+BASE = FakeConfig(t_step_s=0.05, output_tokens=9)
+SPEC = FakeConfig(t_step_s=0.1, output_tokens=9, k=3)
 
 
 def _run(tmp_path: Path, base_url: str, spec_url: str, **extra) -> dict:
@@ -79,7 +81,7 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
         full = _prompt_requests(base)
         assert full == N_PROMPTS * len(CONCURRENCY)
         # The canary reads the client's clock, as the reused figures do; a client lagging
-        # 49 ms against these 55 ms windows read the unchanged server 1.22x in a fresh-clone
+        # 49 ms against 55 ms windows (10 ms steps then) read the unchanged server 1.22x in a fresh-clone
         # run, and the product then rightly measured again. 50% leaves room for that while a
         # canary that never passes still fails here.
         reuse = {"baseline_from": {"results": str(tmp_path / "out"), "max_age_days": 7, "canary_prompts": 4,
@@ -117,7 +119,7 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
 def test_a_baseline_that_moved_is_measured_again(tmp_path, spec_server):
     with FakeProcess(BASE) as base:
         first = _run(tmp_path, base.base_url, spec_server.base_url)
-    slower = FakeConfig(t_step_s=0.030, output_tokens=9)  # the same server at a third of its speed
+    slower = FakeConfig(t_step_s=0.15, output_tokens=9)  # the same server at a third of its speed
     with FakeProcess(slower) as base:
         reuse = {"baseline_from": {"results": str(tmp_path / "out"), "canary_prompts": 4, "tolerance": 0.2}}
         spec_before = _prompt_requests(spec_server)

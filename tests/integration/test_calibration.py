@@ -86,7 +86,7 @@ def calibrated(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("calib")
     path = _scenario(tmp, [{"name": "base"}, {"name": "eagle3", "speculative_config": SPEC}])
     res = sb(["calibrate", str(path), "--arm", "eagle3", "--al", "1,2.5,4", "-o", str(tmp / "out" / "calibrations"),
-              "--runs", str(tmp / "out"), "--skip-doctor"], tag="calib", cwd=tmp, timeout=120)
+              "--runs", str(tmp / "out"), "--skip-doctor"], tag="calib", cwd=tmp, timeout=300)
     assert res.returncode == 0, out_of(res)
     files = list((tmp / "out" / "calibrations").glob("*.json"))
     assert len(files) == 1, files
@@ -136,7 +136,7 @@ def test_a_run_with_a_matching_calibration_reports_the_prediction(calibrated):
     path = _scenario(run_tmp, [{"name": "base"}, arm], concurrency=[1, 16])
     before = _runs(tmp / "out")
     res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="calib-run", cwd=run_tmp,
-             timeout=120)
+             timeout=300)
     assert res.returncode == 0, out_of(res)
     run = _new_run(tmp / "out", before)
     summary = json.loads((run / "summary.json").read_text())
@@ -163,7 +163,7 @@ def test_screening_starts_no_baseline_and_predicts_from_the_calibration(calibrat
     scr.mkdir()
     path = _scenario(scr, arms, load={"mode": "screen", "screen_concurrency": 16}, promote={"best": 2})
     before = _runs(tmp / "out")
-    res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="calib-screen", cwd=scr, timeout=120)
+    res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="calib-screen", cwd=scr, timeout=300)
     assert res.returncode == 0, out_of(res)
     run = _new_run(tmp / "out", before)
     summary = json.loads((run / "summary.json").read_text())
