@@ -36,6 +36,8 @@ class AlTrend:
     slope: float  # relative change of AL per minute
     low: float  # simultaneous interval of the slope
     high: float
+    early: float = float("nan")  # mean AL of the first third of the requests in time (each round)
+    late: float = float("nan")  # ... and of the last third
 
     @property
     def change(self) -> float:
@@ -48,8 +50,12 @@ class AlTrend:
 
     def line(self) -> str:
         arm = self.arm + (f" [{self.variant}]" if self.variant else "")
-        return (f"{arm}: AL drifted {100 * self.change:+.1f}% over {self.span_min:.0f} min of its servers' life "
-                f"(slope {100 * self.slope:+.2f}%/min [{100 * self.low:+.2f}, {100 * self.high:+.2f}], same prompts "
+        # the observed ends, not the fitted line's: a step (a draft that broke mid-run) makes
+        # a straight line's change over the span overshoot, even past -100%
+        moved = (f"from {self.early:.2f} in the first third of its requests to {self.late:.2f} in the last"
+                 if math.isfinite(self.early) and math.isfinite(self.late) else f"{100 * self.change:+.1f}%")
+        return (f"{arm}: AL drifted {moved}, over {self.span_min:.0f} min of its servers' life (slope "
+                f"{100 * self.slope:+.2f}%/min [{100 * self.low:+.2f}, {100 * self.high:+.2f}], same prompts "
                 f"compared); a long-running server may lose acceptance")
 
 
@@ -61,8 +67,9 @@ def _usable(records: Iterable[RequestRecord]) -> dict[tuple[str, str], list[Requ
     return by_arm
 
 
-def _fit(recs: list[RequestRecord]) -> tuple[int, float, float, float, float] | None:
-    """(n, span in minutes, mean AL, slope per minute relative, its standard error)."""
+def _fit(recs: list[RequestRecord]) -> tuple[int, float, float, float, float, float, float] | None:
+    """(n, span in minutes, mean AL, slope per minute relative, its standard error, mean AL
+    of the first and of the last third of each round's requests)."""
     al = np.array([1 + r.spec.num_accepted_tokens / r.spec.num_spec_steps for r in recs])  # type: ignore[union-attr]
     prompt = [(r.prompt_index, r.turn) for r in recs]
     seen: dict[tuple[int, int], list[int]] = {}
@@ -78,11 +85,17 @@ def _fit(recs: list[RequestRecord]) -> tuple[int, float, float, float, float] | 
     rounds = np.array([r.repeat for r in recs])
     x = np.zeros_like(t)
     span = 0.0
+    early: list[float] = []
+    late: list[float] = []
     for k in set(rounds[keep].tolist()):
         m = np.array([i for i in keep if rounds[i] == k])
         x[m] = t[m] - t[m].mean()
         y[m] = y[m] - y[m].mean()
         span = max(span, float(t[m].max() - t[m].min()))
+        by_time = m[np.argsort(t[m], kind="stable")]
+        third = max(len(by_time) // 3, 1)
+        early += al[by_time[:third]].tolist()
+        late += al[by_time[-third:]].tolist()
     x, y = x[keep], y[keep]
     sxx = float((x * x).sum())
     if sxx <= 0 or span <= 0:
@@ -91,7 +104,8 @@ def _fit(recs: list[RequestRecord]) -> tuple[int, float, float, float, float] | 
     dof = max(len(keep) - len(set(rounds[keep].tolist())) - 1, 1)
     s2 = float(((y - b * x) ** 2).sum()) / dof
     level = float(al[keep].mean())
-    return len(keep), span, level, b / level, math.sqrt(s2 / sxx) / level
+    return (len(keep), span, level, b / level, math.sqrt(s2 / sxx) / level, float(np.mean(early)),
+            float(np.mean(late)))
 
 
 def al_trends(records: Iterable[RequestRecord], family: float = FAMILY_LEVEL) -> list[AlTrend]:
@@ -100,5 +114,5 @@ def al_trends(records: Iterable[RequestRecord], family: float = FAMILY_LEVEL) ->
     if not fits:
         return []
     z = NormalDist().inv_cdf(1 - (1 - family) / (2 * len(fits)))
-    return [AlTrend(arm, v, n, span, al, slope, slope - z * se, slope + z * se)
-            for (arm, v), (n, span, al, slope, se) in fits.items()]
+    return [AlTrend(arm, v, n, span, al, slope, slope - z * se, slope + z * se, early, late)
+            for (arm, v), (n, span, al, slope, se, early, late) in fits.items()]
