@@ -20,9 +20,6 @@ from speedbench.metrics.headline import headline  # a point's speedup is the one
 from speedbench.metrics.cells import al_of, as_list, num
 from speedbench.metrics.registry import SummaryRow
 
-# Two AL curves "separate" where they differ by more than this fraction of arm A's AL
-# (and by more than the rows' own measurement disagreement, see separation()).
-SEPARATION_REL = 0.02
 USABLE_STATUS = ("ok", "partial")  # failed arms carry no measurements
 
 
@@ -37,7 +34,7 @@ def _arm(row: SummaryRow) -> str:
     return "" if row.arm is None else str(row.arm)
 
 
-def _variant(row: SummaryRow) -> str:
+def variant_of(row: SummaryRow) -> str:
     return "" if row.variant is None else str(row.variant)
 
 
@@ -45,7 +42,7 @@ def _status(row: SummaryRow) -> str:
     return "ok" if row.status is None else row.status
 
 
-def _speculative(row: SummaryRow) -> bool:
+def is_speculative(row: SummaryRow) -> bool:
     return True if row.speculative is None else bool(row.speculative)
 
 
@@ -90,7 +87,7 @@ def usable(rows: Iterable[SummaryRow]) -> list[SummaryRow]:
 def _variant_order(rows: list[SummaryRow]) -> dict[str, int]:
     order: dict[str, int] = {}
     for r in rows:
-        order.setdefault(_variant(r), len(order))
+        order.setdefault(variant_of(r), len(order))
     return order
 
 
@@ -99,9 +96,9 @@ def _series_groups(rows: list[SummaryRow]) -> dict[tuple[str, str, str, int], di
     groups: dict[tuple[str, str, str, int], dict[int, SummaryRow]] = {}
     for r in usable(rows):
         k = k_of(r)
-        if k is None or not _speculative(r):
+        if k is None or not is_speculative(r):
             continue
-        key = (str(r.template or r.arm), series_of(r), _variant(r),
+        key = (str(r.template or r.arm), series_of(r), variant_of(r),
                int(num(r.concurrency)))
         groups.setdefault(key, {})[k] = r
     return groups
@@ -316,107 +313,18 @@ def context_curves(rows: list[SummaryRow], variant_tokens: dict[str, int]) -> li
     """AL vs context bucket per speculative arm and concurrency (two or more buckets)."""
     groups: dict[tuple[str, int], list[SummaryRow]] = {}
     for r in usable(rows):
-        if _speculative(r) and _variant(r) in variant_tokens:
+        if is_speculative(r) and variant_of(r) in variant_tokens:
             groups.setdefault((str(r.arm), int(num(r.concurrency))), []).append(r)
     out = []
     for (arm, conc), rs in sorted(groups.items()):
-        rs = sorted(rs, key=lambda r: variant_tokens[_variant(r)])
+        rs = sorted(rs, key=lambda r: variant_tokens[variant_of(r)])
         if len(rs) < 2:
             continue
         out.append(ContextCurve(
             arm=arm, series=series_of(rs[0]), k=k_of(rs[0]), concurrency=conc,
             eagle_version=str(rs[0].eagle_version or ""),
-            variants=tuple(_variant(r) for r in rs),
-            tokens=tuple(variant_tokens[_variant(r)] for r in rs),
+            variants=tuple(variant_of(r) for r in rs),
+            tokens=tuple(variant_tokens[variant_of(r)] for r in rs),
             al=tuple(al_of(r)[0] for r in rs), speedup=tuple(headline(r)[0] for r in rs),
         ))
     return out
-
-
-# ---- EAGLE 3 vs 3.1: where the curves separate ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class SepPoint:
-    x: int  # k (depth) or context tokens (context)
-    al_a: float
-    al_b: float
-    rel_diff: float  # (al_b - al_a) / al_a
-    noise: float  # the AL difference that counts as noise at this point
-    separated: bool
-
-
-@dataclass(frozen=True)
-class Separation:
-    a: str
-    b: str
-    axis: str  # "depth" or "context"
-    concurrency: int
-    fixed: str  # what is held fixed: the variant (depth) or "k=<K>" (context)
-    points: tuple[SepPoint, ...]
-    first: int | None  # x of the first separated point, None when they never separate
-    leader: str | None  # a or b: whichever has the higher AL at `first`
-
-
-def _disagreement(r: SummaryRow) -> float:
-    t, p = num(r.al_tokens), num(r.al_prometheus)
-    return abs(t - p) if math.isfinite(t) and math.isfinite(p) else 0.0
-
-
-def separation(rows: list[SummaryRow], arm_a: str, arm_b: str, axis: str = "depth", *,
-               variant_tokens: dict[str, int] | None = None, concurrency: int | None = None,
-               variant: str | None = None, k: int | None = None) -> Separation:
-    """Where arm_b's AL curve leaves arm_a's, over k (depth) or context buckets.
-
-    arm_a / arm_b are arm or series names. A point is *separated* when
-    |AL_b - AL_a| > max(SEPARATION_REL * AL_a, d_a + d_b), d = a row's disagreement between
-    its token-weighted and Prometheus AL: 2% is the floor, and a pair whose own two AL
-    measurements disagree more than that must differ by more. Defaults: the lowest
-    concurrency both have; depth uses the first variant; context uses the largest common k
-    (drift grows with depth, so differences show there first).
-    """
-    if axis not in ("depth", "context"):
-        raise ValueError("axis must be 'depth' or 'context'")
-    rs = usable(rows)
-    pick = {n: [r for r in rs if n in (r.arm, series_of(r)) and _speculative(r)]
-            for n in (arm_a, arm_b)}
-    concs = {n: {int(num(r.concurrency)) for r in pick[n]} for n in pick}
-    common_c = sorted(concs[arm_a] & concs[arm_b])
-    conc = concurrency if concurrency is not None else (common_c[0] if common_c else 0)
-    vt = variant_tokens or {}
-    fixed_v = variant if variant is not None else next((_variant(r) for r in pick[arm_a]), "")
-    ks = sorted({k for r in pick[arm_a] if (k := k_of(r))} & {k for r in pick[arm_b] if (k := k_of(r))})
-    fixed_k = k if k is not None else (ks[-1] if ks else None)
-
-    def index(name: str) -> dict[int, SummaryRow]:  # x -> row at the fixed concurrency
-        sel = [r for r in pick[name] if int(num(r.concurrency)) == conc]
-        if axis == "depth":
-            return {kr: r for r in sel if _variant(r) == fixed_v and (kr := k_of(r)) is not None}
-        return {vt[_variant(r)]: r for r in sel if _variant(r) in vt and k_of(r) == fixed_k}
-
-    ia, ib = index(arm_a), index(arm_b)
-    points = []
-    for x in sorted(set(ia) & set(ib)):
-        a, b = al_of(ia[x])[0], al_of(ib[x])[0]
-        noise = max(SEPARATION_REL * a, _disagreement(ia[x]) + _disagreement(ib[x]))
-        ok = math.isfinite(a) and math.isfinite(b) and a > 0
-        points.append(SepPoint(x=x, al_a=a, al_b=b, rel_diff=(b - a) / a if ok else math.nan, noise=noise,
-                               separated=ok and abs(b - a) > noise))
-    first = next((p for p in points if p.separated), None)
-    return Separation(
-        a=arm_a, b=arm_b, axis=axis, concurrency=conc, fixed=fixed_v if axis == "depth" else f"k={fixed_k}",
-        points=tuple(points),
-        first=first.x if first else None, leader=(arm_b if first.al_b > first.al_a else arm_a) if first else None,
-    )
-
-
-def eagle_pairs(rows: list[SummaryRow]) -> list[tuple[str, str]]:
-    """(EAGLE 3 series, EAGLE 3.1 series) pairs to compare; same template first."""
-    info: dict[str, tuple[str, str]] = {}
-    for r in usable(rows):
-        if _speculative(r):
-            info.setdefault(series_of(r), (str(r.eagle_version or ""), str(r.template or r.arm)))
-    v3 = [s for s, (v, _) in info.items() if v == "3"]
-    v31 = [s for s, (v, _) in info.items() if v == "3.1"]
-    pairs = [(a, b) for a in v3 for b in v31]
-    return sorted(pairs, key=lambda p: (info[p[0]][1] != info[p[1]][1], p))

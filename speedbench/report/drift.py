@@ -28,19 +28,16 @@ from matplotlib.ticker import MaxNLocator, NullLocator
 from speedbench.engine import Engine, engine_for_saved
 from speedbench.metrics.registry import SummaryRow
 from speedbench.analysis.drift import (
-    SEPARATION_REL,
     ContextCurve,
     DepthCurve,
     OptimalK,
-    Separation,
     context_buckets,
     context_curves,
     depth_curves,
-    eagle_pairs,
     optimal_k,
-    separation,
     usable,
 )
+from speedbench.analysis.separation import SEPARATION_REL, Separation, eagle_pairs, separation
 
 __all__ = [
     "optimal_k", "depth_curves", "context_curves", "separation", "drift_table",

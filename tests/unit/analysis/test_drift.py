@@ -16,12 +16,11 @@ from speedbench.analysis.drift import (
     context_buckets,
     context_curves,
     depth_curves,
-    eagle_pairs,
     optimal_k,
-    separation,
     series_of,
     speculative_config_for,
 )
+from speedbench.analysis.separation import eagle_pairs, separation
 from speedbench.engine.vllm import VllmEngine
 from speedbench.metrics.registry import SummaryRow
 from speedbench.engine.vllm.command import launch_spec
