@@ -1,7 +1,8 @@
 """The drift study on real vLLM: a k-sweep of the self-draft arm at two context lengths.
 
-Trimmed from scenarios/cpu_drift.yaml with --arms/--set to three launches and 3 prompts, which is
-enough to produce per-k, per-concurrency, per-context rows and the optimal-k table.
+Trimmed from scenarios/cpu_drift.yaml with --arms/--set to three launches, 3 prompts and c=1,
+which is enough to produce per-k, per-context rows, the plots and the optimal-k table (c=4 doubled
+the points of each launch and reached no other code path; the main CPU run covers c=1, 4 and 16).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def drift_run(vllm_slot, tmp_path_factory):
         [sys.executable, "-m", "speedbench.cli", "run", "scenarios/cpu_drift.yaml", "-o", str(out), "--skip-doctor",
          "--arms", "baseline,self-draft",
          "--set", "arms.self-draft.sweep.num_speculative_tokens=[1,3]",
-         "--set", "workload.num_prompts=3"],
+         "--set", "workload.num_prompts=3", "--set", "concurrency=[1]"],
         cwd=REPO, capture_output=True, text=True, timeout=1500, env={**os.environ, "COLUMNS": "160"},
     )
     print(proc.stdout[-5000:], proc.stderr[-3000:])
@@ -42,7 +43,7 @@ def drift_run(vllm_slot, tmp_path_factory):
 def test_rows_per_k_concurrency_and_context(drift_run):
     summary = json.loads((drift_run / "summary.json").read_text())
     keys = {(r["arm"], r["concurrency"], r["variant"]) for r in summary["rows"]}
-    expected = {(a, c, v) for a in ("baseline", "self-draft-k1", "self-draft-k3") for c in (1, 4)
+    expected = {(a, c, v) for a in ("baseline", "self-draft-k1", "self-draft-k3") for c in (1,)
                 for v in ("ctx128", "ctx512")}
     assert keys == expected
     for r in summary["rows"]:

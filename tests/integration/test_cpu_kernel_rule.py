@@ -18,10 +18,9 @@ import pytest
 
 from speedbench.engine.host_cpu import attention_kernel
 
-pytestmark = [
-    pytest.mark.vllm,
-    pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed"),
-]
+# No server starts here, only an import of vLLM in a child, so this runs in the integration
+# tier beside the others rather than on the real-vLLM tier's one-at-a-time path.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 
 DTYPES, BLOCKS, HEADS = ("bfloat16", "float16", "float32"), (16, 32, 128), (32, 64, 80, 128)
 VLLMS_CHOICES = f"""
