@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +21,12 @@ from speedbench.scenario import Scenario
 
 SCHEMA = 1
 DEFAULT_FOLDER = "calibrations"  # under the results root: results/calibrations
-# Flags that only make vLLM report more, or choose the port: not part of the system.
-_NOT_SYSTEM = {"speculative-config", "enable-per-request-metrics", "per-request-spec-decode-metrics",
-               "host", "port", "disable-log-requests"}
-
-
-def system_args(server_args: dict[str, Any], arm_args: dict[str, Any]) -> dict[str, Any]:
-    """The server args that shape step cost, with the keys spelled one way (dashes)."""
+def system_args(server_args: dict[str, Any], arm_args: dict[str, Any], ignore: Collection[str]) -> dict[str, Any]:
+    """The server args that shape step cost, with the keys spelled one way (dashes).
+    ``ignore``: the engine's args that do not (its ``not_system_args``: reporting flags,
+    the port, the draft)."""
     merged = {str(k).lstrip("-").replace("_", "-"): v for k, v in {**server_args, **arm_args}.items()}
-    return {k: merged[k] for k in sorted(merged) if k not in _NOT_SYSTEM}
+    return {k: merged[k] for k in sorted(merged) if k not in ignore}
 
 
 def calibration_key(prov: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
@@ -98,14 +95,16 @@ def predict(data: dict[str, Any], concurrency: int, al: Any, variant: str = "") 
     return curve.predict(float(al))
 
 
-def matching(folder: Path, sc: Scenario, provenance: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Arm -> its calibration, for each speculative arm whose system ``folder`` holds one."""
+def matching(folder: Path, sc: Scenario, provenance: dict[str, Any],
+             ignore: Collection[str]) -> dict[str, dict[str, Any]]:
+    """Arm -> its calibration, for each speculative arm whose system ``folder`` holds one
+    (``ignore``: as in :func:`system_args`)."""
     out: dict[str, dict[str, Any]] = {}
     for arm in sc.arms:
         prov = provenance.get(arm.name)
         if not arm.is_speculative or not isinstance(prov, dict):
             continue
-        path = find(folder, calibration_key(prov, system_args(sc.server.args, arm.args)))
+        path = find(folder, calibration_key(prov, system_args(sc.server.args, arm.args, ignore)))
         if path is not None:
             out[arm.name] = {**load(path), "file": str(path)}
     return out

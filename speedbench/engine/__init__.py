@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from speedbench.engine.base import Engine, LaunchSpec, flag_value
+from speedbench.engine.base import Engine, LaunchSpec
 from speedbench.engine.docker import DockerServer
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer, ProgressFn
@@ -75,23 +75,24 @@ class Server(Protocol):
 
 def api_key_for(scenario: Scenario, launch_spec: LaunchSpec | None = None) -> str | None:
     """The key the client sends: the one named by ``server.api_key_env`` (the scenario
-    holds only the name), else the key speedbench gives the server it launches
-    (``--api-key`` in its argv, or ``VLLM_API_KEY`` in its environment), so a scenario
+    holds only the name), else the key speedbench gives the server it launches (what its
+    engine read from the launch: vLLM's ``--api-key`` or ``VLLM_API_KEY``), so a scenario
     that protects its server still measures it. Never written anywhere (secrets.py)."""
     name = scenario.server.api_key_env
     if name:
         return os.environ.get(name)
     if launch_spec is None or launch_spec.base_url or scenario.server.launcher == "external":
         return None
-    return flag_value(launch_spec.argv, "--api-key") or launch_spec.env.get("VLLM_API_KEY") or None
+    return launch_spec.server_key
 
 
 def expected_model(scenario: Scenario, launch_spec: LaunchSpec) -> str | None:
-    """The model name a server we launch must serve (``--served-model-name``, else the
-    model as passed); None for an endpoint we did not start, which serves what it serves."""
+    """The model name a server we launch must serve (what its engine read from the launch:
+    vLLM's ``--served-model-name``, else the model as passed); None for an endpoint we did
+    not start, which serves what it serves."""
     if launch_spec.base_url or scenario.server.launcher == "external":
         return None
-    return flag_value(launch_spec.argv, "--served-model-name") or scenario.server.model or None
+    return launch_spec.served_model
 
 
 def make_server(scenario: Scenario, launch_spec: LaunchSpec, log_path: Path,

@@ -62,6 +62,11 @@ class LaunchSpec:
     # variables naming a folder the server keeps its sockets and temporary files in: a
     # local launcher points each at a fresh folder of the server's own, removed when it stops
     scratch_env: tuple[str, ...] = ()
+    # What the engine read from its own flags: the model name the server will serve, and the
+    # key it will demand (its --api-key or its environment's), which the client then sends.
+    # The key is never shown (repr) nor written (secrets.py).
+    served_model: str | None = None
+    server_key: str | None = field(default=None, repr=False)
 
     def argv_with_port(self, port: int) -> list[str]:
         return [*self.argv, "--host", self.host, "--port", str(port)]
@@ -122,6 +127,9 @@ class Engine(Protocol):
     def speculative_args(self, config: dict[str, Any]) -> list[str]:
         """The launch arguments that set ``config`` (the flag and its value)."""
         ...
+
+    # -- calibration keys (calibration/store.py's system_args)
+    not_system_args: frozenset[str]  # launch args that leave the step cost as it is (reporting, port, draft)
 
     # -- the doctor (doctor/__init__.py runs these among its own)
     doctor_checks: tuple[tuple[str, CheckFn], ...]  # (name, check) in table order

@@ -73,7 +73,7 @@ def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Any], writ
     if saved.is_file():
         return dict(json.loads(saved.read_text(encoding="utf-8")))
     folder = Path(sc.calibrations) if sc.calibrations else run_dir.path.parent.parent / calib_store.DEFAULT_FOLDER
-    found = calib_store.matching(folder, sc, provenance) if folder.is_dir() else {}
+    found = calib_store.matching(folder, sc, provenance, engine_for(sc).not_system_args) if folder.is_dir() else {}
     if found and write:
         atomic_write(saved, json.dumps(found, indent=2) + "\n")
     return found

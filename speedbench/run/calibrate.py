@@ -17,6 +17,7 @@ from rich.console import Console
 from speedbench.calibration import store
 from speedbench.calibration.fit import Curve, Model, curves_from_rows
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
+from speedbench.engine import engine_for
 from speedbench.metrics.registry import SummaryRow
 from speedbench.errors import ServerError
 from speedbench.results import RunDir
@@ -68,7 +69,8 @@ def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenar
     if arm_prov is None:
         raise ServerError(f"{run_path} has no provenance for {arms}: the key of the calibration is unknown")
     spec = req.scenario.arm(req.arm)
-    key = store.calibration_key(arm_prov, store.system_args(req.scenario.server.args, spec.args))
+    ignore = engine_for(req.scenario).not_system_args
+    key = store.calibration_key(arm_prov, store.system_args(req.scenario.server.args, spec.args, ignore))
     return key, curves
 
 

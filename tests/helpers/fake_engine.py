@@ -34,6 +34,7 @@ class FakeEngine:
     token_ids_field = "return_token_ids"
     settle_prefixes = ("vllm:spec_decode",)
     speculative_flag = "--speculative-config"
+    not_system_args = frozenset({"speculative-config", "host", "port"})
     doctor_checks: tuple[tuple[str, CheckFn], ...] = ()
 
     @staticmethod
@@ -43,12 +44,14 @@ class FakeEngine:
                 for a in ctx.arms if a.speculative_config is not None]
 
     def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
-        argv = [*FAKE_CLI, "--model", sc.server.model or "fake-model"]
+        model = sc.server.model or "fake-model"
+        argv = [*FAKE_CLI, "--model", model]
         for key, value in {**sc.server.args, **arm.args}.items():
             argv += [f"--{key}", str(value)]
         if arm.speculative_config is not None:
             argv += self.speculative_args(arm.speculative_config.to_dict())
-        return LaunchSpec(arm=arm.name, argv=argv, host=sc.server.host, gpus=gpus, base_url=arm.base_url)
+        return LaunchSpec(arm=arm.name, argv=argv, host=sc.server.host, gpus=gpus, base_url=arm.base_url,
+                          served_model=None if arm.base_url else model)
 
     def provenance(self, sc: Scenario, arm: ArmSpec, launch: LaunchSpec, argv: list[str],
                    env: Mapping[str, str], base_url: str | None = None) -> dict[str, Any]:

@@ -30,6 +30,7 @@ class VllmEngine:
     token_ids_field: str = payload.TOKEN_IDS_FIELD
     settle_prefixes: tuple[str, ...] = prometheus.SETTLE_PREFIXES
     speculative_flag: str = "--" + command.SPECULATIVE_CONFIG
+    not_system_args: frozenset[str] = command.NOT_SYSTEM_ARGS
     doctor_checks: tuple[tuple[str, CheckFn], ...] = (("vllm", checks.check_vllm),
                                                       ("server args", checks.check_server_args))
     draft_checks: CheckFn = staticmethod(drafts.check_drafts)  # type: ignore[assignment]

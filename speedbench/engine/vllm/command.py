@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from speedbench.engine.base import LaunchSpec, argv_value
+from speedbench.engine.base import LaunchSpec, argv_value, flag_value
 from speedbench.scenario import ArmSpec, Scenario, ServerSpec
 
 def args_to_argv(args: dict[str, Any]) -> list[str]:
@@ -72,6 +72,10 @@ SPEC_MEASUREMENT_FLAGS: dict[str, Any] = {"per-request-spec-decode-metrics": "su
 # writes "Fatal Python error" and its Python stack to the log, so engine/diagnose.py can
 # name the op it died in. It changes nothing else.
 MEASUREMENT_ENV: dict[str, str] = {"PYTHONFAULTHANDLER": "1"}
+# Flags that do not change what is measured, only what vLLM reports, where it listens and
+# which draft it runs: a calibration of the step cost (calibration/store.py) ignores them.
+NOT_SYSTEM_ARGS = frozenset({SPECULATIVE_CONFIG, *MEASUREMENT_FLAGS, *SPEC_MEASUREMENT_FLAGS,
+                             "host", "port", "disable-log-requests"})
 # --enable-per-request-metrics needs engine stats; vLLM refuses it with these.
 _NO_STATS = ("disable-log-stats",)
 
@@ -133,9 +137,10 @@ def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> La
     # validated to strings (scenario.base.env_strings); the field types also name the YAML input types
     env = {k: str(v) for k, v in {**sc.server.env, **arm.env}.items()}
     extra = args_to_argv(measurement_args(sc.server, arm))
+    argv = [] if arm.base_url else vllm_argv(sc.server, arm) + extra
     return LaunchSpec(
         arm=arm.name,
-        argv=[] if arm.base_url else vllm_argv(sc.server, arm) + extra,
+        argv=argv,
         measurement=extra,
         measurement_env=measurement_env(sc.server, arm),
         env=env,
@@ -145,4 +150,6 @@ def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> La
         base_url=arm.base_url,
         # vLLM's ZMQ IPC sockets (uuid-named, one set per start) otherwise stay in /tmp for good
         scratch_env=("VLLM_RPC_BASE_PATH",),
+        served_model=None if arm.base_url else (flag_value(argv, "--served-model-name") or sc.server.model or None),
+        server_key=None if arm.base_url else (flag_value(argv, "--api-key") or env.get("VLLM_API_KEY") or None),
     )

@@ -11,6 +11,7 @@ from speedbench.calibration import store
 from speedbench.calibration.fit import CurvePoint, fit_curve
 from speedbench.calibration.screen import promote, screening_block
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
+from speedbench.engine.vllm.command import NOT_SYSTEM_ARGS as IGNORE
 from speedbench.errors import ScenarioError
 from speedbench.records import PointKey
 from speedbench.run.calibrate import save
@@ -34,7 +35,7 @@ def _sc(**top):
 
 
 def test_the_key_ignores_the_checkpoint_and_the_measurement_flags_but_not_the_system(tmp_path):
-    args = store.system_args({"max_num_seqs": 16, "port": 8000, "enable-per-request-metrics": True}, {})
+    args = store.system_args({"max_num_seqs": 16, "port": 8000, "enable-per-request-metrics": True}, {}, IGNORE)
     assert args == {"max-num-seqs": 16}
     key = store.calibration_key(_prov(), args)
     assert key["draft_architecture"] == "LlamaForCausalLMEagle3" and key["hardware"] == "1x H100"
@@ -52,10 +53,10 @@ def test_the_key_ignores_the_checkpoint_and_the_measurement_flags_but_not_the_sy
 
 def test_matching_and_the_predictor_fill_only_calibrated_arms_at_calibrated_levels(tmp_path):
     sc = _sc()
-    key = store.calibration_key(_prov(), store.system_args(sc.server.args, {}))
+    key = store.calibration_key(_prov(), store.system_args(sc.server.args, {}, IGNORE))
     save(tmp_path, key, [fit_curve([CurvePoint(1.0, 0.5, 0.49, 0.51)], 1)], {})
     prov = {"base": _prov(method="", num_speculative_tokens=None), "e3": _prov(), "self": _prov(method="draft_model")}
-    cals = store.matching(tmp_path, sc, prov)
+    cals = store.matching(tmp_path, sc, prov, IGNORE)
     assert list(cals) == ["e3"]
     predict = store.predictor(cals)
     assert predict(PointKey("e3", 1), 2.0)[0] == pytest.approx(1.0)

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "speedbench"
 ALLOWED = (PACKAGE / "engine", PACKAGE / "testing")
-NAMES = ("vllm:", "return_token_ids", "--tensor-parallel-size", "--per-request-",
+NAMES = ("vllm:", "return_token_ids", "--tensor-parallel-size", "--per-request-", "--served-model-name",
          "VLLM_CPU_", "V31_FLAGS")
 
 
