@@ -42,7 +42,10 @@ def _status(row: SummaryRow) -> str:
     return "ok" if row.status is None else row.status
 
 
-def is_speculative(row: SummaryRow) -> bool:
+def may_speculate(row: SummaryRow) -> bool:
+    """False only for a row that says it runs no draft. A row from before the ``speculative``
+    column has no say, and the drift analysis has always read such rows by their k
+    (report/tables.py's ``is_speculative``, for tables, reads a missing column as no)."""
     return True if row.speculative is None else bool(row.speculative)
 
 
@@ -96,7 +99,7 @@ def _series_groups(rows: list[SummaryRow]) -> dict[tuple[str, str, str, int], di
     groups: dict[tuple[str, str, str, int], dict[int, SummaryRow]] = {}
     for r in usable(rows):
         k = k_of(r)
-        if k is None or not is_speculative(r):
+        if k is None or not may_speculate(r):
             continue
         key = (str(r.template or r.arm), series_of(r), variant_of(r),
                int(num(r.concurrency)))
@@ -313,7 +316,7 @@ def context_curves(rows: list[SummaryRow], variant_tokens: dict[str, int]) -> li
     """AL vs context bucket per speculative arm and concurrency (two or more buckets)."""
     groups: dict[tuple[str, int], list[SummaryRow]] = {}
     for r in usable(rows):
-        if is_speculative(r) and variant_of(r) in variant_tokens:
+        if may_speculate(r) and variant_of(r) in variant_tokens:
             groups.setdefault((str(r.arm), int(num(r.concurrency))), []).append(r)
     out = []
     for (arm, conc), rs in sorted(groups.items()):

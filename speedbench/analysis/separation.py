@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from speedbench.analysis.drift import is_speculative, k_of, series_of, usable, variant_of
+from speedbench.analysis.drift import may_speculate, k_of, series_of, usable, variant_of
 from speedbench.metrics.cells import al_of, num
 from speedbench.metrics.registry import SummaryRow
 
@@ -57,7 +57,7 @@ def separation(rows: list[SummaryRow], arm_a: str, arm_b: str, axis: str = "dept
     if axis not in ("depth", "context"):
         raise ValueError("axis must be 'depth' or 'context'")
     rs = usable(rows)
-    pick = {n: [r for r in rs if n in (r.arm, series_of(r)) and is_speculative(r)]
+    pick = {n: [r for r in rs if n in (r.arm, series_of(r)) and may_speculate(r)]
             for n in (arm_a, arm_b)}
     concs = {n: {int(num(r.concurrency)) for r in pick[n]} for n in pick}
     common_c = sorted(concs[arm_a] & concs[arm_b])
@@ -93,7 +93,7 @@ def eagle_pairs(rows: list[SummaryRow]) -> list[tuple[str, str]]:
     """(EAGLE 3 series, EAGLE 3.1 series) pairs to compare; same template first."""
     info: dict[str, tuple[str, str]] = {}
     for r in usable(rows):
-        if is_speculative(r):
+        if may_speculate(r):
             info.setdefault(series_of(r), (str(r.eagle_version or ""), str(r.template or r.arm)))
     v3 = [s for s, (v, _) in info.items() if v == "3"]
     v31 = [s for s, (v, _) in info.items() if v == "3.1"]
