@@ -6,7 +6,23 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
+
+
+class HasCells(Protocol):
+    """A summary row (metrics/registry.py's SummaryRow): its cells by summary.json key."""
+
+    def cell(self, key: str) -> Any: ...
+
+
+# What the readers below take: a SummaryRow, or a plain dict while a row is being built
+# (metrics/formulas.py) or when an old folder's row is upgraded (metrics/headline.py).
+Cells = HasCells | Mapping[str, Any]
+
+
+def cell(row: Cells, key: str) -> Any:
+    """One cell of ``row`` by its summary.json key (None when it has none)."""
+    return row.get(key) if isinstance(row, Mapping) else row.cell(key)
 
 
 def num(x: Any) -> float:
@@ -29,13 +45,13 @@ def as_list(x: Any) -> list[float]:
     return [num(v) for v in x] if isinstance(x, (list, tuple)) else []
 
 
-def al_of(row: Mapping[str, Any] | None) -> tuple[float, str]:
+def al_of(row: Cells | None) -> tuple[float, str]:
     """AL and where it came from: the token-weighted AL from per-request counters first,
     the Prometheus AL otherwise ("tokens" / "prometheus"; NaN and "" without either)."""
-    if not row:
+    if row is None:
         return math.nan, ""
     for key, source in (("al_tokens", "tokens"), ("al_prometheus", "prometheus")):
-        v = num(row.get(key))
+        v = num(cell(row, key))
         if math.isfinite(v):
             return v, source
     return math.nan, ""

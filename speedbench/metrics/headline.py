@@ -12,10 +12,9 @@ Pure: it reads row cells only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
-from speedbench.metrics.cells import num
+from speedbench.metrics.cells import Cells, cell, num
 
 CLIENT, ENGINE = "client", "engine"
 # the row keys this module fills (declared in metrics/registry.py)
@@ -26,8 +25,8 @@ CLOCK_KEYS = {CLIENT: ("speedup_mean", "speedup_ci_low", "speedup_ci_high"),
               ENGINE: ("speedup_engine_mean", "speedup_engine_ci_low", "speedup_engine_ci_high")}
 
 
-def _interval(row: Mapping[str, Any], clock: str) -> tuple[float, float, float]:
-    m, lo, hi = (num(row.get(k)) for k in CLOCK_KEYS[clock])
+def _interval(row: Cells, clock: str) -> tuple[float, float, float]:
+    m, lo, hi = (num(cell(row, k)) for k in CLOCK_KEYS[clock])
     return m, lo, hi
 
 
@@ -37,7 +36,7 @@ def unbounded(lo: float, hi: float) -> bool:
     return not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0
 
 
-def choose_clock(row: Mapping[str, Any]) -> tuple[str, str]:
+def choose_clock(row: Cells) -> tuple[str, str]:
     """(clock, reason) of the row's headline speedup."""
     cm, clo, chi = _interval(row, CLIENT)
     em, elo, ehi = _interval(row, ENGINE)
@@ -47,14 +46,14 @@ def choose_clock(row: Mapping[str, Any]) -> tuple[str, str]:
         return ENGINE, "no client-side speedup"
     if unbounded(clo, chi) and not unbounded(elo, ehi):
         return ENGINE, "the client-side interval is unbounded"
-    lag = num(row.get("speedup_lag_bound"))
+    lag = num(cell(row, "speedup_lag_bound"))
     widened = math.isfinite(lag) and lag > 0
     if widened and not unbounded(elo, ehi) and not unbounded(clo, chi) and chi - clo > ehi - elo:
         return ENGINE, "the client's loop lag widened its interval past the engine's"
     return CLIENT, "the client-side interval holds"
 
 
-def headline_of(row: Mapping[str, Any]) -> dict[str, Any]:
+def headline_of(row: Cells) -> dict[str, Any]:
     """The headline keys of a row: its clock, the reason, and that clock's figure."""
     clock, reason = choose_clock(row)
     m, lo, hi = _interval(row, clock)
@@ -71,17 +70,17 @@ def with_headline(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def headline(row: Mapping[str, Any]) -> tuple[float, float, float]:
+def headline(row: Cells) -> tuple[float, float, float]:
     """(mean, low, high) of the row's headline speedup, derived when the row lacks the keys."""
-    if row.get("speedup_headline_clock") is None:
+    if cell(row, "speedup_headline_clock") is None:
         h = headline_of(row)
         return h["speedup_headline_mean"], h["speedup_headline_ci_low"], h["speedup_headline_ci_high"]
-    return (num(row.get("speedup_headline_mean")), num(row.get("speedup_headline_ci_low")),
-            num(row.get("speedup_headline_ci_high")))
+    return (num(cell(row, "speedup_headline_mean")), num(cell(row, "speedup_headline_ci_low")),
+            num(cell(row, "speedup_headline_ci_high")))
 
 
-def headline_clock(row: Mapping[str, Any]) -> str:
-    clock = row.get("speedup_headline_clock")
+def headline_clock(row: Cells) -> str:
+    clock = cell(row, "speedup_headline_clock")
     return str(clock) if clock is not None else str(headline_of(row)["speedup_headline_clock"])
 
 
@@ -89,6 +88,6 @@ def other_clock(clock: str) -> str:
     return ENGINE if clock == CLIENT else CLIENT
 
 
-def clock_figure(row: Mapping[str, Any], clock: str) -> tuple[float, float, float]:
+def clock_figure(row: Cells, clock: str) -> tuple[float, float, float]:
     """(mean, low, high) of one named clock."""
     return _interval(row, clock)

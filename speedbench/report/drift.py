@@ -238,8 +238,7 @@ def plot_tps_vs_k(opts: list[OptimalK]) -> str:
 
 
 def _collect(run: Any) -> dict[str, Any] | None:
-    # the rows as stored in summary.json, read back as SummaryRow (what analysis/drift.py reads)
-    rows = [SummaryRow.from_dict(r) for r in (getattr(run, "summary", None) or {}).get("rows") or []]
+    rows: list[SummaryRow] = list(getattr(run, "rows", None) or [])  # results.run.Run's, read once
     scenario = getattr(run, "scenario", None) or {}
     arms_spec = {str(a.get("name")): a.get("speculative_config") or {} for a in scenario.get("arms") or []}
     buckets = context_buckets(scenario)
@@ -257,8 +256,8 @@ def _collect(run: Any) -> dict[str, Any] | None:
         if buckets:
             seps.append(separation(rows, a, b, "context", variant_tokens=buckets))
     data["seps"] = [s for s in seps if len(s.points) >= 2]
-    sweep_arms = {str(r.get("arm")) for r in rows if r.get("template") not in (None, "", r.get("arm"))}
-    data["failed"] = sorted(a for a in sweep_arms if a not in {str(r.get("arm")) for r in usable(rows)})
+    sweep_arms = {str(r.arm) for r in rows if r.template not in (None, "", r.arm)}
+    data["failed"] = sorted(a for a in sweep_arms if a not in {str(r.arm) for r in usable(rows)})
     return data
 
 

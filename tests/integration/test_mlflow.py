@@ -152,7 +152,7 @@ def test_cpu_run_reads_back_whole_and_a_second_export_updates(tracking_uri, tmp_
     prof = json.loads(Path(_client(tracking_uri).download_artifacts(
         first["eagle3"], "speculation_profile/eagle3__c1/speculation_profile.json", str(tmp_path))).read_text())
     row = load_run(run_dir).row("eagle3", 1)
-    assert row is not None and prof["conditional_accept_rates"] == row["per_position_conditional"]
+    assert row is not None and prof["conditional_accept_rates"] == row.per_position_conditional
     # a recomputed summary with a changed figure: the update is the value MLflow shows
     summary = json.loads((run_dir / "summary.json").read_text())
     changed = next(r for r in summary["rows"] if r["arm"] == "eagle3" and r["concurrency"] == 1)

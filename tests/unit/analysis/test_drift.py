@@ -47,6 +47,10 @@ class FakeRun:
     summary: dict = field(default_factory=dict)
     scenario: dict | None = None
 
+    @property
+    def rows(self) -> list:
+        return list(self.summary.get("rows") or [])
+
 
 ROW_DEFAULTS = {"template": None, "speedup": NAN, "lo": NAN, "hi": NAN, "tps": NAN, "proxy": NAN, "al": NAN,
                 "al_prom": NAN, "cond": (), "joint": (), "eagle": "", "method": "draft_model", "status": "ok"}

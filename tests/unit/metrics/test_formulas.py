@@ -35,25 +35,25 @@ def _look(reason: str, low, high, estimate=2.0, prompts=64, look=3) -> dict:
 def test_a_stopped_point_takes_the_look_level_interval_when_built():
     stopping = [_look(REACHED, 1.93, 2.06), _look(MAX_PROMPTS, 1.9, 2.01, prompts=128, look=5)]
     row = build_row(_empty_point(PointKey("spec", 4), stopping))
-    assert (row["speedup_ci_low"], row["speedup_ci_high"]) == (1.9, 2.06)
-    assert "after 64 prompts" in row["warnings"][-1] and "Bonferroni" in row["warnings"][-1]
+    assert (row.speedup_ci_low, row.speedup_ci_high) == (1.9, 2.06)
+    assert "after 64 prompts" in row.warnings[-1] and "Bonferroni" in row.warnings[-1]
     plain = build_row(_empty_point(PointKey("base", 4)))
-    assert math.isnan(plain["speedup_ci_low"]) and not any("sequential" in w for w in plain["warnings"])
+    assert math.isnan(plain.speedup_ci_low) and not any("sequential" in w for w in plain.warnings)
 
 
 def test_a_one_sided_look_still_widens_the_low_end_and_leaves_the_high_end_unbounded():
     # a busy host's lag widened the look without bound above (stored as null): the row
     # must still take the look's low end, not keep a narrower one of its own
     row = build_row(_empty_point(PointKey("spec", 4), [_look(REACHED, 2.4259, None, estimate=2.9)]))
-    assert row["speedup_ci_low"] == 2.4259 and math.isinf(row["speedup_ci_high"])
+    assert row.speedup_ci_low == 2.4259 and math.isinf(row.speedup_ci_high)
 
 
 def test_an_unbounded_look_makes_the_row_unbounded_on_both_sides():
     row = build_row(_empty_point(PointKey("spec", 4), [_look(REACHED, None, None, estimate=1.7)]))
-    assert row["speedup_ci_low"] == 0.0 and math.isinf(row["speedup_ci_high"])
+    assert row.speedup_ci_low == 0.0 and math.isinf(row.speedup_ci_high)
     # a look with no estimate and no interval (too few pairs) widens nothing
     none = build_row(_empty_point(PointKey("spec", 4), [_look(REACHED, None, None, estimate=None)]))
-    assert math.isnan(none["speedup_ci_low"]) and not any("sequential" in w for w in none["warnings"])
+    assert math.isnan(none.speedup_ci_low) and not any("sequential" in w for w in none.warnings)
 
 
 def test_a_look_narrower_than_the_rows_own_interval_leaves_the_row_as_it_was():
@@ -73,7 +73,7 @@ def test_predictions_come_from_the_arms_calibration_at_the_rows_al():
         return (1.5, 1.4, 1.6)
 
     row = build_row(_empty_point(PointKey("spec", 2, "v"), predict=predict))
-    assert (row["speedup_predicted"], row["speedup_predicted_ci_low"], row["speedup_predicted_ci_high"]) == (
+    assert (row.speedup_predicted, row.speedup_predicted_ci_low, row.speedup_predicted_ci_high) == (
         1.5, 1.4, 1.6)
     assert seen[0][0] == PointKey("spec", 2, "v") and math.isnan(seen[0][1])
 

@@ -64,5 +64,5 @@ def test_run_folders_without_the_keys_still_load(tmp_path):
     rd.write_summary(summary)
     run = load_run(rd.path)
     r = run.row("eagle3.1", 1)
-    assert r["speedup_headline_clock"] == "client" and r["speedup_headline_mean"] == r["speedup_mean"]
-    assert run.row("baseline", 1)["speedup_headline_clock"] == ""
+    assert r.speedup_headline_clock == "client" and r.speedup_headline_mean == r.speedup_mean
+    assert run.row("baseline", 1).speedup_headline_clock == ""

@@ -54,7 +54,7 @@ def test_bootstrap_difference_matches_records(tmp_path):
     b = load_run(make_run(tmp_path / "b", seed=1, arms=slower(0.5)).path)
     iv = significance.speedup_diff_runs(a, b, "eagle3.1", 1, "")
     # identical noise draws, speculative TPS halved: the speedup halves exactly
-    assert abs(iv.value + a.row("eagle3.1", 1)["speedup_mean"] / 2) < 1e-9
+    assert abs(iv.value + a.row("eagle3.1", 1).speedup_mean / 2) < 1e-9
     assert iv.low < iv.value < iv.high and iv.excludes_zero
     same = significance.speedup_diff_runs(a, a, "eagle3.1", 1, "")
     assert same.value == 0 and not same.excludes_zero

@@ -68,9 +68,9 @@ def test_speedup_engine_gate_reads_the_engine_clock(tmp_path):
     run = load_run(busy_host(make_run(tmp_path, seed=1), engine_half=0.01).path)
     row = run.row("eagle3.1", 1)
     results = evaluate_gates(run, [GateSpec(metric="speedup_engine", arm="eagle3.1", concurrency=1,
-                                            min=row["speedup_engine_mean"] + 0.01)])
+                                            min=row.speedup_engine_mean + 0.01)])
     assert [r.status for r in results] == ["fail"]
-    assert results[0].value == row["speedup_engine_mean"]
+    assert results[0].value == row.speedup_engine_mean
 
 
 def test_tables_lead_with_the_headline_clock(tmp_path):
@@ -78,7 +78,7 @@ def test_tables_lead_with_the_headline_clock(tmp_path):
     t = next(t for t in tables.speedup_tables(run) if t.arm == "eagle3.1")
     r = t.rows[0]
     assert r.clock == "engine" and "unbounded" in r.clock_reason
-    assert r.ci_low == run.row("eagle3.1", r.concurrency)["speedup_engine_ci_low"]
+    assert r.ci_low == run.row("eagle3.1", r.concurrency).speedup_engine_ci_low
     assert r.speedup_cell.endswith("(engine)") and r.other_cell.endswith("(client)")
     buf = io.StringIO()
     print_summary(run, Console(file=buf, width=200, highlight=False, color_system=None))

@@ -78,7 +78,7 @@ def test_an_arm_taken_out_has_no_open_regression(tmp_path):
 
     ns = load_nights(write_history(tmp_path, 30, [Plant("eagle3", 10, "speedup", -0.15)], report=False))
     for n in ns[20:]:  # eagle3 left the matrix after night 19
-        n.run.rows[:] = [r for r in n.run.rows if r.get("arm") != "eagle3"]
+        n.run.rows[:] = [r for r in n.run.rows if r.arm != "eagle3"]
     vs = nightly.verdicts({"cpu_tiny": ns})
     assert not [v for v in vs if v.open is not None]
     assert [v for v in nightly.verdicts({"cpu_tiny": ns[:20]}) if v.open is not None]

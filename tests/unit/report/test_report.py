@@ -46,7 +46,7 @@ def test_render_report_contents(run):
     assert ("| concurrency | baseline per-user TPS | eagle3.1 per-user TPS | speedup \\[95% CI\\] (headline clock) "
             "| AL (pooled over steps) | reference speedup |") in md
     row = run.row("eagle3.1", 1)
-    assert f"{row['speedup_mean']:.2f}× \\[{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}\\]" in md
+    assert f"{row.speedup_mean:.2f}× \\[{row.speedup_ci_low:.2f}, {row.speedup_ci_high:.2f}\\]" in md
     assert "2.03×" in md  # reference figure beside the measured one
     assert "## Acceptance length per category" in md and "## Per-position acceptance" in md
     # per category: per-user TPS, speedup with CI, both ALs; per question in the HTML
@@ -86,7 +86,7 @@ def test_terminal_table_shape(run):
     assert "eagle3.1 (EAGLE 3.1)" in out and "eagle3 (EAGLE 3)" in out
     for head in ("concurrency", "per-user TPS", "speedup [95% CI]", "AL", "reference"):
         assert head in out
-    base = run.row("baseline", 16)["per_user_tps_mean"]
+    base = run.row("baseline", 16).per_user_tps_mean
     assert f"{base:.1f}" in out
     assert "hardware 1x NVIDIA H200 (synthetic)" in out and "vLLM 0.32.0" in out
     # the bare-summary path used right after a run
@@ -235,4 +235,4 @@ def test_headline_headers_read_whole_at_80_columns(tmp_path, every_column):
     assert all(h in out for h in heads), out
     assert all(len(line) <= 80 for line in out.splitlines())
     row = load_run(rd.path).row("eagle3.1", 16)
-    assert f"{row['speedup_mean']:.2f}× [{row['speedup_ci_low']:.2f}, {row['speedup_ci_high']:.2f}]" in out
+    assert f"{row.speedup_mean:.2f}× [{row.speedup_ci_low:.2f}, {row.speedup_ci_high:.2f}]" in out

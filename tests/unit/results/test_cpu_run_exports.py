@@ -24,10 +24,10 @@ RUNS = (DATA / "float16", DATA / "bfloat16")
 def test_eagle3_profile_equals_the_summary(run_path, tmp_path):
     assert main(["export", str(run_path), "--format", "speculation-profile", "-o", str(tmp_path)]) == 0
     run = load_run(run_path)
-    for row in (r for r in run.rows if r["arm"] == "eagle3"):
-        prof = json.loads((tmp_path / f"eagle3__c{row['concurrency']}" / "speculation_profile.json").read_text())
+    for row in (r for r in run.rows if r.arm == "eagle3"):
+        prof = json.loads((tmp_path / f"eagle3__c{row.concurrency}" / "speculation_profile.json").read_text())
         assert_profile_is_the_row(prof, row)
-        assert prof["speedbench"]["accept_length_extrapolated_by_k"]["3"] == pytest.approx(row["al_tokens"])
+        assert prof["speedbench"]["accept_length_extrapolated_by_k"]["3"] == pytest.approx(row.al_tokens)
         assert prof["draft_checkpoint"]["id"] == "tiny/eagle3" and prof["num_speculative_tokens"] == 3
 
 

@@ -103,7 +103,7 @@ def test_vllm_export_values(vllm_export):
     data = json.loads((out / "eagle3__c4.json").read_text())
     row = run.row("eagle3", 4)
     # same definitions as ours: TTFT and E2E over completed requests; AL pooled over steps
-    assert data["mean_ttft_ms"] == pytest.approx(row["ttft_ms_mean"], rel=1e-9)
+    assert data["mean_ttft_ms"] == pytest.approx(row.ttft_ms_mean, rel=1e-9)
     assert data["duration"] == pytest.approx(3.0)  # the point's wall time (points.json)
     recs = [r for r in run.records if r.arm == "eagle3" and r.concurrency == 4]
     assert data["total_output_tokens"] == sum(r.n_output for r in recs)
@@ -148,8 +148,8 @@ def test_own_schema_exports(tmp_path, fmt):
         return
     assert {f"summary.{fmt}", f"categories.{fmt}"} <= names
     df = pd.read_csv(out / "summary.csv") if fmt == "csv" else pd.read_parquet(out / "summary.parquet")
-    assert list(df["arm"]) == [r["arm"] for r in run.rows]
-    assert df["per_user_tps_mean"].tolist() == pytest.approx([r["per_user_tps_mean"] for r in run.rows])
+    assert list(df["arm"]) == [r.arm for r in run.rows]
+    assert df["per_user_tps_mean"].tolist() == pytest.approx([r.per_user_tps_mean for r in run.rows])
     if fmt == "parquet":
         assert len(pd.read_parquet(out / "records.parquet")) == len(run.records)
 

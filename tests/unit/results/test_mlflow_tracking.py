@@ -53,7 +53,7 @@ def test_metrics_and_params_of_an_arm(tmp_path):
     run = load_run(make_run(tmp_path / "r").path)
     m = mlflow_export.arm_metrics(run, "eagle3")
     row = run.row("eagle3", 4)
-    assert row is not None and m["speedup_mean/c4"] == row["speedup_mean"] and m["al_tokens/c4"] == row["al_tokens"]
+    assert row is not None and m["speedup_mean/c4"] == row.speedup_mean and m["al_tokens/c4"] == row.al_tokens
     assert not any(k.startswith(("concurrency/", "num_speculative_tokens/")) for k in m)
     p = mlflow_export.arm_params(run, "eagle3")
     assert p["k"] == "3" and p["checkpoint"] == "org/eagle3-draft" and p["concurrency_levels"] == "1,4,16"

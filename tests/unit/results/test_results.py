@@ -183,7 +183,7 @@ def test_load_run_from_factory(tmp_path):
     assert len(run.records) == 3 * 2 * 4
     assert run.provenance["eagle3"]["draft"]["model"] == "org/eagle3-draft"
     assert run.scenario["server"]["model"] == "tiny/target"
-    assert run.row("eagle3", 4)["speculative"] is True
+    assert run.row("eagle3", 4).speculative is True
     assert run.row("eagle3", 8) is None
 
 

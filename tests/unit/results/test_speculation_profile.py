@@ -37,21 +37,21 @@ def test_each_speculative_point_gets_a_profile_equal_to_its_summary_row(tmp_path
     assert main(["export", str(rd.path), "--format", "speculation-profile", "-o", str(out)]) == 0
     profiles = _profiles(out)
     run = load_run(rd.path)
-    spec_rows = [r for r in run.rows if r["speculative"]]
-    assert sorted(profiles) == sorted(f"{r['arm']}__c{r['concurrency']}" for r in spec_rows)
+    spec_rows = [r for r in run.rows if r.speculative]
+    assert sorted(profiles) == sorted(f"{r.arm}__c{r.concurrency}" for r in spec_rows)
     for row in spec_rows:
-        prof = profiles[f"{row['arm']}__c{row['concurrency']}"]
+        prof = profiles[f"{row.arm}__c{row.concurrency}"]
         assert list(prof)[:len(SPECDEC_KEYS)] == SPECDEC_KEYS and list(prof)[-1] == "speedbench"
         assert_profile_is_the_row(prof, row)
-        hist = row["acceptance_histogram"]
+        hist = row.acceptance_histogram
         assert prof["acceptance_length_histogram"] == {str(j + 1): n for j, n in enumerate(hist) if n}
         ext = prof["speedbench"]["accept_length_extrapolated_by_k"]
-        assert ext["3"] == pytest.approx(row["al_tokens"])
-        assert ext["1"] == pytest.approx(1 + row["per_position_joint"][0])
+        assert ext["3"] == pytest.approx(row.al_tokens)
+        assert ext["1"] == pytest.approx(1 + row.per_position_joint[0])
         cats = {c["category"]: c["al_requests"] for c in run.categories
-                if c["arm"] == row["arm"] and c["concurrency"] == row["concurrency"]}
+                if c["arm"] == row.arm and c["concurrency"] == row.concurrency}
         assert prof["per_category"] == cats
-        assert prof["draft_checkpoint"]["id"] == f"org/{row['arm']}-draft"
+        assert prof["draft_checkpoint"]["id"] == f"org/{row.arm}-draft"
         assert prof["target_model"]["id"] == "tiny/target"
     assert "baseline__c1" not in profiles
 
@@ -111,13 +111,13 @@ def test_several_runs_only_for_the_category_matrix(tmp_path):
     assert main(["export", str(rd.path), str(rd.path), "--format", "speculation-profile"]) == 2
 
 
-def assert_profile_is_the_row(prof: dict, row: dict) -> None:
+def assert_profile_is_the_row(prof: dict, row: SummaryRow) -> None:
     """A chain drafter's profile carries the summary row's figures unchanged, and passes
     both of specdec_bench's checks."""
-    assert prof["conditional_accept_rates"] == row["per_position_conditional"]
-    assert prof["marginal_accept_rates"] == row["per_position_joint"]
-    assert prof["mean_accept_length"] == row["al_tokens"]
-    assert prof["mean_accept_length_per_request"] == row["al_requests"]
+    assert prof["conditional_accept_rates"] == row.per_position_conditional
+    assert prof["marginal_accept_rates"] == row.per_position_joint
+    assert prof["mean_accept_length"] == row.al_tokens
+    assert prof["mean_accept_length_per_request"] == row.al_requests
     assert prof["validation"]["mean_consistency"]["passed"]
     assert prof["validation"]["marginal_monotonicity"]["passed"]
     assert prof["accept_length_model"] == "chain_analytic"  # eagle3 drafts a chain
