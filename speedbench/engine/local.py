@@ -340,6 +340,7 @@ class LocalServer:
     def stop(self) -> None:
         """SIGTERM the group, wait up to grace_s, then SIGKILL what is left. Idempotent."""
         if self._proc is None or self._pgid is None:
+            self._remove_scratch()  # made for a launch that could not start
             return
         pgid = self._pgid
         if self._stopped and not _group_alive(pgid):
@@ -361,7 +362,10 @@ class LocalServer:
                 time.sleep(0.05)
         self._reap()
         watchdog.dismiss(self._watchdog)
-        if self._scratch is not None:  # the group is gone: nothing writes there any more
+        self._remove_scratch()  # the group is gone: nothing writes there any more
+
+    def _remove_scratch(self) -> None:
+        if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 

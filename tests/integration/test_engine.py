@@ -289,6 +289,15 @@ def test_a_servers_sockets_live_in_its_own_folder_and_go_with_it(fake, tmp_path)
                        ArmSpec(name="a")).scratch_env == ("VLLM_RPC_BASE_PATH",)
 
 
+def test_a_command_that_cannot_start_leaves_no_folder(tmp_path):
+    spec = LaunchSpec(arm="gone", argv=[str(tmp_path / "no-such-program")], scratch_env=("VLLM_RPC_BASE_PATH",))
+    server = LocalServer(spec, tmp_path / "l.txt", ready_timeout_s=5, grace_s=1)
+    scratch = Path(server.scratch())  # the folder its environment would name
+    with pytest.raises(ServerError, match="cannot start"), server:
+        pass
+    assert not scratch.exists()
+
+
 def test_the_watchdog_removes_the_folder_when_speedbench_is_killed(fake, tmp_path):
     # a child Python owns the server and is SIGKILLed: its watchdog stops the group and
     # removes the folder, as speedbench's own stop() would have
