@@ -83,7 +83,7 @@ def _canary(ctx: RunContext, server: Server, key: PointKey, found: Candidate,
     now = [r for res in m.repeats for r in res.records]
     then = [r for r in old if (r.concurrency, r.variant or "") == (key.concurrency, key.variant)]
     ratio, pairs, source = _paired_ratio(now, then)
-    tol, tol_source = _tolerance(found, key, sc.baseline_from.tolerance)
+    tol, tol_source = _tolerance(found, key, sc.baseline_from.tolerance, source)
     return {"concurrency": key.concurrency, "variant": key.variant, "prompts": n, "pairs": pairs,
             "ratio": ratio, "source": source, "tolerance": tol, "tolerance_source": tol_source,
             "ok": pairs >= 2 and math.isfinite(ratio) and abs(ratio - 1) <= tol}
@@ -91,14 +91,16 @@ def _canary(ctx: RunContext, server: Server, key: PointKey, found: Candidate,
 
 def _paired_ratio(now: list[RequestRecord], then: list[RequestRecord]) -> tuple[float, int, str]:
     """mean(now) / mean(then) of per-user TPS over the (prompt, turn) both have, the
-    earlier run's rounds averaged per prompt first; the engine's clock when fewer than 2
-    prompts have the client's (bursts leave the client's TPS undefined). Also returns the
-    pairs and the source used."""
+    earlier run's rounds averaged per prompt first. The engine's clock when 2 or more
+    prompts have it on both sides: the canary asks whether the server moved, and the
+    client's clock also moves with the client's own event-loop lag (a busy host's 0.8 s
+    stall read a same-server canary at 2.08x). The client's clock otherwise. Also
+    returns the pairs and the source used."""
     a, b = request_table(now), request_table(then)
     if a.empty or b.empty:
         return math.nan, 0, ""
     pairs = 0
-    for col in ("per_user_tps", "engine_tps"):
+    for col in ("engine_tps", "per_user_tps"):
         x = a[a["ok"]].groupby(["prompt_index", "turn"])[col].mean()
         y = b[b["ok"]].groupby(["prompt_index", "turn"])[col].mean()
         both = x.to_frame("now").join(y.to_frame("then"), how="inner").dropna()
@@ -108,13 +110,15 @@ def _paired_ratio(now: list[RequestRecord], then: list[RequestRecord]) -> tuple[
     return math.nan, pairs, ""
 
 
-def _tolerance(found: Candidate, key: PointKey, default: float) -> tuple[float, str]:
+def _tolerance(found: Candidate, key: PointKey, default: float, source: str) -> tuple[float, str]:
     """How far the canary may read from 1.0: the earlier run's A/A noise floor at this
-    point (the farther end of its interval from 1.0), else the scenario's default."""
+    point on the canary's clock (``source``; the farther end of its interval from 1.0),
+    else the scenario's default."""
     floor = found.run_dir.read_json("summary.json", {}).get("noise_floor") or []
+    ends = ("engine_ci_low", "engine_ci_high") if source == "engine_tps" else ("ci_low", "ci_high")
     for f in floor:
         if (f.get("concurrency"), f.get("variant") or "") == (key.concurrency, key.variant):
-            lo, hi = f.get("ci_low"), f.get("ci_high")
+            lo, hi = f.get(ends[0]), f.get(ends[1])
             if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and math.isfinite(lo + hi):
                 return max(hi - 1, 1 - lo, 0.0), f"A/A noise floor of {found.run_dir.name}"
     return default, "default tolerance"
