@@ -9,6 +9,7 @@ the arms do, and pairing cancels that). Unpaired: each arm resampled on its own.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -155,11 +156,18 @@ def cluster_paired_ratio_ci(
 
 def _t_widened(lo: float, hi: float, centre: float, spread: RoundSpread | None, r: int,
                level: float) -> tuple[float, float]:
-    """The interval widened, where needed, to ``exp(log centre ± t(df) · sd / sqrt(r))``."""
+    """The interval widened, where needed, to ``exp(log centre ± t(df) · sd / sqrt(r))``.
+    A widening past what a float holds reaches 0 and infinity: with one degree of freedom
+    the t quantile grows without bound as the level nears 1 (a busy fresh clone's A/A
+    check at a 99.975% level, rounds 44% apart, asked for exp(932))."""
     if spread is not None and spread.df >= 1 and math.isfinite(spread.log_sd) and centre > 0:
         half = t_quantile(spread.df, level) * spread.log_sd / math.sqrt(r)
-        lo, hi = min(lo, centre * math.exp(-half)), max(hi, centre * math.exp(half))
+        up = math.exp(half) if half < _MAX_LOG else math.inf  # exp(-half) only underflows to 0
+        lo, hi = min(lo, centre * math.exp(-half)), max(hi, centre * up)
     return (float(lo), float(hi))
+
+
+_MAX_LOG = math.log(sys.float_info.max)  # the largest x whose exp(x) is a finite float
 
 
 def _wider(pooled: RoundSpread | None, own: RoundSpread | None) -> RoundSpread | None:

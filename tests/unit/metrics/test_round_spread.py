@@ -112,3 +112,17 @@ def test_a_point_noisier_than_its_pool_keeps_its_own_spread():
     assert hi >= centre * math.exp(t_quantile(6) * own_sd * 2 / math.sqrt(3)) * (1 - 1e-9)
 
 
+
+
+def test_a_widening_past_any_float_reaches_zero_and_infinity():
+    # one round left, a pooled spread with 1 degree of freedom, rounds 44% apart, at the
+    # 99.975% level of a 4-point A/A family check: exp(t * sd) is past what a float holds
+    # (a busy fresh clone raised OverflowError here)
+    rng = np.random.default_rng(3)
+    b = rng.uniform(90, 110, 12)
+    lo, hi = cluster_paired_ratio_ci(b * 1.2, b, np.zeros(12), spread=RoundSpread(0.366, 1),
+                                     level=1 - 0.001 / 4)
+    assert lo == 0.0 and hi == math.inf
+    # at the 95% level the same spread widens to finite ends around the ratio
+    lo, hi = cluster_paired_ratio_ci(b * 1.2, b, np.zeros(12), spread=RoundSpread(0.366, 1))
+    assert 0 < lo < 1.2 < hi < math.inf
