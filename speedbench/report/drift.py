@@ -41,7 +41,7 @@ from speedbench.analysis.separation import SEPARATION_REL, Separation, eagle_pai
 
 __all__ = [
     "optimal_k", "depth_curves", "context_curves", "separation", "drift_table",
-    "drift_section_md", "drift_section_html", "plot_al_vs_k", "plot_conditional",
+    "drift_sections", "drift_section_md", "drift_section_html", "plot_al_vs_k", "plot_conditional",
     "plot_al_vs_context", "plot_separation", "plot_tps_vs_k",
 ]
 
@@ -324,11 +324,26 @@ def _md(s: str) -> str:
     return _MD_HTML.sub(r"\\\g<0>", str(s)).replace("|", "\\|").replace("\n", " ")
 
 
+def drift_sections(run: Any) -> tuple[str, str]:
+    """(Markdown, HTML) drift sections of one run from one pass over its rows; ('', '')
+    without sweeps or context buckets."""
+    data = _collect(run)
+    return ("", "") if data is None else (_section_md(data), _section_html(data))
+
+
 def drift_section_md(run: Any) -> str:
     """Markdown: tables only (plots are in report.html); '' without sweeps or context buckets."""
     data = _collect(run)
-    if data is None:
-        return ""
+    return "" if data is None else _section_md(data)
+
+
+def drift_section_html(run: Any) -> str:
+    """HTML: the same tables plus inline SVG plots; '' without sweeps or context buckets."""
+    data = _collect(run)
+    return "" if data is None else _section_html(data)
+
+
+def _section_md(data: dict[str, Any]) -> str:
     lines = ["## Speculation depth and context drift", "", _md(INTRO), ""]
     for title, header, body in _table_rows(data):
         lines += [f"### {_md(title)}", "", "| " + " | ".join(_md(h) for h in header) + " |",
@@ -361,11 +376,7 @@ def _figure(svg: str, caption: str) -> str:
     return f'<figure class="plot">{svg}<figcaption>{html.escape(caption)}</figcaption></figure>'
 
 
-def drift_section_html(run: Any) -> str:
-    """HTML: the same tables plus inline SVG plots; '' without sweeps or context buckets."""
-    data = _collect(run)
-    if data is None:
-        return ""
+def _section_html(data: dict[str, Any]) -> str:
     e = html.escape
     parts = ['<section class="drift">', "<h2>Speculation depth and context drift</h2>", f"<p>{e(INTRO)}</p>"]
     tables = {t: (h, b) for t, h, b in _table_rows(data)}

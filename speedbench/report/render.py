@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from speedbench.report.drift import drift_section_html, drift_section_md
+from speedbench.report.drift import drift_sections
 from speedbench.report.html import esc, render_html
 from speedbench.report.markdown import md, render_markdown
 from speedbench.results import Run, RunDir, atomic_write, load_run
@@ -14,7 +14,7 @@ def _drift(run: Run) -> tuple[str, str]:
     """(markdown, html) drift sections; empty when the run has no sweep. A failure
     there must not cost us the report."""
     try:
-        return drift_section_md(run) or "", drift_section_html(run) or ""
+        return drift_sections(run)  # the drift analysis runs once for both pages
     except Exception as e:  # noqa: BLE001 - reported in the page instead
         note = f"drift analysis failed: {type(e).__name__}: {e}"
         return f"## Drift\n\n{md(note)}\n", f'<h2>Drift</h2><section class="card warn"><p>{esc(note)}</p></section>'

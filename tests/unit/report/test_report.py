@@ -150,12 +150,12 @@ def test_write_report_and_cli(tmp_path, capsys):
 def test_drift_sections_included(run, monkeypatch):
     from speedbench.report import render
 
-    monkeypatch.setattr(render, "drift_section_md", lambda r: "## Drift\n\nAL drops with context.")
-    monkeypatch.setattr(render, "drift_section_html", lambda r: "<h2>Drift</h2><p>AL drops with context.</p>")
+    monkeypatch.setattr(render, "drift_sections", lambda r: ("## Drift\n\nAL drops with context.",
+                                                            "<h2>Drift</h2><p>AL drops with context.</p>"))
     md, html = render_report(run)
     assert "AL drops with context." in md and "<h2>Drift</h2>" in html
     # a broken drift section costs a section, not the report
-    monkeypatch.setattr(render, "drift_section_md", lambda r: 1 / 0)
+    monkeypatch.setattr(render, "drift_sections", lambda r: 1 / 0)
     md, html = render_report(run)
     assert "drift analysis failed: ZeroDivisionError" in md
 
