@@ -154,6 +154,9 @@ def cluster_paired_ratio_ci(
     return _t_widened(lo, hi, centre, _wider(spread, own), r, level)
 
 
+_MAX_LOG = math.log(sys.float_info.max)  # the largest x whose exp(x) is a finite float
+
+
 def _t_widened(lo: float, hi: float, centre: float, spread: RoundSpread | None, r: int,
                level: float) -> tuple[float, float]:
     """The interval widened, where needed, to ``exp(log centre ± t(df) · sd / sqrt(r))``.
@@ -165,9 +168,6 @@ def _t_widened(lo: float, hi: float, centre: float, spread: RoundSpread | None, 
         up = math.exp(half) if half < _MAX_LOG else math.inf  # exp(-half) only underflows to 0
         lo, hi = min(lo, centre * math.exp(-half)), max(hi, centre * up)
     return (float(lo), float(hi))
-
-
-_MAX_LOG = math.log(sys.float_info.max)  # the largest x whose exp(x) is a finite float
 
 
 def _wider(pooled: RoundSpread | None, own: RoundSpread | None) -> RoundSpread | None:
