@@ -104,10 +104,11 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
     for c in CONCURRENCY:
         # the baseline's figures are the earlier run's, and the speedups pair with them
         assert rows2[("base", c)]["per_user_tps_mean"] == rows1[("base", c)]["per_user_tps_mean"]
-        # every prompt pairs, less any burst a busy host made (no client-side TPS for it)
-        assert 2 <= rows2[("spec", c)]["speedup_pairs"] <= N_PROMPTS
-        assert rows2[("spec", c)]["speedup_pairs"] + rows2[("spec", c)]["n_burst"] \
-            + rows2[("base", c)]["n_burst"] >= N_PROMPTS
+        # every prompt pairs, less any burst a busy host made (no client-side TPS for it);
+        # below 2 pairs the row says 0 (so at most 1 prompt paired)
+        pairs = rows2[("spec", c)]["speedup_pairs"]
+        assert pairs == 0 or 2 <= pairs <= N_PROMPTS
+        assert (pairs or 1) + rows2[("spec", c)]["n_burst"] + rows2[("base", c)]["n_burst"] >= N_PROMPTS
         # within 15% beyond what the client's own lag can move it (9-token outputs: short
         # windows, so a busy host's lag is a large share of them)
         # each point's truth: the second run's spec over the first run's (reused) baseline
