@@ -21,18 +21,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.e2e.test_reliability_vllm import (
-    CPU_TINY,
-    REPO,
-    TAG_VAR,
-    assert_no_orphans,
-    cmd,
-    env_for,
-    fixtures,  # noqa: F401  (module fixture: the tiny models)
-    n_records,
-    points,
-    the_run,
-)
+from tests.e2e.test_reliability_vllm import fixtures  # noqa: F401  (module fixture: the tiny models)
+from tests.helpers.vllm_runs import CPU_TINY, REPO, TAG_VAR, assert_no_orphans, cmd, env_for, n_records, points, the_run
 
 pytestmark = [pytest.mark.vllm]
 
