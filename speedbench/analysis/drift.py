@@ -55,9 +55,11 @@ def k_of(row: SummaryRow) -> int | None:
 
 
 def series_of(row: SummaryRow) -> str:
-    # Read from the arm name: no stored field names a series. ``template`` is not one (a
-    # sweep may cross drafts and k under one template), and the other sweep values are in
-    # the saved scenario's arms, not on the row; hand-named arms (``x-k3``, no sweep) count too.
+    """The row's stored ``series`` (arms that differ only in k share it). ``template`` is not
+    one: a sweep may cross drafts and k under one template."""
+    if row.series:
+        return row.series
+    # A run folder from before the series was stored: the arm name without its ``-k<K>``.
     arm, k = _arm(row), k_of(row)
     if k is None:
         return arm
@@ -273,29 +275,6 @@ def depth_curves(rows: list[SummaryRow]) -> list[DepthCurve]:
             conditional=tuple(tuple(conditional_of(r)) for r in rs),
             joint=tuple(tuple(as_list(r.per_position_joint)) for r in rs),
         ))
-    return out
-
-
-def context_buckets(scenario: dict | None) -> dict[str, int]:
-    """variant name -> context length in tokens, from a resolved scenario dict.
-
-    ``input_tokens`` when set; else a SPEED-Bench ``throughput_<N>k`` config (N x 1024);
-    else a variant name like ``ctx512`` / ``ctx8k``. Other variants are not buckets.
-    """
-    # input_tokens is the one stored length; the two fallbacks read labels because nothing
-    # else holds a length for them (SPEED-Bench names its throughput configs by length, and
-    # a ``ctx<N>`` variant without input_tokens sends unpadded prompts).
-    out: dict[str, int] = {}
-    for v in ((scenario or {}).get("workload") or {}).get("variants") or []:
-        name = str(v.get("name", ""))
-        m_cfg = re.fullmatch(r"throughput_(\d+)k", str(v.get("config") or ""))
-        m_name = re.fullmatch(r"ctx(\d+)(k?)", name)
-        if v.get("input_tokens"):
-            out[name] = int(v["input_tokens"])
-        elif m_cfg:
-            out[name] = int(m_cfg.group(1)) * 1024
-        elif m_name:
-            out[name] = int(m_name.group(1)) * (1024 if m_name.group(2) else 1)
     return out
 
 

@@ -16,13 +16,14 @@ class ArmInfo:
     eagle_version: str = ""  # "3", "3.1" or ""
     status: str = "ok"  # "failed" when the arm died or never started (applies to points without records)
     failure: str | None = None
+    series: str = ""  # arms that differ only in k share it; "" = not known (a run folder from before it was stored)
 
     @classmethod
     def from_arm(cls, arm: Any, *, eagle_version: str = "", status: str = "ok", failure: str | None = None) -> ArmInfo:
         """From a ``scenario.ArmSpec``."""
         sc = arm.speculative_config  # scenario.SpeculativeConfig or None
         return cls(arm.template or arm.name, sc is not None, sc.method if sc else "",
-                   sc.k if sc else None, eagle_version, status, failure)
+                   sc.k if sc else None, eagle_version, status, failure, arm.series or "")
 
 
 @dataclass

@@ -43,8 +43,14 @@ class SummaryRow(Mapping[str, Any]):
     # identity and arm facts (no docs table row: they describe the point, they measure nothing)
     arm: str = col("", "", "arm", "arm name", section="identity")
     template: str = col("", "", "template", "sweep template name, or the arm's own name", section="identity")
+    series: str = col("", "", "series",
+        "arms that differ only in k share it (a sweep's arm name without its k part); \"\" in run folders from "
+        "before it was stored", section="identity")
     concurrency: int = col("", "", "c", "closed-loop concurrency level", section="identity")
     variant: str = col("", "", "variant", "workload variant (\"\" without variants)", section="identity")
+    workload: str = col("", "", "workload",
+        "the workload variant whose prompts the point sent: `variant` in a closed loop, `variant` without its rate "
+        "label in rate mode", section="identity")
     speculative: bool = col("", "", "speculative", "the arm sets a speculative_config", section="identity")
     method: str = col("", "", "method", "speculative_config.method", section="identity")
     num_speculative_tokens: int | None = col("", "", "k",

@@ -79,7 +79,9 @@ def summary_rows(
         if r.error is None:
             ok_recs.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
     points = points or {}
-    keys = list(dict.fromkeys([*by_key, *(PointKey(a, int(c), v) for a, c, v in points)]))
+    # the points' own keys carry the point's load (workload, rate); the records' do not
+    loaded = {k: k for k in points if isinstance(k, PointKey)}
+    keys = [loaded.get(k, k) for k in dict.fromkeys([*by_key, *(PointKey(a, int(c), v) for a, c, v in points)])]
     arm_order = {a: i for i, a in enumerate(arm_info)}
     keys.sort(key=lambda k: (arm_order.get(k[0], len(arm_order)), k[0], k[1]))
     groups = {k: by_key.get(k, df.iloc[0:0]) for k in keys}

@@ -98,9 +98,11 @@ RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", "per-us
 
 
 def _workload_variant(row: SummaryRow) -> str:
-    """A rate point's variant label without its rate (``code@2rps`` -> ``code``)."""
-    # summary.json's rows carry the label, not the workload (its schema is fixed): the label
-    # is built again from the row's own rate and taken off, never parsed for a number.
+    """A rate point's workload variant (``code`` for the label ``code@2rps``)."""
+    if row.workload is not None:
+        return row.workload
+    # A run folder from before the workload was stored: the label is built again from the
+    # row's own rate and taken off, never parsed for a number.
     v = str(row.variant or "")
     tag = rate_label(num(row.request_rate))
     return v[: -len(tag)].rstrip("@") if v.endswith(tag) else v

@@ -31,13 +31,13 @@ from speedbench.analysis.drift import (
     ContextCurve,
     DepthCurve,
     OptimalK,
-    context_buckets,
     context_curves,
     depth_curves,
     optimal_k,
     usable,
 )
 from speedbench.analysis.separation import SEPARATION_REL, Separation, eagle_pairs, separation
+from speedbench.workload.padding import context_buckets
 
 __all__ = [
     "optimal_k", "depth_curves", "context_curves", "separation", "drift_table",

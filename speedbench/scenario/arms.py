@@ -129,6 +129,9 @@ class ArmSpec(Strict):
     # Filled in by sweep expansion so reports can group arms of one template.
     template: str | None = None
     sweep_values: dict[str, Any] = Field(default_factory=dict)
+    # Arms of one series differ only in k and form one depth curve (docs/drift.md). Sweep
+    # expansion sets it (the arm's name without its k part); hand-named arms may set it too.
+    series: str | None = None
 
     @field_validator("name")
     @classmethod
@@ -171,18 +174,19 @@ def expand_arms(arms: list[ArmSpec]) -> list[ArmSpec]:
     """Replace every arm that has a ``sweep`` with one arm per combination of values."""
     out: list[ArmSpec] = []
     for arm in arms:
-        if arm.sweep is None:
-            out.append(arm)
-            continue
-        axes = arm.sweep.axes()
+        axes = arm.sweep.axes() if arm.sweep is not None else []
         if not axes:
-            out.append(arm.model_copy(update={"sweep": None}))
+            # An arm saved by a run before series was stored (expanded, so it has sweep
+            # values) keeps None: its series is not known, and readers fall back to its name.
+            name = arm.series or (None if arm.sweep_values else arm.name)
+            out.append(arm.model_copy(update={"sweep": None, "series": name}))
             continue
         for combo in itertools.product(*[vals for _, _, vals in axes]):
             spec = arm.speculative_config
             args = dict(arm.args)
             values: dict[str, Any] = {}
             parts = [arm.name]
+            series_parts = [arm.name]
             for (key, shown, _), val in zip(axes, combo):
                 values[shown] = val
                 root, _, rest = key.partition(".")
@@ -193,8 +197,10 @@ def expand_arms(arms: list[ArmSpec]) -> list[ArmSpec]:
                     spec = spec.with_value(rest, val)
                 else:
                     args[rest] = val
-                parts.append(f"k{val}" if shown == "k" else
-                             _fmt_value(val) if shown == "draft" else f"{_fmt_value(shown)}{_fmt_value(val)}")
+                part = (f"k{val}" if shown == "k" else
+                        _fmt_value(val) if shown == "draft" else f"{_fmt_value(shown)}{_fmt_value(val)}")
+                parts.append(part)
+                series_parts += [] if shown == "k" else [part]
             out.append(
                 arm.model_copy(
                     update={
@@ -206,6 +212,7 @@ def expand_arms(arms: list[ArmSpec]) -> list[ArmSpec]:
                         "gpus": list(arm.gpus) if arm.gpus is not None else None,
                         "template": arm.name,
                         "sweep_values": values,
+                        "series": arm.series or "-".join(series_parts),
                     }
                 )
             )

@@ -24,6 +24,8 @@ import hashlib
 import random
 from typing import Any
 
+from speedbench.workload.speed_bench import CONFIG_INPUT_TOKENS
+
 CHARS_PER_TOKEN = 4
 SEPARATOR = "\n\n---\n\n"
 
@@ -154,3 +156,16 @@ def _filler(rng: random.Random, n_chars: int) -> str:
         parts.append(para)
         size += len(para) + 1
     return "\n".join(parts)
+
+
+def context_buckets(scenario: dict[str, Any] | None) -> dict[str, int]:
+    """variant name -> context length in tokens, from a resolved scenario dict: the
+    variant's ``input_tokens`` (the length its prompts are padded to), else the length of
+    its SPEED-Bench throughput ``config``. Other variants are not buckets; a variant's
+    name is never read for a length."""
+    out: dict[str, int] = {}
+    for v in ((scenario or {}).get("workload") or {}).get("variants") or []:
+        tokens = v.get("input_tokens") or CONFIG_INPUT_TOKENS.get(str(v.get("config") or ""))
+        if tokens:
+            out[str(v.get("name", ""))] = int(tokens)
+    return out

@@ -30,6 +30,9 @@ from speedbench.workload.base import Source, SourceCheck
 HUB_NAME = "nvidia/SPEED-Bench"
 QUALITATIVE = "qualitative"
 CONFIGS = (QUALITATIVE, "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k", "throughput_32k")
+# The input length each throughput config is built to (the dataset card sizes them so).
+CONFIG_INPUT_TOKENS = {"throughput_1k": 1024, "throughput_2k": 2048, "throughput_8k": 8192,
+                       "throughput_16k": 16384, "throughput_32k": 32768}
 CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning",
               "roleplay", "stem", "summarization", "writing")
 ENTROPY_TIERS = ("low_entropy", "mixed", "high_entropy")

@@ -188,6 +188,8 @@ def test_rate_mode_run_end_to_end_on_the_fake(tmp_path):
     for (arm, v), r in rows.items():
         assert r["request_rate"] == float(v[:-3]) and r["burstiness"] == 0.5 and r["concurrency"] == 1000
         assert r["goodput"] > 0 and r["goodput_share"] == 1.0 and r["n_ok"] == 6
+        # the point's load and arm are stored as fields, never left to be parsed from the label
+        assert (r["workload"], r["series"]) == ("", arm)
         # speedups per rate, paired by prompt: the engine's clock pairs every prompt whatever
         # the host does; the client's pairs only prompts whose TPS it could read (a stalled
         # client turns some into bursts), and below 2 pairs the row says 0

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from speedbench.workload.padding import context_buckets
 from speedbench.analysis.drift import (
     conditional_of,
-    context_buckets,
     context_curves,
     depth_curves,
     optimal_k,
@@ -122,9 +122,27 @@ def test_kimi_drift_crosses_drafts_and_k():
         argv = launch_spec(sc, a).argv
         cfg = json.loads(argv[argv.index("--speculative-config") + 1])
         assert cfg["num_speculative_tokens"] == a.sweep_values["k"] and cfg["model"] == a.sweep_values["draft"]
-        assert series_of(SummaryRow(arm=a.name, num_speculative_tokens=a.sweep_values["k"])) == \
-            "eagle-" + a.sweep_values["draft"].split("/")[-1]
+        # the series is stored at expansion and read from the row; a row of a run folder from
+        # before it was stored gets the same from the arm name
+        assert a.series == "eagle-" + a.sweep_values["draft"].split("/")[-1]
+        assert series_of(SummaryRow(arm=a.name, num_speculative_tokens=a.sweep_values["k"], series=a.series)) \
+            == series_of(SummaryRow(arm=a.name, num_speculative_tokens=a.sweep_values["k"])) == a.series
     assert context_buckets(resolved_dict(sc)) == {f"ctx{n}k": n * 1024 for n in (1, 2, 8, 16, 32)}
+
+
+def test_series_is_read_from_the_row_not_the_name():
+    sc = load_scenario(ROOT / "scenarios/cpu_drift.yaml")
+    assert {a.name: a.series for a in sc.arms}["eagle3.1-k3"] == "eagle3.1"
+    assert {a.name: a.series for a in sc.arms}["baseline"] == "baseline"
+    # hand-named arms are their own series unless they share a `series:`
+    assert series_of(SummaryRow(arm="x-k3", num_speculative_tokens=3, series="x-k3")) == "x-k3"
+    assert series_of(SummaryRow(arm="a", num_speculative_tokens=3, series="mine")) == "mine"
+    # an arm a run saved before the series was stored (expanded: it has sweep values) keeps
+    # none, and its rows fall back to the name
+    from speedbench.scenario import ArmSpec, expand_arms
+    (old,) = expand_arms([ArmSpec(name="e-k3", template="e", sweep_values={"k": 3})])
+    assert old.series is None
+    assert series_of(SummaryRow(arm="e-k3", num_speculative_tokens=3, series="")) == "e"
 
 
 # ---- optimal k -----------------------------------------------------------------------------
@@ -189,9 +207,11 @@ def test_context_curves_and_buckets():
     rows.append(row("baseline", None, 1, "ctx1k", tps=10.0))
     (cur,) = context_curves(rows, {"ctx1k": 1024, "ctx8k": 8192})
     assert (cur.arm, cur.variants, cur.tokens, cur.al) == ("e3", ("ctx1k", "ctx8k"), (1024, 8192), (3.0, 2.2))
+    # a length is stored (input_tokens) or the dataset's own (a throughput config), never
+    # read from a name
     sc = {"workload": {"variants": [{"name": "a", "input_tokens": 300}, {"name": "b", "config": "throughput_2k"},
                                     {"name": "ctx4k"}, {"name": "ctx64"}, {"name": "plain"}]}}
-    assert context_buckets(sc) == {"a": 300, "b": 2048, "ctx4k": 4096, "ctx64": 64}
+    assert context_buckets(sc) == {"a": 300, "b": 2048}
 
 
 def eagle_rows(als3, als31, *, c=1, variant="", prom31=None):
