@@ -1,11 +1,16 @@
-"""Per category and per prompt: the rows a regression is traced back with."""
+"""Per category and per prompt: the rows a regression is traced back with.
+
+Both come from one builder, :func:`breakdown_rows`, with the grouping as its dimension:
+the point's ok measured requests grouped by ``category`` or by ``prompt_id``, each group
+measured against the baseline arm's same group at the same concurrency and variant.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
+import pandas as pd
 
 from speedbench.metrics.acceptance import acceptance
 from speedbench.metrics.numbers import NAN, mean, plain, ratio
@@ -19,6 +24,7 @@ CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "n_ok", "per_user_
 # One row per (arm, concurrency, variant, prompt_id): what a regression traces back to.
 PROMPT_KEYS = ("arm", "concurrency", "variant", "prompt_id", "category", "n_ok", "per_user_tps",
                "baseline_per_user_tps", "speedup", "al_requests")
+_SPEEDUP = ("speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs")
 
 
 def _in_order(keys: Iterable[tuple], baseline_arm: str | None, arm_order: Sequence[str] | None) -> list[tuple]:
@@ -30,52 +36,59 @@ def _in_order(keys: Iterable[tuple], baseline_arm: str | None, arm_order: Sequen
     return sorted(keys, key=lambda k: (order.get(k[0], len(order)), str(k[0]), k[1], str(k[2]), str(k[3])))
 
 
-def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None,
-                  arm_order: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Per (arm, concurrency, variant, category) over ok measured requests: per-user TPS,
-    the speedup against the baseline arm's requests of the same category at the same
-    concurrency and variant (paired as :func:`speedup`, with its bootstrap CI), and AL
-    pooled over steps (``al_tokens``) and as the mean over requests (``al_requests``)."""
+def breakdown_rows(records: Iterable[RequestRecord], by: str, baseline_arm: str | None = None,
+                   arm_order: Sequence[str] | None = None, *,
+                   levels: Mapping[tuple[str, int, str], float] | None = None,
+                   intervals: bool = True) -> list[dict[str, Any]]:
+    """Per (arm, concurrency, variant, ``by``) over ok measured requests: mean per-user TPS,
+    the baseline's for the same group, AL pooled over steps and as the mean over requests,
+    and the paired speedup against the baseline's group with its bootstrap interval
+    (:func:`speedup`). ``by``: ``"category"`` or ``"prompt_id"``.
+
+    ``levels``: the confidence level of a stopped point's intervals, by (arm, concurrency,
+    variant). The run looked at that point several times before it stopped, so every
+    interval taken from its requests is at the look level, as its row's is
+    (``stopping.looks.look_level``); other points' are 95%. ``intervals=False`` leaves the
+    bootstrap out (a prompt's few requests: the ratio of means is all its row keeps)."""
     df = request_table([r for r in records if not r.warmup and r.error is None])
-    groups = {(a, int(c), v, cat): g
-              for (a, c, v, cat), g in df.groupby(["arm", "concurrency", "variant", "category"], sort=False)}
+    if len(df) == 0:
+        return []
+    groups = {(a, int(c), v, x): g for (a, c, v, x), g in df.groupby(["arm", "concurrency", "variant", by], sort=False)}
     out = []
-    for arm, conc, variant, cat in _in_order(groups, baseline_arm, arm_order):
-        g = groups[(arm, conc, variant, cat)]
-        acc = acceptance(g)
-        row = {"arm": arm, "concurrency": conc, "variant": variant, "category": cat, "n_ok": len(g),
-               "per_user_tps_mean": mean(g["per_user_tps"]),
-               "speedup_mean": NAN, "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0,
-               "al_tokens": acc["al_tokens"], "al_requests": acc["al_requests"]}
-        base = groups.get((baseline_arm, conc, variant, cat))
-        if baseline_arm is not None and arm != baseline_arm and base is not None:
-            sp = speedup(g, base)
-            row.update({k: sp[k] for k in ("speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs")})
-        out.append({k: plain(row[k]) for k in CATEGORY_KEYS})
+    for key in _in_order(groups, baseline_arm, arm_order):
+        arm, conc, variant, _ = key
+        base = groups.get((baseline_arm, *key[1:])) if baseline_arm not in (None, arm) else None
+        level = (levels or {}).get((arm, conc, variant), 0.95)
+        out.append({"arm": arm, "concurrency": conc, "variant": variant, by: key[3],
+                    **_figures(groups[key], base, level if intervals else None)})
     return out
+
+
+def _figures(g: pd.DataFrame, base: pd.DataFrame | None, level: float | None) -> dict[str, Any]:
+    acc = acceptance(g)
+    tps, b_tps = mean(g["per_user_tps"]), mean(base["per_user_tps"]) if base is not None else NAN
+    out = {"category": str(g["category"].iloc[0]), "n_ok": len(g), "per_user_tps": tps,
+           "baseline_per_user_tps": b_tps, "speedup": ratio(tps, b_tps),
+           "al_tokens": acc["al_tokens"], "al_requests": acc["al_requests"],
+           "speedup_mean": NAN, "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0}
+    if base is not None and level is not None:
+        sp = speedup(g, base, level=level)
+        out.update({k: sp[k] for k in _SPEEDUP})
+    return out
+
+
+def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None,
+                  arm_order: Sequence[str] | None = None, *,
+                  levels: Mapping[tuple[str, int, str], float] | None = None) -> list[dict[str, Any]]:
+    """summary.json's ``categories``: :func:`breakdown_rows` by category."""
+    rows = breakdown_rows(records, "category", baseline_arm, arm_order, levels=levels)
+    return [{k: plain(r["per_user_tps"] if k == "per_user_tps_mean" else r[k]) for k in CATEGORY_KEYS}
+            for r in rows]
 
 
 def prompt_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None,
                 arm_order: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Per (arm, concurrency, variant, prompt_id) over ok measured requests (every turn
-    and repeat of the prompt): mean per-user TPS, the baseline's mean for the same prompt
-    at the same point, their ratio, and the mean over requests of the request AL."""
-    df = request_table([r for r in records if not r.warmup and r.error is None])
-    if len(df) == 0:
-        return []
-    df = df.assign(al_req=np.where(df["has_spec"], 1.0 + df["spec_accepted"] / df["spec_steps"].where(
-        df["spec_steps"] > 0), NAN))
-    keys = ["arm", "concurrency", "variant", "prompt_id"]
-    agg = {}
-    for (arm, conc, variant, pid), g in df.groupby(keys, sort=False):
-        agg[(arm, int(conc), variant, pid)] = (str(g["category"].iloc[0]), len(g), mean(g["per_user_tps"]),
-                                               mean(g["al_req"]))
-    out = []
-    for arm, conc, variant, pid in _in_order(agg, baseline_arm, arm_order):
-        cat, n, tps, al = agg[(arm, conc, variant, pid)]
-        base = agg.get((baseline_arm, conc, variant, pid)) if baseline_arm is not None and arm != baseline_arm else None
-        b_tps = base[2] if base else NAN
-        out.append({"arm": arm, "concurrency": conc, "variant": variant, "prompt_id": pid, "category": cat,
-                    "n_ok": n, "per_user_tps": tps, "baseline_per_user_tps": b_tps, "speedup": ratio(tps, b_tps),
-                    "al_requests": al})
-    return [{k: plain(r[k]) for k in PROMPT_KEYS} for r in out]
+    """The report's per-prompt table: :func:`breakdown_rows` by prompt, every turn and
+    repeat of the prompt together; its speedup is the ratio of the two arms' mean TPS."""
+    rows = breakdown_rows(records, "prompt_id", baseline_arm, arm_order, intervals=False)
+    return [{k: plain(r[k]) for k in PROMPT_KEYS} for r in rows]

@@ -79,6 +79,16 @@ def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Any], writ
     return found
 
 
+def _look_levels(stopping: list[dict[str, Any]]) -> dict[tuple[str, int, str], float]:
+    """A stopped point's look level (the lowest over its stopped rounds), for the intervals
+    its category rows take from the same requests."""
+    out: dict[tuple[str, int, str], float] = {}
+    for s in stopping:
+        key = (str(s["arm"]), int(s["concurrency"]), str(s["variant"] or ""))
+        out[key] = min(out.get(key, 1.0), float(s["level"]))
+    return out
+
+
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     """Compute the summary of a run folder and (by default) write summary.json/csv and
     records.parquet. The reports are report/'s job (``report.render.write_report``)."""
@@ -124,7 +134,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "stopping": stopping,
         "baseline_source": run_dir.read_json("baseline.json") or {"reused": False},
         "rows": [r.to_dict() for r in rows],
-        "categories": category_rows(records, sc.baseline_arm, [a.name for a in sc.arms]),
+        "categories": category_rows(records, sc.baseline_arm, [a.name for a in sc.arms],
+                                    levels=_look_levels(stopping)),
     }
     if write:
         run_dir.write_summary(summary)

@@ -171,6 +171,22 @@ def test_breakdowns_do_not_depend_on_the_order_records_come_in():
     assert [r["category"] for r in category_rows(recs[::-1], "base")][:2] == ["coding", "math"]
 
 
+def test_category_and_prompt_rows_are_one_builder_and_a_stopped_point_is_at_its_look_level():
+    recs = [*_tps_records("base", [10, 20, 30, 15, 25, 12]), *_tps_records("sd", [20, 30, 60, 33, 41, 20])]
+    by_cat = category_rows(recs, "base")
+    (sd,) = [r for r in by_cat if r["arm"] == "sd"]
+    # one category: its row holds what the prompt rows hold, summed over prompts
+    by_prompt = [r for r in prompt_rows(recs, "base") if r["arm"] == "sd"]
+    assert sd["n_ok"] == sum(r["n_ok"] for r in by_prompt) == 6
+    assert sd["per_user_tps_mean"] == pytest.approx(np.mean([r["per_user_tps"] for r in by_prompt]))
+    assert [r["speedup"] for r in by_prompt] == pytest.approx([2.0, 1.5, 2.0, 2.2, 1.64, 20 / 12])
+    # a point the run stopped after several looks: its category interval is taken at the look
+    # level, as its row's is, so it is wider than the 95% one from the same requests
+    (looked,) = [r for r in category_rows(recs, "base", levels={("sd", 1, ""): 0.99}) if r["arm"] == "sd"]
+    assert looked["speedup_mean"] == sd["speedup_mean"]
+    assert looked["speedup_ci_low"] < sd["speedup_ci_low"] < sd["speedup_ci_high"] < looked["speedup_ci_high"]
+
+
 def test_positions_from_histogram_when_no_counters():
     joint, cond = per_position_rates(None, [2, 1, 1])  # 4 steps; >=1 accepted: 2, >=2: 1
     assert joint == pytest.approx([0.5, 0.25]) and cond == pytest.approx([0.5, 0.5])
