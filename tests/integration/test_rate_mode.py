@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.helpers.bounds import client_pairs
 from tests.helpers.fakes import FakeBuilder, VLLM, fake_server, max_overlap, prompts
 
 from speedbench.loadgen.arrivals import arrival_offsets
@@ -16,6 +17,7 @@ from speedbench.client.http import ClientConfig
 from speedbench.errors import ScenarioError
 from speedbench.metrics.latency import good_requests
 from speedbench.metrics.rows import PointInfo, summarize
+from speedbench.results import RunDir
 from speedbench.metrics.table import request_table
 from speedbench.run.plan import build_plan
 from speedbench.records import PointKey, RequestRecord
@@ -191,13 +193,15 @@ def test_rate_mode_run_end_to_end_on_the_fake(tmp_path):
         # the point's load and arm are stored as fields, never left to be parsed from the label
         assert (r["workload"], r["series"]) == ("", arm)
         # speedups per rate, paired by prompt: the engine's clock pairs every prompt whatever
-        # the host does; the client's pairs only prompts whose TPS it could read (a stalled
-        # client turns some into bursts), and below 2 pairs the row says 0
+        # the host does; the client's pairs only the prompts whose TPS it read in both arms
+        # (a stalled client turns some into bursts), and below 2 pairs the row says 0
         engine = r["speedup_engine_mean"]
         if arm == "base":
             assert r["speedup_pairs"] == 0 and (engine is None or math.isnan(engine))
         else:
-            assert engine is not None and engine > 0 and r["speedup_pairs"] in {0, 2, 3, 4, 5, 6}
+            at_rate = [x for x in RunDir.open(run_dir).load_records() if x.variant == v]
+            assert engine is not None and engine > 0
+            assert r["speedup_pairs"] == client_pairs(at_rate, "fast", "base")
     recs = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]
 
     def schedule(arm, v):
