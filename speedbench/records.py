@@ -61,6 +61,12 @@ class PointKey(_PointId):
     def workload(self) -> str:
         return self.variant if self._workload is None else self._workload
 
+    @property
+    def stored_workload(self) -> str | None:
+        """The workload as the plan or the run folder gave it; None where only the label is
+        known (a rate point of a folder from before it was stored: its label is not one)."""
+        return self._workload
+
     def _replace(self, **changes: Any) -> "PointKey":
         """The same point with some identity fields changed (``key._replace(arm=baseline)``);
         its load (workload, rate) goes with it."""

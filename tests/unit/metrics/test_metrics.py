@@ -187,6 +187,19 @@ def test_category_and_prompt_rows_are_one_builder_and_a_stopped_point_is_at_its_
     assert looked["speedup_ci_low"] < sd["speedup_ci_low"] < sd["speedup_ci_high"] < looked["speedup_ci_high"]
 
 
+def test_a_rows_workload_is_stored_never_read_from_its_label():
+    from speedbench.records import PointKey
+    recs = [mk(arm="a", idx=i, chunks=[(1.1, 1), (1.5, 5)], conc=8, variant="code@2rps") for i in range(2)]
+    info = PointInfo(request_rate=2.0)
+    (row,) = summarize(recs, None, None, {"a": {}}, {PointKey.at_rate("a", 8, "code", 2.0): info})
+    assert (row["variant"], row["workload"]) == ("code@2rps", "code")
+    # a rate point whose key holds only the label (a folder from before the workload was stored)
+    (row,) = summarize(recs, None, None, {"a": {}}, {PointKey("a", 8, "code@2rps"): info})
+    assert row["workload"] is None
+    (row,) = summarize([mk(arm="a", chunks=[(1.1, 1), (1.5, 5)], variant="chat")], None, None, {"a": {}})
+    assert row["workload"] == "chat"  # a closed-loop point's variant is its workload
+
+
 def test_positions_from_histogram_when_no_counters():
     joint, cond = per_position_rates(None, [2, 1, 1])  # 4 steps; >=1 accepted: 2, >=2: 1
     assert joint == pytest.approx([0.5, 0.25]) and cond == pytest.approx([0.5, 0.5])
