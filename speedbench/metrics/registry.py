@@ -49,8 +49,8 @@ class SummaryRow(Mapping[str, Any]):
     concurrency: int = col("", "", "c", "closed-loop concurrency level", section="identity")
     variant: str = col("", "", "variant", "workload variant (\"\" without variants)", section="identity")
     workload: str = col("", "", "workload",
-        "the workload variant whose prompts the point sent: `variant` in a closed loop, `variant` without its rate "
-        "label in rate mode", section="identity")
+        "the workload variant whose prompts the point sent: `variant` in a closed loop, the stored workload in rate "
+        "mode (never read from the rate label; null where only the label is known)", section="identity")
     speculative: bool = col("", "", "speculative", "the arm sets a speculative_config", section="identity")
     method: str = col("", "", "method", "speculative_config.method", section="identity")
     num_speculative_tokens: int | None = col("", "", "k",
