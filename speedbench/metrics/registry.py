@@ -21,7 +21,7 @@ this module imports nothing from speedbench but the records' PointKey and the de
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -34,11 +34,13 @@ Num = float | None  # a number; None where summary.json stored NaN as null
 
 
 @dataclass(frozen=True)
-class SummaryRow(Mapping[str, Any]):
+class SummaryRow:
     """One summary row, one per (arm, concurrency, variant): each field is a metric,
     col here once (type, unit, direction, label, formula, what it is taken over and
     which request columns or other keys it uses; its formula is registered under its key in
-    metrics/formulas.py). Values are stored as summary.json holds them."""
+    metrics/formulas.py). Values are stored as summary.json holds them. Read a row by
+    attribute; :meth:`cell` is for a key known only as data (a gate's column, a percentile).
+    It is no Mapping: ``row["arm"]`` fails, so no reader can go back to string keys unseen."""
 
     # identity and arm facts (no docs table row: they describe the point, they measure nothing)
     arm: str = col("", "", "arm", "arm name", section="identity")
@@ -279,23 +281,6 @@ class SummaryRow(Mapping[str, Any]):
         known = {k: d[k] for k in _FIELDS if k in d}
         return cls(**known, more={k: v for k, v in d.items() if k not in _FIELDS}, order=tuple(d))
 
-    # Mapping access by key, kept for the integration tests that read rows as r["arm"]. No
-    # product code uses it: with this block and the Mapping base removed, mypy passes on
-    # speedbench/ and so do the unit tests (all but the 3 slowest were run; 2026-12-06).
-    def __getitem__(self, key: str) -> Any:
-        return self.cell(key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.cell(key) if key in self else default
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in (self.order or _FIELDS | set(self.more))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-    def __len__(self) -> int:
-        return len(self.to_dict())
 
 ROW_METRICS: tuple[Metric, ...] = tuple(replace(f.metadata["metric"], key=f.name) for f in fields(SummaryRow)
                                        if "metric" in f.metadata)

@@ -129,9 +129,9 @@ def _check_logged(uri: str, run_path: Path, experiment: str) -> None:
         files = _artifacts(uri, logged.info.run_id)
         assert "summary.json" in files
         assert ("report.html" in files) == (run_path / "report.html").exists()
-        spec_points = [r for r in run.rows if r["arm"] == arm and r["speculative"]]
+        spec_points = [r for r in run.rows if r.arm == arm and r.speculative]
         for r in spec_points:
-            assert f"speculation_profile/{arm}__c{r['concurrency']}/speculation_profile.json" in files
+            assert f"speculation_profile/{arm}__c{r.concurrency}/speculation_profile.json" in files
         assert logged.info.status == "FINISHED"
 
 
