@@ -15,6 +15,8 @@ from typing import Any
 import psutil
 import yaml
 
+from speedbench.engine.local import _group_alive
+
 TAG_VAR = "SPEEDBENCH_TEST_TAG"
 FAKE_CLI = ["python", "-m", "speedbench.testing.fake_server"]
 
@@ -53,3 +55,25 @@ def tagged(tag: str) -> list[psutil.Process]:
         except (psutil.Error, OSError):
             continue
     return found
+
+
+def alive(pid: int | None) -> bool:
+    try:
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def assert_no_orphans(tag: str, run: Path | None = None) -> None:
+    """Nothing the tagged speedbench started is alive: no tagged process, no server pid or
+    process group from the run's provenance, and no child of the test itself."""
+    left = tagged(tag)
+    assert not left, f"processes started by speedbench still alive: {[(p.pid, p.cmdline()) for p in left]}"
+    if run is not None and (run / "provenance.json").exists():
+        for arm, prov in json.loads((run / "provenance.json").read_text()).items():
+            sp = prov.get("server_process") or {}
+            assert not alive(sp.get("pid")), f"arm {arm}: server pid {sp.get('pid')} is alive"
+            if sp.get("pgid"):
+                assert not _group_alive(sp["pgid"]), f"arm {arm}: process group {sp['pgid']} is alive"
+    kids = [c for c in psutil.Process().children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE]
+    assert not kids, f"children of the test still alive: {[(c.pid, c.cmdline()) for c in kids]}"

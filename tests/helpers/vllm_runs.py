@@ -9,13 +9,13 @@ import os
 import sys
 from pathlib import Path
 
-import psutil
+from tests.helpers.cli_runs import TAG_VAR, assert_no_orphans
 
-from speedbench.engine.local import _group_alive
+__all__ = ["CPU_TINY", "REPO", "TAG_VAR", "assert_no_orphans", "cmd", "env_for", "n_records", "points",
+           "server_process", "the_run"]
 
 REPO = Path(__file__).resolve().parents[2]
 CPU_TINY = REPO / "scenarios" / "cpu_tiny.yaml"
-TAG_VAR = "SPEEDBENCH_TEST_TAG"
 
 
 def env_for(tag: str, **extra: str) -> dict[str, str]:
@@ -48,29 +48,3 @@ def server_process(run: Path, arm: str) -> dict | None:
         return json.loads(p.read_text()).get(arm, {}).get("server_process")
     except (OSError, ValueError):
         return None
-
-
-def alive(pid: int | None) -> bool:
-    try:
-        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def assert_no_orphans(tag: str, run: Path | None) -> None:
-    left = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get(TAG_VAR) == tag and p.status() != psutil.STATUS_ZOMBIE:
-                left.append((p.pid, " ".join(p.cmdline())[:120]))
-        except (psutil.Error, OSError):
-            continue
-    assert not left, f"processes started by speedbench still alive: {left}"
-    if run is not None and (run / "provenance.json").exists():
-        for arm, prov in json.loads((run / "provenance.json").read_text()).items():
-            sp = prov.get("server_process") or {}
-            assert not alive(sp.get("pid")), f"arm {arm}: server pid {sp.get('pid')} alive"
-            if sp.get("pgid"):
-                assert not _group_alive(sp["pgid"]), f"arm {arm}: process group {sp['pgid']} alive"
-    kids = [c for c in psutil.Process().children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE]
-    assert not kids, f"children of the test still alive: {[(c.pid, c.cmdline()) for c in kids]}"

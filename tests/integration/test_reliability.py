@@ -37,7 +37,7 @@ from speedbench.secrets import REDACTED
 from speedbench.engine.local import LocalServer, _group_alive
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeServer
-from tests.helpers.cli_runs import TAG_VAR, fake_local, scenario, tagged, write_prompts, write_yaml
+from tests.helpers.cli_runs import (TAG_VAR, assert_no_orphans, fake_local, scenario, write_prompts, write_yaml)
 
 # Stands in for `vllm serve` where a test needs a server that misbehaves at start.
 # vLLM-only flags (--api-key, ...) are accepted and ignored, like the real server would
@@ -99,26 +99,6 @@ def points(run: Path) -> dict[tuple[str, int, str], dict]:
 
 def point_of(rec: dict) -> tuple[str, int, str]:
     return rec["arm"], rec["concurrency"], rec["variant"]
-
-
-def alive(pid: int | None) -> bool:
-    try:
-        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def assert_no_orphans(tag: str, run: Path | None = None) -> None:
-    left = tagged(tag)
-    assert not left, f"processes started by speedbench still alive: {[(p.pid, p.cmdline()) for p in left]}"
-    if run is not None and (run / "provenance.json").exists():
-        for arm, prov in json.loads((run / "provenance.json").read_text()).items():
-            sp = prov.get("server_process") or {}
-            assert not alive(sp.get("pid")), f"arm {arm}: server pid {sp.get('pid')} is alive"
-            if sp.get("pgid"):
-                assert not _group_alive(sp["pgid"]), f"arm {arm}: process group {sp['pgid']} is alive"
-    kids = [c for c in psutil.Process().children(recursive=True) if c.status() != psutil.STATUS_ZOMBIE]
-    assert not kids, f"children of the test still alive: {[(c.pid, c.cmdline()) for c in kids]}"
 
 
 class AuthProxy:
