@@ -187,6 +187,7 @@ def test_rate_mode_run_end_to_end_on_the_fake(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     rows = {(r["arm"], r["variant"]): r for r in summary["rows"]}
     assert set(rows) == {("base", "10rps"), ("base", "40rps"), ("fast", "10rps"), ("fast", "40rps")}
+    records = RunDir.open(run_dir).load_records()
     for (arm, v), r in rows.items():
         assert r["request_rate"] == float(v[:-3]) and r["burstiness"] == 0.5 and r["concurrency"] == 1000
         assert r["goodput"] > 0 and r["goodput_share"] == 1.0 and r["n_ok"] == 6
@@ -199,7 +200,7 @@ def test_rate_mode_run_end_to_end_on_the_fake(tmp_path):
         if arm == "base":
             assert r["speedup_pairs"] == 0 and (engine is None or math.isnan(engine))
         else:
-            at_rate = [x for x in RunDir.open(run_dir).load_records() if x.variant == v]
+            at_rate = [x for x in records if x.variant == v]
             assert engine is not None and engine > 0
             assert r["speedup_pairs"] == client_pairs(at_rate, "fast", "base")
     recs = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]
