@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -36,15 +36,51 @@ class PointInfo:
     burstiness: float | None = None
 
     @classmethod
+    def from_point(cls, p: Mapping[str, Any]) -> PointInfo:
+        """From a point's marks: one round's, or its rounds folded by :func:`fold_rounds`."""
+        lag = p.get("loop_lag_ms_max")
+        if lag is None and isinstance(p.get("loop_lag_ms"), dict):  # a run folder from before the max was stored
+            lag = p["loop_lag_ms"].get("max")
+        status = p.get("status")
+        # An interrupted point has partial data; it is reported as failed so nobody
+        # mistakes it for a complete measurement.
+        return cls(wall_s=p.get("wall_s"), loop_lag_ms_max=lag,
+                   status="failed" if status in ("failed", "interrupted") else None,
+                   failure=p.get("failure") or (status if status == "interrupted" else None),
+                   request_rate=p.get("request_rate"), burstiness=p.get("burstiness"))
+
+    @classmethod
     def from_results(cls, results: Iterable[Any]) -> PointInfo:
-        """Fold the ``loadgen.PointResult`` of every repeat of one point."""
-        info = cls(wall_s=0.0, loop_lag_ms_max=0.0)
-        for r in results:
-            info.wall_s += r.wall_s
-            info.loop_lag_ms_max = max(info.loop_lag_ms_max, r.loop_lag_ms.get("max", 0.0))
-            if r.aborted:
-                info.status, info.failure = "failed", r.aborted
-        return info
+        """The ``loadgen.PointResult`` of every round of one point, folded as a run folder's
+        rounds are (for callers that measure in memory, with no run folder)."""
+        return cls.from_point(fold_rounds(
+            (i, {"wall_s": r.wall_s, "loop_lag_ms_max": r.loop_lag_ms.get("max", 0.0),
+                 "status": "failed" if r.aborted else "ok", "failure": r.aborted})
+            for i, r in enumerate(results)))
+
+
+# worst last: a point's folded status is its worst round's
+_STATUS_RANK = {"ok": 0, "partial": 1, "interrupted": 2, "failed": 3}
+
+
+def fold_rounds(rounds: Iterable[tuple[int, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One point's rounds, each (round number, its marks as points.json holds them), folded:
+    the first round's marks, wall time summed, the largest loop lag, the worst status with
+    its failure, and ``repeats`` the rounds in order."""
+    out: dict[str, Any] = {}
+    for rnd, p in sorted(rounds, key=lambda rp: rp[0]):
+        if not out:
+            out = {**p, "repeats": [rnd]}
+            continue
+        out["repeats"].append(rnd)
+        if p.get("wall_s") is not None:
+            out["wall_s"] = (out.get("wall_s") or 0.0) + p["wall_s"]
+        lag = p.get("loop_lag_ms_max")
+        if lag is not None:
+            out["loop_lag_ms_max"] = max(lag, out.get("loop_lag_ms_max") or 0.0)
+        if _STATUS_RANK.get(p.get("status") or "", 3) > _STATUS_RANK.get(out.get("status") or "", 3):
+            out["status"], out["failure"] = p.get("status"), p.get("failure")
+    return out
 
 
 def coerce(cls: type, v: Any) -> Any:

@@ -9,9 +9,11 @@ Inputs of :func:`summarize`:
 * ``arm_info``: ``{arm: ArmInfo}`` (plain dicts with the same keys are accepted).
 * ``points``: ``{(arm, concurrency, variant): PointInfo}`` (dicts accepted), one per
   point that was attempted, including points of arms that never started (so failed
-  points still get a row). ``PointInfo.from_results([PointResult, ...])`` folds the
-  repeats of one point. Without a PointInfo, wall time comes from the records and the
-  status from the error count.
+  points still get a row). ``PointInfo.from_point`` reads a point's marks (its rounds
+  folded by ``fold_rounds``, as ``RunDir.all_points`` gives them);
+  ``PointInfo.from_results([PointResult, ...])`` folds in-memory rounds the same way.
+  Without a PointInfo, wall time comes from the records and the status from the error
+  count.
 * ``extra``: :class:`RowExtras`, what the run adds: sequential stopping's entries (a
   stopped point's speedup intervals are widened to their look-level ones) and the
   calibrations' predictions (results/summary.py builds them).

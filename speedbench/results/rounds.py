@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from speedbench.client.scrape import SpecCounters, add, delta
+from speedbench.metrics.inputs import fold_rounds
 from speedbench.records import PointKey
 from speedbench.results.lines import round_digest
 
@@ -103,23 +104,12 @@ class PointLog:
         return {k for k, v in self.point_rounds().items() if v.get("status") in RESUMABLE_DONE}
 
     def all_points(self) -> dict[PointKey, dict[str, Any]]:
-        """Every marked point (any status), its rounds folded: wall time summed, the
-        worst status and its failure, ``repeats`` the rounds marked."""
-        out: dict[PointKey, dict[str, Any]] = {}
-        for (key, rnd), p in sorted(self.point_rounds().items(), key=lambda kv: kv[0][1]):
-            if key not in out:
-                out[key] = {**p, "repeats": [rnd]}
-                continue
-            merged = out[key]
-            merged["repeats"].append(rnd)
-            if p.get("wall_s") is not None:
-                merged["wall_s"] = (merged.get("wall_s") or 0.0) + p["wall_s"]
-            lag = p.get("loop_lag_ms_max")
-            if lag is not None:
-                merged["loop_lag_ms_max"] = max(lag, merged.get("loop_lag_ms_max") or 0.0)
-            if _STATUS_RANK.get(p.get("status") or "", 3) > _STATUS_RANK.get(merged.get("status") or "", 3):
-                merged["status"], merged["failure"] = p.get("status"), p.get("failure")
-        return out
+        """Every marked point (any status), its rounds folded (``metrics.inputs.fold_rounds``:
+        wall time summed, the worst status and its failure, ``repeats`` the rounds marked)."""
+        by_point: dict[PointKey, list[tuple[int, dict[str, Any]]]] = {}
+        for (key, rnd), p in self.point_rounds().items():
+            by_point.setdefault(key, []).append((rnd, p))
+        return {key: fold_rounds(rounds) for key, rounds in by_point.items()}
 
     def finished_points(self) -> dict[PointKey, dict[str, Any]]:
         """Points whose every marked round is ok or partial."""
@@ -138,9 +128,6 @@ class PointLog:
 
 
 # worse statuses rank higher; a point's folded status is the worst of its rounds
-_STATUS_RANK = {"ok": 0, "partial": 1, "interrupted": 2, "failed": 3}
-
-
 def _round_key(p: dict[str, Any]) -> tuple[PointKey, int]:
     """A round's key with its load read back from the fields beside it (a rate point's
     ``request_rate`` and ``workload``), never from its label; a folder written before

@@ -45,26 +45,6 @@ def _prom_deltas(run_dir: RunDir, points: dict, engine: Engine) -> dict:
     return {k: v for k, v in deltas.items() if v is not None}
 
 
-def _point_infos(points: dict) -> dict:
-    infos = {}
-    for key, p in points.items():
-        lag = p.get("loop_lag_ms_max")
-        if lag is None and isinstance(p.get("loop_lag_ms"), dict):
-            lag = p["loop_lag_ms"].get("max")
-        status = p.get("status")
-        # An interrupted point has partial data; it is reported as failed so nobody
-        # mistakes it for a complete measurement.
-        infos[key] = PointInfo(
-            wall_s=p.get("wall_s"),
-            loop_lag_ms_max=lag,
-            status="failed" if status in ("failed", "interrupted") else None,
-            failure=p.get("failure") or (status if status == "interrupted" else None),
-            request_rate=p.get("request_rate"),
-            burstiness=p.get("burstiness"),
-        )
-    return infos
-
-
 def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Any], write: bool) -> dict[str, Any]:
     """Arm -> the calibration its predictions use. The first summary that finds one copies
     it into the run folder (calibrations.json), so later summaries, reports and other
@@ -112,7 +92,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
     cals = calibrations(run_dir, sc, provenance, write)
     deltas = _prom_deltas(run_dir, points, engine_for(sc))
-    rows = summary_rows(records, deltas, sc.baseline_arm, arm_info, _point_infos(points),
+    infos = {key: PointInfo.from_point(p) for key, p in points.items()}
+    rows = summary_rows(records, deltas, sc.baseline_arm, arm_info, infos,
                          percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
                          extra=RowExtras(stopping, calib_store.predictor(cals)))
     screening, promoted = calib_screen.screening_block(rows, sc, cals)

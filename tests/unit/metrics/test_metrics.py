@@ -10,6 +10,7 @@ import pytest
 from speedbench.metrics.acceptance import per_position_rates
 from speedbench.metrics.breakdown import CATEGORY_KEYS, category_rows, prompt_rows
 from speedbench.metrics.rows import ArmInfo, PointInfo, summarize
+from speedbench.metrics.inputs import fold_rounds
 from speedbench.metrics.table import itl_values, request_table
 from speedbench.metrics.registry import row_keys
 from speedbench.records import RequestRecord, SpecStats
@@ -132,6 +133,24 @@ def test_point_info_from_results_folds_repeats():
 
     info = PointInfo.from_results([R(1.0, 2.0), R(2.0, 1.0, "server died")])
     assert (info.wall_s, info.loop_lag_ms_max, info.status, info.failure) == (3.0, 2.0, "failed", "server died")
+    assert PointInfo.from_results([R(1.0, 2.0, "interrupted")]).failure == "interrupted"
+
+
+def test_fold_rounds_is_the_one_fold_of_a_points_rounds():
+    # out of order, as a run folder's files may list them; the worst status wins with its failure
+    rounds = [(1, {"status": "failed", "failure": "died", "wall_s": 2.0, "loop_lag_ms_max": 9.0}),
+              (0, {"status": "ok", "failure": None, "wall_s": 1.0, "loop_lag_ms_max": 3.0, "n_errors": 0}),
+              (2, {"status": "partial", "failure": None, "wall_s": None, "loop_lag_ms_max": None})]
+    folded = fold_rounds(rounds)
+    assert folded["repeats"] == [0, 1, 2] and folded["wall_s"] == 3.0 and folded["loop_lag_ms_max"] == 9.0
+    assert (folded["status"], folded["failure"], folded["n_errors"]) == ("failed", "died", 0)
+    info = PointInfo.from_point(folded)
+    assert (info.wall_s, info.loop_lag_ms_max, info.status, info.failure) == (3.0, 9.0, "failed", "died")
+    # an interrupted round is reported failed; an old folder's lag dict is read; ok derives from records
+    assert PointInfo.from_point({"status": "interrupted", "failure": ""}).failure == "interrupted"
+    assert PointInfo.from_point({"status": "interrupted"}).status == "failed"
+    assert PointInfo.from_point({"status": "ok", "loop_lag_ms": {"max": 4.0}}).loop_lag_ms_max == 4.0
+    assert PointInfo.from_point({"status": "ok"}).status is None
 
 
 def test_acceptance_lengths_histogram_and_positions():
