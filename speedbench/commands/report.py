@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from speedbench.report import terminal
+from speedbench.report.model import build_report
 from speedbench.report.terminal import print_report
 from speedbench.results import load_run
 from speedbench.results.verify import verify_run
@@ -35,8 +37,10 @@ def run(args) -> int:
         console.print(f"[yellow]warning[/yellow]: {problem}", markup=True, soft_wrap=True)
     if not v.ok:
         console.print(f"`speedbench run --resume {v.run.path}` re-measures the damaged rounds", soft_wrap=True)
-    print_report(r, console)
+    # one report model for the terminal and both files (only the terminal's sections with --no-files)
+    report = build_report(r, only=terminal.SHOWN if args.no_files else None)
+    print_report(report, console)
     if not args.no_files:
-        md_path, html_path = write_report(r.dir)
+        md_path, html_path = write_report(r.dir, run=r, report=report)
         console.print(f"wrote {md_path} and {html_path}", markup=False, soft_wrap=True)
     return 0

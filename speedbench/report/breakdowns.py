@@ -1,6 +1,7 @@
-"""Tables that break a run down: latency distributions per point, per category, per prompt
-(slowest first) and per request rate. Plain rows of strings; markdown.py and html.py lay
-them out."""
+"""Tables that break a run down: every point, latency distributions per point, per
+category, AL per category, per position, per prompt (slowest first), per request rate and
+screening. Plain rows of strings; model.py collects them into the report model, which
+markdown.py, html.py and terminal.py lay out."""
 
 from __future__ import annotations
 
@@ -8,12 +9,76 @@ import math
 from typing import Any
 
 from speedbench.metrics.cells import num
-from speedbench.metrics.headline import headline
-from speedbench.metrics.registry import (DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
+from speedbench.metrics.headline import headline, headline_clock
+from speedbench.metrics.registry import (BY_KEY, DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
                                          percentile_tag)
+from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey, rate_label
 from speedbench.report.tables import count, fmt, fmt_speedup, label, ok, spec_arms
 from speedbench.results import Run
+
+
+def _head(key: str, *, unit: bool = False) -> str:
+    """A column header from the metric registry: its label, with the unit when asked."""
+    u = BY_KEY[key].unit if unit and key in BY_KEY else ""
+    return f"{metric_label(key)} {u}" if u else metric_label(key)
+
+
+# "All points": one column per detail_rows() cell, each named by the registry.
+DETAIL_HEADERS = [
+    _head("arm"), _head("concurrency"), _head("status"), f"{_head('n_ok')}/{_head('n_requests')}",
+    f"{_head('per_user_tps_mean')} mean (p10–p90)", _head("output_tps"), _head("ttft_ms_median", unit=True),
+    _head("tpot_ms_median", unit=True), _head("speedup_headline_mean"),
+    " / ".join(_head(k) for k in ("al_tokens", "al_requests", "al_prometheus")), _head("draft_acceptance_rate"),
+]
+
+
+def detail_rows(run: Run) -> list[list[str]]:
+    out = []
+    for r in run.rows:
+        out.append([
+            label(str(r.arm), str(r.variant or "")), str(r.concurrency),
+            str(r.status or ""), f"{count(r.n_ok)}/{count(r.n_requests)}",
+            (f"{fmt(r.per_user_tps_mean, 1)} ({fmt(r.per_user_tps_p10, 1)}–"
+             f"{fmt(r.per_user_tps_p90, 1)})"),
+            fmt(r.output_tps, 1), fmt(r.ttft_ms_median, 1), fmt(r.tpot_ms_median, 2),
+            fmt_speedup(*headline(r)) + (" (engine)" if headline_clock(r) == "engine" else ""),
+            " / ".join(fmt(x, 3) for x in (r.al_tokens, r.al_requests, r.al_prometheus)),
+            fmt(r.draft_acceptance_rate, 3),
+        ])
+    return out
+
+
+PLAIN_HEADERS = ["arm", "concurrency", "per-user TPS", "output TPS", "TTFT ms", "errors", "status"]
+
+
+def plain_rows(run: Run) -> list[list[str]]:
+    """Per-arm throughput only, for a run with no speculative arm (or no baseline)."""
+    return [[label(str(r.arm), str(r.variant or "")), str(r.concurrency), fmt(r.per_user_tps_mean, 1),
+             fmt(r.output_tps, 1), fmt(r.ttft_ms_median, 0), count(r.n_errors), str(r.status)] for r in run.rows]
+
+
+def category_rows(cats: list[str], al: dict[tuple[str, str], dict[str, float]], ref: list[float],
+                  ref_arm: str | None) -> tuple[list[str], list[list[str]]]:
+    """AL per arm and category (tables.category_al's ``cats`` and ``al``), and a row of the
+    reference figures ``ref`` (one per category) when any is known."""
+    headers = ["arm"] + cats
+    rows = [[label(*k)] + [fmt(v.get(c), 3) for c in cats] for k, v in al.items()]
+    if any(math.isfinite(x) for x in ref):
+        rows.append([f"reference ({ref_arm or 'published'})"] + [fmt(x, 3) for x in ref])
+    return headers, rows
+
+
+def position_rows(curves: dict[tuple[str, str], tuple[list[float], list[float]]]
+                  ) -> tuple[list[str], list[list[str]]]:
+    """Two rows (joint, conditional) per arm of tables.position_curves's ``curves``."""
+    n = max((len(j) for j, _ in curves.values()), default=0)
+    headers = ["arm", "kind"] + [f"pos {i + 1}" for i in range(n)]
+    rows = []
+    for k, (joint, cond) in curves.items():
+        rows.append([label(*k), "joint"] + [fmt(x, 3) for x in joint])
+        rows.append([label(*k), "conditional"] + [fmt(x, 3) for x in cond])
+    return headers, rows
 
 
 # Latency distributions (metrics.registry.LATENCY): one row per point and metric.
@@ -122,11 +187,6 @@ def rate_table(run: Run) -> list[list[str]]:
 
 
 # Screening runs (load: {mode: screen}): AL per arm and the speedups its calibration predicts.
-
-SCREEN_NOTE = ("Screening: each arm's server ran once, at one concurrency, with no baseline. The speedups "
-               "are predicted from AL by the system's calibration, not measured (docs/metrics.md, "
-               "\"Calibration and screening\").")
-
 
 def screening_table(run: Run) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: arm, screened at, both ALs, predicted speedup per level, promoted."""

@@ -22,10 +22,13 @@ class _Result(Protocol):
     status: str
 
 
-def arm_headlines(run: Run, results: Sequence[_Result] | None = None) -> list[str]:
+def arm_headlines(run: Run, results: Sequence[_Result] | None = None,
+                  speedups: Sequence[tables.SpeedupTable] | None = None) -> list[str]:
     """One line per speculative arm (and variant); with gate results, each line ends with
-    that arm's gate tally, and arms gated without a speedup (the baseline) get a line too."""
-    lines, speedups = [], tables.speedup_tables(run)
+    that arm's gate tally, and arms gated without a speedup (the baseline) get a line too.
+    ``speedups``: the run's speedup tables when the caller has them already."""
+    lines: list[str] = []
+    speedups = tables.speedup_tables(run) if speedups is None else speedups
     for t in speedups:
         first = next((r for r in t.rows if tables.ok(r.speedup)), None)
         line = f"{t.title}: " + (f"{tables.fmt_speedup(first.speedup, first.ci_low, first.ci_high)} at "

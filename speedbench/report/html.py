@@ -1,4 +1,5 @@
-"""report.html: one self-contained file (inline CSS, inline SVG, no JavaScript).
+"""report.html: the report model (model.py) as one self-contained file (inline CSS, inline
+SVG, no JavaScript).
 
 Safety: every string goes through :func:`esc` unless it is :class:`Safe` (HTML we built
 ourselves from escaped parts); table cells are escaped by default. A Content-Security-
@@ -10,19 +11,14 @@ dashboard.
 from __future__ import annotations
 
 import html as _html
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from speedbench import __version__
-from speedbench.metrics.cells import al_of
-from speedbench.report import breakdowns
-from speedbench.report import header
-from speedbench.report import markdown
 from speedbench.report import plots
 from speedbench.report import tables
-from speedbench.results import Run
+from speedbench.report.model import REPORT_TITLE, Lines, Plots, Report, Section, Speedups, Table, Tables
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
@@ -125,40 +121,19 @@ def arm_colors(labels: Sequence[str]) -> dict[str, str]:
     return {name: plots.color_for(i) for i, name in enumerate(labels)}
 
 
-def run_plots(run: Run) -> list[tuple[str, str]]:
+def run_plots(p: Plots) -> list[tuple[str, str]]:
     """(caption, svg) for the five report plots."""
-    labels = [tables.label(a, v) for a in run.arms() for v in tables.variants(run)]
-    colors = arm_colors(labels)
-    tps: dict[str, list[tuple[int, float]]] = {}
-    for r in run.rows:
-        lab = tables.label(str(r.arm), str(r.variant or ""))
-        tps.setdefault(lab, []).append((int(r.concurrency), tables.num(r.per_user_tps_mean)))
-    speed, ref = {}, {}
-    for t in tables.speedup_tables(run):
-        lab = tables.label(t.arm, t.variant)
-        speed[lab] = [(r.concurrency, r.speedup, r.ci_low, r.ci_high) for r in t.rows]
-        pts = [(r.concurrency, r.reference) for r in t.rows if math.isfinite(r.reference)]
-        if pts:
-            ref[t.arm] = pts
-    groups = [f"c={c}" for c in tables.concurrencies(run)]
-    al: dict[str, dict[str, float]] = {}
-    for r in run.rows:
-        if tables.is_speculative(r):
-            al.setdefault(tables.label(str(r.arm), str(r.variant or "")), {})[f"c={r.concurrency}"] = al_of(r)[0]
-    cats, cat_al = tables.category_al(run)
-    ref_cat = {c: tables.reference_al(run, c) for c in cats}
+    colors = arm_colors(p.labels)
     return [
-        ("Per-user TPS vs concurrency", plots.lines_vs_concurrency(tps, "per-user TPS (tokens/s)", "", colors)),
+        ("Per-user TPS vs concurrency", plots.lines_vs_concurrency(p.tps, "per-user TPS (tokens/s)", "", colors)),
         ("Speedup vs concurrency; diamonds: reference figures",
-         plots.speedup_vs_concurrency(speed, ref, title="", colors=colors)),
+         plots.speedup_vs_concurrency(p.speedups, p.references, title="", colors=colors)),
         ("Acceptance length per arm and concurrency",
-         plots.grouped_bars(groups, al, "AL pooled over steps (tokens/step)", "", colors=colors)),
-        ("Per-position acceptance, pooled over concurrency levels",
-         plots.position_curves({tables.label(*k): v for k, v in tables.position_curves(run).items()}, colors)),
+         plots.grouped_bars(p.groups, p.al, "AL pooled over steps (tokens/step)", "", colors=colors)),
+        ("Per-position acceptance, pooled over concurrency levels", plots.position_curves(p.positions, colors)),
         ("Acceptance length per category (mean over requests, as SPEED-Bench); black bars: reference",
-         plots.grouped_bars(cats, {tables.label(*k): v for k, v in cat_al.items()},
-                            "AL mean over requests (tokens/step)",
-                        "", ref_cat, "reference", colors)),
+         plots.grouped_bars(p.categories, p.category_al, "AL mean over requests (tokens/step)",
+                            "", p.category_reference, "reference", colors)),
     ]
 
 
@@ -182,84 +157,67 @@ def speedup_card(t: tables.SpeedupTable, baseline: str | None) -> Safe:
     return card(Safe(draft + table(headers, rows)), t.title)
 
 
-def render_html(run: Run, drift_html: str = "") -> str:
-    b = _summary_blocks(run) + _point_blocks(run) + _breakdown_blocks(run)
+def render_html(report: Report, drift_html: str = "") -> str:
+    b = [_head(report)]
+    for s in report.sections:
+        if s.key in SHOWN:
+            b += _blocks(s, report.baseline)
     if drift_html:
         b.append(drift_html)  # built by report/drift.py, which escapes its own strings
-    return page(f"speedbench · {run.scenario_name} · {run.run_id}", "".join(b))
+    return page(f"speedbench · {report.scenario} · {report.run_id}", "".join(b))
 
 
-def _summary_blocks(run: Run) -> list[str]:
-    """The header, noise, speedup, screening, warnings, what was measured, request rate."""
-    b = [f'<header class="top"><h1>speedbench report: {esc(run.scenario_name)}</h1>'
-         f'<div class="sub">run {esc(run.run_id)}'
-         + (f" · {esc(run.created_utc)}" if run.created_utc else "")
-         + f" · {esc(tables.hardware(run))}</div></header>"]
-    noise_text = header.noise_lines(run)
-    if noise_text:
-        b.append(card(Safe("".join(f"<p><strong>{esc(x)}</strong></p>" for x in noise_text)), "Noise"))
-    b.append("<h2>Speedup</h2>")
-    speedup_tabs = tables.speedup_tables(run)
-    b += ([speedup_card(t, run.baseline) for t in speedup_tabs]
-          or [card(Safe("<p>No speculative arm with a baseline.</p>"))])
-    screen_heads, screen_rows = breakdowns.screening_table(run)
-    if screen_rows:
-        b.append(card(Safe(f"<p>{esc(breakdowns.SCREEN_NOTE)}</p>" + table(screen_heads, screen_rows)), "Screening"))
-    warnings = tables.run_warnings(run)
-    if warnings:
-        b.append(card(Safe("<ul>" + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul>"),
-                      "Warnings (one per cause)", "warn"))
-    b.append(card(Safe("".join(f"<p>{esc(x)}</p>" for x in tables.measured_lines(run))), "What was measured"))
-    rate_rows = breakdowns.rate_table(run)
-    if rate_rows:
-        b += ["<h2>Request rate (open loop)</h2>",
-              card(Safe(f"<p class=\"muted\">{esc(markdown.RATE_NOTE)}</p>"
-                        + table(breakdowns.RATE_HEADERS, rate_rows)))]
-    return b
+# Every section but the terminal's per-arm fallback.
+SHOWN = ("speedup", "screening", "warnings", "measured", "rate", "plots", "points", "failures", "latency",
+         "category_al", "category", "prompts", "positions")
 
 
-def _point_blocks(run: Run) -> list[str]:
-    """Plots, every point, the failures."""
-    b = ["<h2>Plots</h2><div class=\"grid\">"]
-    b += [card(Safe(svg), caption) for caption, svg in run_plots(run)]
-    b.append("</div><h2>All points</h2>")
-    rows = markdown.detail_rows(run)
-    for row, r in zip(rows, run.rows):
-        row[2] = pill(r.status)
-    b.append(card(table(markdown.DETAIL_HEADERS, rows, left=1)))
-    failures = [(r.arm, r.concurrency, r.failure) for r in run.rows if r.failure]
-    if failures:
-        b.append(card(table(["arm", "concurrency", "failure"], [[a, c, Cell(f, cls="l")] for a, c, f in failures],
-                            left=1),
-                      "Failures"))
-    return b
+def _head(report: Report) -> str:
+    """The page's header, and the noise lines in a card of their own."""
+    head = (f'<header class="top"><h1>{REPORT_TITLE}: {esc(report.scenario)}</h1>'
+            f'<div class="sub">run {esc(report.run_id)}'
+            + (f" · {esc(report.created)}" if report.created else "")
+            + f" · {esc(report.hardware)}</div></header>")
+    if report.noise:
+        head += card(Safe("".join(f"<p><strong>{esc(x)}</strong></p>" for x in report.noise)), "Noise")
+    return head
 
 
-def _breakdown_blocks(run: Run) -> list[str]:
-    """Latency, category, per-question and per-position tables."""
-    b: list[str] = []
-    headers, rows = breakdowns.latency_table(run)
-    if rows:
-        b += ["<h2>Latency distributions</h2>",
-              card(Safe(f"<p class=\"muted\">{esc(markdown.LATENCY_NOTE)}</p>" + table(headers, rows, left=3)))]
-    headers, rows = markdown.category_rows(run)
-    if rows:
-        b += ["<h2>Acceptance length per category</h2>", card(table(headers, rows))]
-    rows = breakdowns.category_table(run)
-    if rows:
-        b += ["<h2>Per category</h2>", card(Safe(f"<p class=\"muted\">{esc(markdown.CATEGORY_NOTE)}</p>"
-                                                 + table(breakdowns.CATEGORY_HEADERS, rows, left=3)))]
-    prompt_tables = breakdowns.prompt_tables(run)
-    if prompt_tables:
-        b.append("<h2>Per question</h2><p class=\"muted\">One row per question_id of each speculative point "
-                 "(every turn and repeat of the prompt pooled), the lowest speedup first: where a regression "
-                 "comes from.</p>")
-        b += [Safe(f"<details class=\"card\"><summary>{esc(title)} ({len(rows)} questions)</summary>"
-                   + table(breakdowns.PROMPT_HEADERS, rows, left=2) + "</details>") for title, rows in prompt_tables]
-    headers, rows = markdown.position_rows(run)
-    if rows:
-        b += ["<h2>Per-position acceptance</h2>",
-              card(Safe("<p class=\"muted\">Joint: P(at least i drafts accepted in a step). "
-                        "Conditional: P(position i accepted | position i-1 accepted).</p>"
-                        + table(headers, rows, left=2)))]
-    return b
+def _h2(s: Section) -> str:
+    return f"<h2>{esc(s.title)}</h2>"
+
+
+def _muted(s: Section) -> str:
+    return f'<p class="muted">{esc(s.page_note)}</p>' if s.page_note else ""
+
+
+def _blocks(s: Section, baseline: str | None) -> list[str]:
+    """One section: a heading and cards; screening, warnings, what was measured and the
+    failures are one titled card each."""
+    c = s.content
+    if isinstance(c, Speedups):
+        return [_h2(s)] + ([speedup_card(t, baseline) for t in c.tables]
+                           or [card(Safe(f"<p>{esc(s.page_note)}</p>"))])
+    if isinstance(c, Plots):
+        return [_h2(s) + '<div class="grid">'] + [card(Safe(svg), caption) for caption, svg in run_plots(c)] + [
+            "</div>"]
+    if isinstance(c, Tables):
+        return [_h2(s) + _muted(s)] + [
+            Safe(f'<details class="card"><summary>{esc(t.title)} ({len(t.rows)} questions)</summary>'
+                 + table(t.headers, t.rows, left=t.left) + "</details>") for t in c.tables]
+    if isinstance(c, Lines):
+        if c.bulleted:
+            return [card(Safe("<ul>" + "".join(f"<li>{esc(w)}</li>" for w in c.lines) + "</ul>"), s.title, "warn")]
+        return [card(Safe("".join(f"<p>{esc(x)}</p>" for x in c.lines)), s.title)]
+    return _table_blocks(s, c)
+
+
+def _table_blocks(s: Section, c: Table) -> list[str]:
+    if s.key == "points":  # the status as a coloured pill; only the arm is text-aligned
+        rows = [[*row[:2], pill(row[2]), *row[3:]] for row in c.rows]
+        return [_h2(s), card(table(c.headers, rows, left=1))]
+    if s.key == "failures":  # the message is text
+        return [card(table(c.headers, [[*row[:-1], Cell(row[-1], cls="l")] for row in c.rows], left=c.left), s.title)]
+    if s.key == "screening":
+        return [card(Safe(f"<p>{esc(s.page_note)}</p>" + table(c.headers, c.rows, left=c.left)), s.title)]
+    return [_h2(s), card(Safe(_muted(s) + table(c.headers, c.rows, left=c.left)))]

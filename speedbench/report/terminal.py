@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
-from speedbench.report import breakdowns, header, tables
+from speedbench.report import model, tables
 from speedbench.report.fit import print_table
-from speedbench.report.headlines import arm_headlines
+from speedbench.report.model import Lines, Report, Section, Speedups, build_report
 from speedbench.results import Run, RunDir, load_run
 
 
@@ -88,48 +88,67 @@ def _speedup_cells(t: tables.SpeedupTable, baseline: str | None) -> tuple[list[s
     return heads, rows
 
 
-def print_report(run: Run, console: Console | None = None) -> None:
+# The sections the terminal shows: the verdict and how to read it; the rest is in report.md / report.html.
+SHOWN = ("speedup", "per_arm", "screening", "measured", "warnings")
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
     """Speedup tables, what was measured, and warnings."""
     console = console or Console(highlight=False)
-    head = f"[bold]{escape(run.scenario_name)}[/bold]  run {escape(run.run_id)}"
-    if run.created_utc:
-        head += f"  ({escape(run.created_utc)})"
+    head = f"[bold]{escape(report.scenario)}[/bold]  run {escape(report.run_id)}"
+    if report.created:
+        head += f"  ({escape(report.created)})"
     console.print(head)
-    for line in arm_headlines(run):  # the verdict first: each arm's speedup, then how to read it
+    for line in report.headlines:  # the verdict first: each arm's speedup, then how to read it
         console.print(escape(line), soft_wrap=True)
-    for line in header.noise_lines(run):
+    for line in report.noise:
         console.print(f"[bold]{escape(line)}[/bold]")
-    speedup_tabs = tables.speedup_tables(run)
-    for t in speedup_tabs:
-        print_table(console, speedup_table(t, run.baseline, console.width))
-    if not speedup_tabs:
-        print_table(console, _plain_table(run))
-    screen_heads, screen_rows = breakdowns.screening_table(run)
-    if screen_rows:
+    speedups = report.section("speedup")
+    for t in speedups.content.tables if speedups and isinstance(speedups.content, Speedups) else ():
+        print_table(console, speedup_table(t, report.baseline, console.width))
+    per_arm = _table(report, "per_arm")
+    if per_arm:
+        print_table(console, _plain_table(*per_arm))
+    screening = _table(report, "screening")
+    if screening:
+        _, c = screening
         st = Table(title="screening (predicted speedups, not measured)", title_justify="left", header_style="bold")
-        for h in screen_heads:
+        for h in c.headers:
             st.add_column(escape(h), justify="right")
-        for row in screen_rows:
-            st.add_row(*[escape(c) for c in row])
+        for row in c.rows:
+            st.add_row(*[escape(cell) for cell in row])
         print_table(console, st)
-    for line in tables.measured_lines(run):
+    _print_lines(report, console)
+
+
+def _table(report: Report, key: str) -> tuple[Section, model.Table] | None:
+    s = report.section(key)
+    return (s, s.content) if s and isinstance(s.content, model.Table) else None
+
+
+def _lines(report: Report, key: str) -> tuple[str, ...]:
+    s = report.section(key)
+    return s.content.lines if s and isinstance(s.content, Lines) else ()
+
+
+def _print_lines(report: Report, console: Console) -> None:
+    """What was measured, then the warnings."""
+    for line in _lines(report, "measured"):
         console.print(f"[dim]{escape(line)}[/dim]")
-    warnings = tables.run_warnings(run)
+    warnings = _lines(report, "warnings")
     if warnings:
         console.print(f"[yellow]{len(warnings)} warning(s), one per cause:[/yellow]")
     for w in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
 
 
-def _plain_table(run: Run) -> Table:
+def _plain_table(s: Section, c: model.Table) -> Table:
     """No speculative arm (or no baseline): per-arm throughput only."""
-    table = Table(title="per-arm results", title_justify="left", header_style="bold")
-    for col in ("arm", "concurrency", "per-user TPS", "output TPS", "TTFT ms", "errors", "status"):
-        table.add_column(col, justify="right" if col not in ("arm", "status") else "left")
-    for r in run.rows:
-        table.add_row(escape(tables.label(str(r.arm), str(r.variant or ""))), str(r.concurrency),
-                      tables.fmt(r.per_user_tps_mean, 1), tables.fmt(r.output_tps, 1),
-                      tables.fmt(r.ttft_ms_median, 0), tables.count(r.n_errors), escape(str(r.status)))
+    table = Table(title=s.title, title_justify="left", header_style="bold")
+    for col, a in zip(c.headers, c.align):
+        table.add_column(escape(col), justify="left" if a == "l" else "right")
+    for row in c.rows:
+        table.add_row(*[escape(cell) for cell in row])
     return table
 
 
@@ -143,4 +162,4 @@ def print_summary(summary: dict[str, Any] | Run | RunDir | str | Path, console: 
         run = Run(run_dir, summary)
     else:
         run = load_run(summary.path if isinstance(summary, RunDir) else summary)
-    print_report(run, console)
+    print_report(build_report(run, only=SHOWN), console)

@@ -96,20 +96,21 @@ def test_scenario_percentiles():
 
 
 def test_summary_and_reports_carry_the_chosen_percentiles(tmp_path):
-    from speedbench.report.markdown import render_markdown
     from speedbench.report.html import render_html
+    from speedbench.report.markdown import render_markdown
+    from speedbench.report.model import build_report
     from speedbench.results import Run
 
     rows = summarize(RECORDS, None, None, {"a": {}}, percentiles=[50, 99.9])
     run = Run(None, {"scenario": "t", "run_id": "r", "percentiles": [50, 99.9], "rows": rows, "categories": []})
-    md = render_markdown(run)
+    md = render_markdown(build_report(run))
     assert "## Latency distributions" in md
     assert "| arm | c | metric (ms) | mean | std | p50 | p99.9 |" in md
     for name in ("TTFT", "TPOT", "ITL per token", "ITL per chunk", "E2E"):
         assert f"| {name} |" in md
     assert "| a | 1 | TTFT | 200.0 | 100.0 | 200.0 | 299.8 |" in md
-    html = render_html(run)
+    html = render_html(build_report(run))
     assert "Latency distributions" in html and "p99.9" in html
     # an old summary without the block: no section rather than a table of dashes
     old = Run(None, {"scenario": "t", "run_id": "r", "rows": [{k: v for k, v in rows[0].items() if k in ROW_KEYS}]})
-    assert "Latency distributions" not in render_markdown(old)
+    assert "Latency distributions" not in render_markdown(build_report(old))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from speedbench.metrics.registry import SummaryRow
-from speedbench.report import breakdowns, markdown, significance
+from speedbench.report import breakdowns, significance
 from speedbench.report.gate import metric_value
 from speedbench.results.run import Run
 
@@ -15,7 +15,7 @@ OLD_ROW = {"arm": "eagle3", "concurrency": 1, "variant": "", "speculative": True
 
 def test_an_old_row_without_counts_or_latency_block_prints_dashes():
     run = Run(None, {"rows": [OLD_ROW]})
-    assert markdown.detail_rows(run)[0][3] == "–/–"  # n_ok / n_requests were not stored
+    assert breakdowns.detail_rows(run)[0][3] == "–/–"  # n_ok / n_requests were not stored
     assert breakdowns.latency_table(run)[1] == []  # no latency block: no rows, not a table of dashes
 
 

@@ -12,6 +12,7 @@ from tests.helpers.runfactory import make_run
 
 from speedbench.cli import main
 from speedbench.records import PointKey, RequestRecord
+from speedbench.report.model import build_report
 from speedbench.report.render import render_report, write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_report, print_summary
@@ -75,13 +76,13 @@ def test_untrusted_strings_are_escaped(evil_run):
     assert "\\<script>alert(1)\\</script>" in md and "&lt;" not in md
     assert "math\\|pipe" in md  # a pipe cannot break a markdown table
     buf_console, buf = console()
-    print_report(evil_run, buf_console)  # rich markup in names must not be interpreted or crash
+    print_report(build_report(evil_run), buf_console)  # rich markup in names must not be interpreted or crash
     assert "<script>alert(1)</script>" in buf.getvalue()
 
 
 def test_terminal_table_shape(run):
     c, buf = console()
-    print_report(run, c)
+    print_report(build_report(run), c)
     out = buf.getvalue()
     assert "eagle3.1 (EAGLE 3.1)" in out and "eagle3 (EAGLE 3)" in out
     for head in ("concurrency", "per-user TPS", "speedup [95% CI]", "AL", "reference"):
@@ -121,7 +122,7 @@ def test_warnings(tmp_path):
     rd.write_summary(summary)
     run = load_run(rd.path)
     c, buf = console(300)
-    print_report(run, c)
+    print_report(build_report(run), c)
     out = buf.getvalue()
     assert "arm eagle3 FAILED: arm eagle3 failed to start" in out
     # the same cause at several points is one line naming them
