@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from rich.console import Console
 
 from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.report.gate import GateResult, evaluate_gates, exit_code, junit_xml, load_gates
+from speedbench.report.model import Report, build_report
 from speedbench.report.render import write_report
-from speedbench.report.terminal import print_summary
-from speedbench.results import RunDir, atomic_write, load_run
+from speedbench.report.terminal import print_report
+from speedbench.results import Run, RunDir, atomic_write, load_run
 from speedbench.results.mlflow_export import track_finished_run
 from speedbench.results.summary import summarize_run_dir
 from speedbench.scenario import Scenario
@@ -27,7 +28,7 @@ from speedbench.scenario import Scenario
 class Finish(Protocol):
     """What the end of a run tells its user (run.progress.Progress says it all, too)."""
 
-    def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None: ...
+    def summary(self, report: Report) -> None: ...
     def results(self, path: Path) -> None: ...
     def gates(self, results: list[GateResult]) -> None: ...
     def tracking(self, line: str) -> None: ...
@@ -40,8 +41,8 @@ class ConsoleFinish:
     def __init__(self, console: Console, *, every_gate: bool = True):
         self.console, self.every_gate = console, every_gate
 
-    def summary(self, summary: dict[str, Any], run_dir: RunDir) -> None:
-        print_summary(summary, self.console, run_dir=run_dir)
+    def summary(self, report: Report) -> None:
+        print_report(report, self.console)
 
     def results(self, path: Path) -> None:
         self.console.print(f"results: {path}", soft_wrap=True)  # a path to copy, never wrapped
@@ -65,13 +66,13 @@ def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = T
     run (not ``complete``) is summarised but neither gated nor logged: it will be resumed.
     A full or read-only folder raises OutputError (exit 3)."""
     t0 = time.monotonic()
-    out.summary(_summarize(run_dir), run_dir)
+    run, report = _summarize(run_dir)
+    out.summary(report)
     out.results(run_dir.path)
     if not complete:
         return 0
     code = 0
     if sc.gates:
-        run = load_run(run_dir.path)
         results = evaluate_gates(run, load_gates(run))
         out.gates(results)
         if junit:
@@ -81,12 +82,16 @@ def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = T
     return code
 
 
-def _summarize(run_dir: RunDir) -> dict[str, Any]:
+def _summarize(run_dir: RunDir) -> tuple[Run, Report]:
+    """The summary written, then the run read back and its one report model, from which
+    report.md, report.html and the terminal are all rendered."""
     try:
-        summary = summarize_run_dir(run_dir)
-        write_report(run_dir)
+        summarize_run_dir(run_dir)
+        run = load_run(run_dir.path)
+        report = build_report(run)
+        write_report(run_dir, run=run, report=report)
     except SpeedbenchError:
         raise
     except Exception as e:  # the records are safe on disk; say how to re-render
         raise UsageError(f"could not summarise {run_dir.path}: {e}; re-run `speedbench report {run_dir.path}`") from e
-    return summary
+    return run, report
