@@ -49,6 +49,24 @@ class PointResult:
     warmup_records: list[RequestRecord] = field(default_factory=list)  # for debugging only
 
 
+async def _warm_up(session: Any, target: Target, job: PointJob, repeat: int,
+                   before_measure: Callable[[], Awaitable[Any]] | None) -> tuple[list[RequestRecord], str | None]:
+    """The pass's warmup (the job's first pass only), then ``before_measure``: the warmup's
+    records, and why the pass must stop there (the server died), or None."""
+    warm_records: list[RequestRecord] = []
+    if repeat == job.first_repeat and job.warmup:
+        wphase = Phase(key=job.key, repeat=repeat, warmup=True, on_record=None)
+        await closed_loop(Pass(session, target, wphase), list(job.warmup))
+        if wphase.aborted:
+            return wphase.records, wphase.aborted
+        warm_records = wphase.records
+    if before_measure is not None:
+        stop = await before_measure()
+        if isinstance(stop, str) and stop:
+            return warm_records, stop
+    return warm_records, None
+
+
 async def run_pass(
     target: Target,
     job: PointJob,
@@ -65,25 +83,14 @@ async def run_pass(
     Cancelling the task (Ctrl-C) records in-flight requests as "cancelled", hands them to
     ``target.on_record`` and re-raises.
     """
-    warmup = list(job.warmup) if repeat == job.first_repeat else []
     session = make_session(target.client, job.key.concurrency)
     lag = LagProbe()
     helpers: list[asyncio.Task] = []
     try:
-        if warmup:
-            wphase = Phase(key=job.key, repeat=repeat, warmup=True, on_record=None)
-            await closed_loop(Pass(session, target, wphase), warmup)
-            if wphase.aborted:
-                return PointResult(records=[], wall_s=0.0, loop_lag_ms=lag.stats_ms(), aborted=wphase.aborted,
-                                   warmup_records=wphase.records)
-            warm_records = wphase.records
-        else:
-            warm_records = []
-        if before_measure is not None:
-            stop = await before_measure()
-            if isinstance(stop, str) and stop:
-                return PointResult(records=[], wall_s=0.0, loop_lag_ms=lag.stats_ms(), aborted=stop,
-                                   warmup_records=warm_records)
+        warm_records, stop = await _warm_up(session, target, job, repeat, before_measure)
+        if stop:
+            return PointResult(records=[], wall_s=0.0, loop_lag_ms=lag.stats_ms(), aborted=stop,
+                               warmup_records=warm_records)
         # Move every object alive now (imported libraries, earlier records) out of the
         # cyclic collector's reach: with torch/transformers loaded a full collection
         # walks ~400k objects and froze the loop for ~400 ms mid-point in our client

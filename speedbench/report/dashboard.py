@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from speedbench.errors import SpeedbenchError
 from speedbench.metrics.headline import headline
+from speedbench.metrics.registry import SummaryRow
 from speedbench.report import acknowledged, html
 from speedbench.report import checkpoints as across_nights
 from speedbench.report import leaderboard
@@ -94,48 +95,62 @@ def _copy_report(sr: SiteRun, site: Path, problems: list[str]) -> None:
         problems.append(f"no report for {sr.rel}: {e}")
 
 
-def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str, str]) -> str:
-    # panel (concurrency, an int: labelled only when drawn) -> series (checkpoint) -> [(time, value)]
-    speed: dict[int, dict[str, list]] = {}
-    al: dict[str, dict[str, list]] = {"pooled over concurrency": {}}
-    tps: dict[int, dict[str, list]] = {}
+@dataclass
+class _Trends:
+    """What a scenario's charts draw, gathered run by run (in time order). Each chart:
+    panel (a concurrency, an int: labelled only when drawn) -> series (checkpoint) ->
+    [(time, value, ...)]."""
+
+    speed: dict[int, dict[str, list]] = field(default_factory=dict)
+    al: dict[str, dict[str, list]] = field(default_factory=lambda: {"pooled over concurrency": {}})
+    tps: dict[int, dict[str, list]] = field(default_factory=dict)
     # what each run cost: GPU-hours (0 on CPU hosts) and server wall hours, summed over arms
-    cost: dict[str, dict[str, list]] = {"GPU-hours": {}, "server hours (any device)": {}}
-    latest_curves: dict[str, tuple[list[float], list[float]]] = {}
-    for sr in runs:
+    cost: dict[str, dict[str, list]] = field(
+        default_factory=lambda: {"GPU-hours": {}, "server hours (any device)": {}})
+    latest_curves: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+
+    def add(self, sr: SiteRun) -> None:
         run = sr.run
         screening = run.summary.get("screening") or []
         for e in screening:  # predicted, not measured: a series of its own, named so
             ck = tables.label(checkpoint(run, str(e.get("arm"))), str(e.get("variant") or "")) + " (predicted)"
             for p in e.get("predicted") or []:
-                speed.setdefault(int(p['concurrency']), {}).setdefault(ck, []).append(
+                self.speed.setdefault(int(p['concurrency']), {}).setdefault(ck, []).append(
                     (sr.created, tables.num(p.get("speedup")), tables.num(p.get("ci_low")),
                      tables.num(p.get("ci_high"))))
         for r in run.rows:
-            arm, v, c = str(r.arm), str(r.variant or ""), int(r.concurrency)
-            ck = tables.label(checkpoint(run, arm), v)
-            tps.setdefault(c, {}).setdefault(ck, []).append(
-                (sr.created, tables.num(r.per_user_tps_mean)))
-            if tables.is_speculative(r) and not screening:  # a screening run measured no speedup
-                point = (sr.created, *headline(r))
-                speed.setdefault(c, {}).setdefault(ck, []).append(point)
-                pred = tables.num(r.speedup_predicted)
-                if math.isfinite(pred):  # a calibrated full run: the model's figure beside the measured one
-                    speed[c].setdefault(ck + " (predicted)", []).append(
-                        (sr.created, pred, tables.num(r.speedup_predicted_ci_low),
-                         tables.num(r.speedup_predicted_ci_high)))
+            self._add_row(sr, r, measured=not screening)  # a screening run measured no speedup
         arms_cost = run.summary.get("arms") or {}
         if arms_cost:
             gpu_h = sum(float(a.get("gpu_hours") or 0.0) for a in arms_cost.values())
             wall_h = sum(float(a.get("wall_s") or 0.0) for a in arms_cost.values()) / 3600
-            cost["GPU-hours"].setdefault("run", []).append((sr.created, gpu_h))
-            cost["server hours (any device)"].setdefault("run", []).append((sr.created, wall_h))
+            self.cost["GPU-hours"].setdefault("run", []).append((sr.created, gpu_h))
+            self.cost["server hours (any device)"].setdefault("run", []).append((sr.created, wall_h))
         for arm in tables.spec_arms(run):
             for v in tables.variants(run):
                 ck = tables.label(checkpoint(run, arm), v)
-                al["pooled over concurrency"].setdefault(ck, []).append((sr.created, pooled_al(run, arm, v)))
+                self.al["pooled over concurrency"].setdefault(ck, []).append((sr.created, pooled_al(run, arm, v)))
         for (arm, v), curve in tables.position_curves(run).items():
-            latest_curves[tables.label(checkpoint(run, arm), v)] = curve  # runs are in time order: last wins
+            self.latest_curves[tables.label(checkpoint(run, arm), v)] = curve  # in time order: the last wins
+
+    def _add_row(self, sr: SiteRun, r: SummaryRow, *, measured: bool) -> None:
+        arm, v, c = str(r.arm), str(r.variant or ""), int(r.concurrency)
+        ck = tables.label(checkpoint(sr.run, arm), v)
+        self.tps.setdefault(c, {}).setdefault(ck, []).append((sr.created, tables.num(r.per_user_tps_mean)))
+        if tables.is_speculative(r) and measured:
+            self.speed.setdefault(c, {}).setdefault(ck, []).append((sr.created, *headline(r)))
+            pred = tables.num(r.speedup_predicted)
+            if math.isfinite(pred):  # a calibrated full run: the model's figure beside the measured one
+                self.speed[c].setdefault(ck + " (predicted)", []).append(
+                    (sr.created, pred, tables.num(r.speedup_predicted_ci_low),
+                     tables.num(r.speedup_predicted_ci_high)))
+
+
+def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str, str]) -> str:
+    t = _Trends()
+    for sr in runs:
+        t.add(sr)
+    speed, al, tps, cost, latest_curves = t.speed, t.al, t.tps, t.cost, t.latest_curves
 
     def by_c(d: dict[int, dict[str, list]]) -> dict[str, dict[str, list]]:
         return {f"concurrency {c}": series for c, series in sorted(d.items())}

@@ -280,6 +280,26 @@ def _bands_and_marks(ax, ts: list, ys: list[float], hws: list[float], color: str
                 markeredgecolor=color, markerfacecolor="white" if hollow else color, zorder=5)
 
 
+def _trend_line(ax: Any, name: str, raw: list[tuple], color: str, bands: bool) -> list[Any]:
+    """One series of a trend panel: its line, each night's own 95% interval as a bar where
+    the run has one, and (``bands``, a measured series) its noise band and change points.
+    Returns the times drawn."""
+    pts = sorted((p[0], p[1], *(p[2:4] if len(p) >= 4 else (math.nan, math.nan)))
+                 for p in raw if math.isfinite(p[1]))
+    if not pts:
+        return []
+    ts, ys = [p[0] for p in pts], [p[1] for p in pts]
+    style = "--" if name.endswith("(predicted)") else "-"
+    ax.plot(ts, ys, marker="o", markersize=3.5, color=color, linestyle=style, label=_label(name, 60))
+    bars = [(t, lo, hi) for t, _, lo, hi in pts if math.isfinite(lo) and math.isfinite(hi)]
+    if bars:
+        ax.vlines([b[0] for b in bars], [b[1] for b in bars], [b[2] for b in bars],
+                  color=color, linewidth=1.0, alpha=0.6)
+    if bands and not name.endswith("(predicted)"):
+        _bands_and_marks(ax, ts, ys, [(hi - lo) / 2 for _, _, lo, hi in pts], color)
+    return ts
+
+
 def trend(panels: dict[str, dict[str, list[tuple]]], ylabel: str,
           colors: dict[str, str] | None = None, bands: bool = False) -> str:
     """Metric over time as small multiples: one panel per key (e.g. concurrency level),
@@ -301,24 +321,7 @@ def trend(panels: dict[str, dict[str, list[tuple]]], ylabel: str,
         fig = Figure(figsize=(6.4, 1.0 + 2.3 * nrows + 0.22 * math.ceil(len(names) / 2)), layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
         for ax, (title, series) in zip(axes, panels.items()):
-            times = []
-            for name, raw in series.items():
-                pts = sorted((p[0], p[1], *(p[2:4] if len(p) >= 4 else (math.nan, math.nan)))
-                             for p in raw if math.isfinite(p[1]))
-                if not pts:
-                    continue
-                ts, ys = [p[0] for p in pts], [p[1] for p in pts]
-                times += ts
-                style = "--" if name.endswith("(predicted)") else "-"
-                ax.plot(ts, ys, marker="o", markersize=3.5, color=colors[name], linestyle=style,
-                        label=_label(name, 60))
-                # each night's own 95% interval, where the run has one
-                bars = [(t, lo, hi) for t, _, lo, hi in pts if math.isfinite(lo) and math.isfinite(hi)]
-                if bars:
-                    ax.vlines([b[0] for b in bars], [b[1] for b in bars], [b[2] for b in bars],
-                              color=colors[name], linewidth=1.0, alpha=0.6)
-                if bands and not name.endswith("(predicted)"):
-                    _bands_and_marks(ax, ts, ys, [(hi - lo) / 2 for _, _, lo, hi in pts], colors[name])
+            times = [t for name, raw in series.items() for t in _trend_line(ax, name, raw, colors[name], bands)]
             if times:
                 _date_axis(ax, times)
             else:

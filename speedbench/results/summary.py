@@ -69,6 +69,18 @@ def _look_levels(stopping: list[dict[str, Any]]) -> dict[tuple[str, int, str], f
     return out
 
 
+def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Any]) -> dict[str, ArmInfo]:
+    """Each arm's facts for its rows: its draft's EAGLE version, and its first failure."""
+    out = {}
+    for arm in sc.arms:
+        prov = provenance.get(arm.name) or {}
+        failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
+        out[arm.name] = ArmInfo.from_arm(arm, eagle_version=str(prov.get("eagle_version") or ""),
+                                         status="failed" if failed else "ok",
+                                         failure=(failed[0].get("failure") if failed else None))
+    return out
+
+
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     """Compute the summary of a run folder and (by default) write summary.json/csv and
     records.parquet. The reports are report/'s job (``report.render.write_report``)."""
@@ -77,16 +89,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     records = run_dir.load_records()
     points = run_dir.all_points()
     provenance = run_dir.load_provenance()
-    arm_info = {}
-    for arm in sc.arms:
-        prov = provenance.get(arm.name) or {}
-        failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
-        arm_info[arm.name] = ArmInfo.from_arm(
-            arm,
-            eagle_version=str(prov.get("eagle_version") or ""),
-            status="failed" if failed else "ok",
-            failure=(failed[0].get("failure") if failed else None),
-        )
+    arm_info = _arm_infos(sc, points, provenance)
     stopping: list[dict[str, Any]] = []
     if sc.stop is not None:  # intervals of stopped points are taken at the look level
         stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)

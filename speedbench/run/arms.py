@@ -134,17 +134,21 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
     except OutputError as e:  # leaving `with server` stops it; the session says how to resume
         ctx.output_failed(e)
     except ServerError as e:
-        if ctx.stop.is_set():
-            return
-        msg = str(e)
-        ctx.failures[arm.name] = msg
-        ctx.live.message(f"arm {arm.name} failed: {msg}")
-        # Points this arm finished before the failure keep their results and status.
-        _mark_failed(ctx, todo[todo.index(current):] if current else todo, msg.splitlines()[0], repeat)
-        if not sc.continue_on_arm_failure:
-            ctx.stop.set()
+        if not ctx.stop.is_set():
+            # Points this arm finished before the failure keep their results and status.
+            _arm_failed(ctx, arm.name, todo[todo.index(current):] if current else todo, str(e), repeat)
     finally:
         _end_round(ctx, ap, server, repeat, start_s, time.monotonic() - t0)
+
+
+def _arm_failed(ctx: RunContext, arm: str, left: list[PointKey], msg: str, repeat: int) -> None:
+    """The arm's server failed: say so, mark the points it had ``left`` failed, and stop
+    the run unless the scenario goes on past a failed arm."""
+    ctx.failures[arm] = msg
+    ctx.live.message(f"arm {arm} failed: {msg}")
+    _mark_failed(ctx, left, msg.splitlines()[0], repeat)
+    if not ctx.scenario.continue_on_arm_failure:
+        ctx.stop.set()
 
 
 def _save_provenance(ctx: RunContext, ap: ArmPlan, server: Server) -> dict:

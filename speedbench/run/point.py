@@ -3,13 +3,16 @@ record as it completes, save the Prometheus snapshots and the point's status."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from speedbench.client.http import ClientConfig
 from speedbench.engine import Server
 from speedbench.engine.probe import ready_request
 from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run.context import RunContext
-from speedbench.loadgen import PointJob, Target, measure, run_async
+from speedbench.loadgen import Measurement, PointJob, Target, measure, run_async
 from speedbench.scenario import Scenario
 from speedbench.stopping.point import point_stop
 from speedbench.workload.chat import RequestBuilder
@@ -58,14 +61,38 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     sc = ctx.scenario
     job = ctx.plan.job(key, ctx.prepared.workloads, repeat)
     builder, cfg = client_side(ctx, server, key, job)
-    total = sum(len(p.turns) for p in job.prompts)  # one request per turn
-    ctx.live.point_started(key, total)
+    ctx.live.point_started(key, sum(len(p.turns) for p in job.prompts))  # one request per turn
+    # Each arm runs in its own thread, so each point gets its own event loop.
+    target = Target(client=cfg, builder=builder, server_alive=_alive(ctx, server), on_record=_record_sink(ctx))
+    stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
+    if stop is None:
+        m = run_async(measure(target, job, ctx.plan.engine))
+    else:  # sequential stopping: batches that end at the looks
+        m = run_async(measure(target, job, ctx.plan.engine, batches=stop.batches(), go_on=stop.go_on))
+    ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
+    facts = {
+        "rendered_hash": builder.rendered_hash(),  # equal across arms = identical prompts
+        "padding_unit": builder.padding_unit,
+        **({"request_rate": key.rate, "workload": key.workload, "burstiness": sc.load.burstiness}
+           if key.rate is not None else {}),
+        **(stop.marks(len(job.prompts)) if stop is not None else {}),
+    }
+    failure = _mark(ctx, key, repeat, m, facts)
+    ctx.live.point_done(key)
+    return failure
 
+
+def _alive(ctx: RunContext, server: Server) -> Callable[[], str | None]:
+    """The point's poll: why it must stop (Ctrl-C, or the server's death), or None."""
     def alive() -> str | None:
         if ctx.stop.is_set():
             return "interrupted"
         return server.dead()
+    return alive
 
+
+def _record_sink(ctx: RunContext) -> Callable[[RequestRecord], None]:
+    """Where each finished request goes: the run folder, then the live view."""
     def on_record(rec: RequestRecord) -> None:
         # Requests cut short because *we* are stopping the server (Ctrl-C / SIGTERM; vLLM
         # aborts in-flight requests with an error event) are cancellations, not failures.
@@ -79,16 +106,12 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
             except OutputError as e:  # a full disk: stop every arm (the point aborts at its next poll)
                 ctx.output_failed(e)
         ctx.live.record_done(rec)
+    return on_record
 
-    # Each arm runs in its own thread, so each point gets its own event loop.
-    target = Target(client=cfg, builder=builder, server_alive=alive, on_record=on_record)
-    stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
-    if stop is None:
-        m = run_async(measure(target, job, ctx.plan.engine))
-    else:  # sequential stopping: batches that end at the looks
-        m = run_async(measure(target, job, ctx.plan.engine, batches=stop.batches(), go_on=stop.go_on))
+
+def _mark(ctx: RunContext, key: PointKey, repeat: int, m: Measurement, facts: dict[str, Any]) -> str | None:
+    """Mark the round in points.json with its status; returns why the arm failed, or None."""
     aborted = m.aborted
-    ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     failure = None
     if aborted and aborted != "interrupted":
         failure = f"server died during concurrency {key.concurrency}: {aborted}"
@@ -97,17 +120,6 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         status = "interrupted"
     else:
         status = "failed" if aborted else ("partial" if m.n_errors else "ok")
-    ctx.run_dir.mark_point(
-        key, status, repeat=repeat,
-        failure=failure or (aborted or ""),
-        wall_s=m.wall_s,
-        loop_lag_ms_max=m.loop_lag_ms_max,
-        n_errors=m.n_errors,
-        rendered_hash=builder.rendered_hash(),  # equal across arms = identical prompts
-        padding_unit=builder.padding_unit,
-        **({"request_rate": key.rate, "workload": key.workload, "burstiness": sc.load.burstiness}
-           if key.rate is not None else {}),
-        **(stop.marks(len(job.prompts)) if stop is not None else {}),
-    )
-    ctx.live.point_done(key)
+    ctx.run_dir.mark_point(key, status, repeat=repeat, failure=failure or (aborted or ""), wall_s=m.wall_s,
+                           loop_lag_ms_max=m.loop_lag_ms_max, n_errors=m.n_errors, **facts)
     return failure

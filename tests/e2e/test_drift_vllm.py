@@ -1,4 +1,7 @@
 """The drift study on real vLLM: a k-sweep of the self-draft arm at two context lengths.
+It is also the real-vLLM check of the self-draft's construction (AL = k+1) and of the
+scenario's acceptance gate, which the main CPU run (tests/e2e/test_cpu_scenario.py) leaves
+to it.
 
 Trimmed from scenarios/cpu_drift.yaml with --arms/--set to three launches, 3 prompts and c=1,
 which is enough to produce per-k, per-context rows, the plots and the optimal-k table (c=4 doubled
@@ -47,11 +50,35 @@ def test_rows_per_k_concurrency_and_context(drift_run):
                 for v in ("ctx128", "ctx512")}
     assert keys == expected
     for r in summary["rows"]:
-        if r["arm"] == "self-draft-k1":
-            assert r["al_tokens"] == pytest.approx(2.0) and r["al_prometheus"] == pytest.approx(2.0)
-        if r["arm"] == "self-draft-k3":
-            assert r["al_tokens"] == pytest.approx(4.0) and len(r["per_position_conditional"]) == 3
         assert r["template"] in ("baseline", "self-draft")
+
+
+def test_self_draft_accepts_everything_at_every_k_and_context(drift_run):
+    """The construction check (the target drafting for itself accepts every draft at T=0):
+    AL = k+1 from the per-request counters and from Prometheus alike, every position."""
+    summary = json.loads((drift_run / "summary.json").read_text())
+    for k in (1, 3):
+        rows = [r for r in summary["rows"] if r["arm"] == f"self-draft-k{k}"]
+        assert len(rows) == 2, rows  # both contexts
+        for r in rows:
+            assert r["al_tokens"] == pytest.approx(k + 1, abs=1e-9)
+            assert r["al_prometheus"] == pytest.approx(k + 1, abs=1e-9)
+            assert r["al_agree"] is True
+            assert r["per_position_joint"] == pytest.approx([1.0] * k)
+            assert r["per_position_conditional"] == pytest.approx([1.0] * k)
+
+
+def test_the_scenarios_acceptance_gate_passes_on_the_self_draft(drift_run, tmp_path):
+    # scenarios/cpu_tiny.yaml's gate on the self-draft (AL >= 3.99 at k=3), on the swept arms
+    gates = tmp_path / "gates.yaml"
+    gates.write_text("- {metric: acceptance_length, arm: self-draft-k3, min: 3.99}\n"
+                     "- {metric: acceptance_length, arm: self-draft-k1, min: 1.99}\n"
+                     "- {metric: error_rate, max: 0.0}\n")
+    junit = tmp_path / "junit.xml"
+    proc = subprocess.run([sys.executable, "-m", "speedbench.cli", "gate", str(drift_run), "--gates", str(gates),
+                           "--junit", str(junit)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'failures="0"' in junit.read_text() and "self-draft-k3" in proc.stdout
 
 
 def test_padding_reached_the_context_buckets(drift_run):
