@@ -80,8 +80,14 @@ def test_arrival_stamps_come_from_the_connection_protocol(srv):
     cfg = ClientConfig(srv.base_url, stream=VLLM)
 
     async def go():
-        async with make_session(cfg, 1) as s, s.post(srv.base_url + CHAT, json=_body(stream=True)) as r:
-            return r.connection.protocol  # still streaming: the connection is held
+        # The first token is 10 s away, so the connection is still held when it is read. A
+        # 10-token answer could end first on a busy host, its connection back in the pool
+        # (r.connection None): it did, at load 5.
+        body = _body({"ttft_s": 10.0}, stream=True)
+        async with make_session(cfg, 1) as s, s.post(srv.base_url + CHAT, json=body) as r:
+            protocol = r.connection.protocol
+            r.close()  # not waiting out the answer
+            return protocol
 
     assert isinstance(asyncio.run(go()), _StampingHandler)
 
