@@ -32,6 +32,7 @@ from speedbench.metrics.registry import SummaryRow
 from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
+from speedbench.report import trust
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
 from speedbench.report.markdown import md, md_table
@@ -249,11 +250,31 @@ def _damaged(run: Run, gates: list[GateSpec], which: str) -> list[GateResult]:
     return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
 
 
+def _controls(run: Run, gates: list[GateSpec]) -> list[GateResult]:
+    """A control whose result is impossible (metrics/controls.py) leaves no figure of the
+    run trustworthy: every gate fails on it, naming the control and why."""
+    failed = trust.controls_failed(run)
+    if not failed:
+        return []
+    msg = "controls failed: " + "; ".join(failed)
+    return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
+
+
+def _confounded(run: Run, row: SummaryRow, metric: str) -> str | None:
+    """Why a speedup gate reads this row as missing data: its arms ran under materially
+    different conditions (metrics/conditions.py), so the ratio measures the host too."""
+    if gate_clock(row, metric) is None:
+        return None
+    why = tables.confounded(run, *_ident(row))
+    return None if why is None else f"confounded, counted as missing data: {why}"
+
+
 def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
                    history: list[Run] | None = None) -> list[GateResult]:
     """``history``: earlier runs; with at least 3 of the same scenario, a relative gate
     also needs the drop to exceed 2 night-to-night standard deviations."""
     results = _damaged(run, gates, "run") + (_damaged(baseline, gates, "baseline run") if baseline else [])
+    results += _controls(run, gates)
     for i, g in enumerate(gates):
         rows, problems = _select(run, g)
         for p in problems:
@@ -267,6 +288,10 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
                 continue
             if not math.isfinite(value):
                 results.append(GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point"))
+                continue
+            why = _confounded(run, row, g.metric)
+            if why is not None:
+                results.append(GateResult(i, g, *ident, "fail", math.nan, why))
                 continue
             fails: list[str] = []
             notes: list[str] = []

@@ -11,6 +11,7 @@ from typing import Any
 from speedbench.metrics.cells import num
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.report.tables import fmt, fmt_speedup, ok
+from speedbench.report.trust import trust_lines
 from speedbench.results import Run
 from speedbench.scenario.model import AA_SUFFIX
 
@@ -32,7 +33,7 @@ def noise_lines(run: Run) -> list[str]:
     """What the intervals cover, and the run's noise floor (the A/A check), for the top
     of every report: a reader must know this before reading any speedup."""
     rounds = max((len(r.speedup_by_repeat or []) for r in run.rows), default=0)
-    out = []
+    out = trust_lines(run)
     if rounds >= 2:
         sds = [num(r.speedup_between_sd) for r in run.rows if ok(r.speedup_between_sd)]
         out.append(f"Intervals cover {rounds} rounds of fresh server starts (two-level bootstrap over servers and "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from speedbench.metrics import controls
 from speedbench.report import tables
 from speedbench.results import Run
 
@@ -29,10 +30,14 @@ def arm_headlines(run: Run, results: Sequence[_Result] | None = None,
     ``speedups``: the run's speedup tables when the caller has them already."""
     lines: list[str] = []
     speedups = tables.speedup_tables(run) if speedups is None else speedups
+    # a failed control leaves no figure of the run trustworthy: every headline says so first
+    mark = "CONTROLS FAILED: " if controls.failed_lines(run.summary.get("controls")) else ""
     for t in speedups:
         first = next((r for r in t.rows if tables.ok(r.speedup)), None)
-        line = f"{t.title}: " + (f"{tables.fmt_speedup(first.speedup, first.ci_low, first.ci_high)} at "
-                                 f"c={first.concurrency}, {first.clock} clock" if first else "no speedup measured")
+        line = f"{mark}{t.title}: " + (f"{tables.fmt_speedup(first.speedup, first.ci_low, first.ci_high)} at "
+                                       f"c={first.concurrency}, {first.clock} clock"
+                                       + (", CONFOUNDED (conditions differed)" if first.confounded else "")
+                                       if first else "no speedup measured")
         if results is not None:
             line += "; " + _tally([r for r in results if r.arm == t.arm and r.variant in (None, t.variant)])
         lines.append(line)

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
 from speedbench.metrics.cells import al_of, num, pool_by_n_ok
+from speedbench.metrics.conditions import confounded as _confounded
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline, headline_clock, other_clock
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.registry import label as metric_label
@@ -119,6 +120,7 @@ class SpeedupRow:
     predicted: float = math.nan  # from the run's calibration at this AL (docs/metrics.md)
     predicted_ci_low: float = math.nan
     predicted_ci_high: float = math.nan
+    confounded: str = ""  # why the arms' conditions differed (report/trust.py); "" when they did not
 
     @property
     def other_clock(self) -> str:
@@ -128,7 +130,8 @@ class SpeedupRow:
     def speedup_cell(self) -> str:
         """The headline figure, with its clock named when it is not the client's."""
         cell = fmt_speedup(self.speedup, self.ci_low, self.ci_high)
-        return cell + (f" ({self.clock})" if self.clock == ENGINE and ok(self.speedup) else "")
+        cell += f" ({self.clock})" if self.clock == ENGINE and ok(self.speedup) else ""
+        return cell + (" CONFOUNDED" if self.confounded and ok(self.speedup) else "")
 
     @property
     def other_cell(self) -> str:
@@ -184,6 +187,11 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
     return tables
 
 
+def confounded(run: Run, arm: str, concurrency: int, variant: str = "") -> str | None:
+    """Why a point's comparison is confounded (metrics/conditions.py), or None."""
+    return _confounded(run.summary.get("conditions"), arm, concurrency, variant)
+
+
 def _speedup_row(run: Run, r: SummaryRow, base: SummaryRow | None, c: int) -> SpeedupRow:
     """One concurrency of the table: the headline clock's stored figure first, the other
     clock's beside it (both read from the row, never recomputed)."""
@@ -198,7 +206,8 @@ def _speedup_row(run: Run, r: SummaryRow, base: SummaryRow | None, c: int) -> Sp
         failure=str(r.failure or ""), clock=clock, clock_reason=str(r.speedup_headline_reason or ""),
         other_speedup=om, other_ci_low=olo, other_ci_high=ohi,
         predicted=num(r.speedup_predicted), predicted_ci_low=num(r.speedup_predicted_ci_low),
-        predicted_ci_high=num(r.speedup_predicted_ci_high))
+        predicted_ci_high=num(r.speedup_predicted_ci_high),
+        confounded=confounded(run, str(r.arm), c, str(r.variant or "")) or "")
 
 
 def measured_lines(run: Run) -> list[str]:

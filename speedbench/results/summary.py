@@ -13,6 +13,8 @@ from typing import Any
 
 from speedbench.metrics.breakdown import category_rows
 from speedbench.metrics.inputs import ArmInfo, PointInfo
+from speedbench.metrics.conditions import conditions_block
+from speedbench.metrics.controls import controls_block
 from speedbench.metrics.noise_floor import noise_floor
 from speedbench.metrics.rows import RowExtras, summary_rows
 from speedbench.stopping.summary import stopping_rows
@@ -100,6 +102,8 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
                          percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
                          extra=RowExtras(stopping, calib_store.predictor(cals)))
     screening, promoted = calib_screen.screening_block(rows, sc, cals)
+    floor = noise_floor(records, sc.baseline_arm, sc.aa_arm)
+    arms = {"server": {"model": sc.server.model}, "arms": [a.model_dump(mode="json") for a in sc.arms]}
     summary = {
         "schema_version": SCHEMA_VERSION,
         "scenario": sc.name,
@@ -111,7 +115,9 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "percentiles": list(sc.percentiles),
         "load": sc.load.model_dump(mode="json"),
         "slo": sc.slo.model_dump(mode="json"),
-        "noise_floor": noise_floor(records, sc.baseline_arm, sc.aa_arm),
+        "noise_floor": floor,
+        "conditions": conditions_block(run_dir.point_rounds(), sc.baseline_arm),
+        "controls": controls_block(arms, rows, floor, sc.aa_arm),
         "screening": screening,
         "promoted": promoted,
         "arms": run_dir.arm_costs(),

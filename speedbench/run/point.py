@@ -3,6 +3,7 @@ record as it completes, save the Prometheus snapshots and the point's status."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ from speedbench.engine import Server
 from speedbench.engine.probe import ready_request
 from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
+from speedbench.run import conditions
 from speedbench.run.context import RunContext
 from speedbench.loadgen import Measurement, PointJob, Target, measure, run_async
 from speedbench.scenario import Scenario
@@ -65,12 +67,16 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     # Each arm runs in its own thread, so each point gets its own event loop.
     target = Target(client=cfg, builder=builder, server_alive=_alive(ctx, server), on_record=_record_sink(ctx))
     stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
+    pgid, gpus = _engine_group(ctx, server), shutil.which("nvidia-smi") is not None
+    before = conditions.take(pgid, gpus=gpus)
     if stop is None:
         m = run_async(measure(target, job, ctx.plan.engine))
     else:  # sequential stopping: batches that end at the looks
         m = run_async(measure(target, job, ctx.plan.engine, batches=stop.batches(), go_on=stop.go_on))
+    during = conditions.between(before, conditions.take(pgid, gpus=gpus))
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     facts = {
+        "conditions": during,  # what the host was doing: metrics/conditions.py compares the arms'
         "rendered_hash": builder.rendered_hash(),  # equal across arms = identical prompts
         "padding_unit": builder.padding_unit,
         **({"request_rate": key.rate, "workload": key.workload, "burstiness": sc.load.burstiness}
@@ -80,6 +86,12 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     failure = _mark(ctx, key, repeat, m, facts)
     ctx.live.point_done(key)
     return failure
+
+
+def _engine_group(ctx: RunContext, server: Server) -> int | None:
+    """The engine's process group when its processes are ours to read: a local launch
+    (a container's run under docker's daemon, an endpoint's elsewhere)."""
+    return server.pgid if ctx.scenario.server.launcher == "local" else None
 
 
 def _alive(ctx: RunContext, server: Server) -> Callable[[], str | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from typing import Literal, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_serializer, model_validator
 
@@ -132,6 +132,10 @@ class ArmSpec(Strict):
     # Arms of one series differ only in k and form one depth curve (docs/drift.md). Sweep
     # expansion sets it (the arm's name without its k part); hand-named arms may set it too.
     series: str | None = None
+    # A control whose result is known in advance (metrics/controls.py checks it): a draft
+    # that accepts nothing (untrained) or a draft as costly as the target (self_draft, also
+    # recognised when the draft model is the target) cannot make the arm faster.
+    control: Literal["self_draft", "untrained"] | None = None
 
     @field_validator("name")
     @classmethod

@@ -1,0 +1,89 @@
+"""A load change between arms, on purpose: the evidence behind the confounding rule.
+
+Runs the README's four-minute command (scenarios/cpu_tiny.yaml, one round, no A/A twin)
+and, once the baseline arm's last point is marked in points.json, starts CPU hogs (busy
+Python loops, one per --hogs) that run until the run ends: the speculative arms are then
+measured under a load the baseline never saw. Without --hogs it is the quiet run. Prints,
+per point, each arm's conditions, the headline speedup, and whether speedbench called the
+comparison confounded; the run folder keeps everything (docs/metrics.md, "Conditions").
+
+    .venv/bin/python benchmarks/confound_hog.py --hogs 1 -o /tmp/hog-runs
+    .venv/bin/python benchmarks/confound_hog.py --hogs 0 -o /tmp/quiet-runs
+
+Every hog is stopped by its PID when the run ends, fails or is interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOG = "import os, time\nend = time.time() + 3600\nwhile time.time() < end:\n    pass\n"
+
+
+def _baseline_done(results: Path, last_c: int) -> bool:
+    for pts in results.glob("*/*/points*.json"):
+        try:
+            marks = json.loads(pts.read_text())
+        except (OSError, ValueError):
+            continue
+        if any(p.get("arm") == "baseline" and p.get("concurrency") == last_c for p in marks):
+            return True
+    return False
+
+
+def _report(results: Path) -> None:
+    summary = next(results.glob("*/*/summary.json"), None)
+    if summary is None:
+        print("no summary.json: the run did not finish")
+        return
+    s = json.loads(summary.read_text())
+    print(f"run folder: {summary.parent}")
+    confounded = {(e["arm"], e["concurrency"]): e for e in s.get("conditions", {}).get("points", [])}
+    for r in s["rows"]:
+        e = confounded.get((r["arm"], r["concurrency"]))
+        rounds = e["rounds"][0] if e else {}
+        print(f"{r['arm']:>17} c={r['concurrency']:<3} speedup {r.get('speedup_headline_mean') or float('nan'):.2f}x "
+              f"[{r.get('speedup_headline_ci_low') or float('nan'):.2f}, "
+              f"{r.get('speedup_headline_ci_high') or float('nan'):.2f}] ({r.get('speedup_headline_clock')})"
+              f" confounded={e.get('confounded') if e else None}\n      arm: {rounds.get('arm')}\n"
+              f"      baseline: {rounds.get('baseline')}")
+    for f in s.get("controls", {}).get("failed", []):
+        print("controls failed:", f["why"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hogs", type=int, default=1, help="busy loops started after the baseline (0: quiet run)")
+    ap.add_argument("-o", "--output", type=Path, required=True, help="results folder (must not exist)")
+    ap.add_argument("--set", action="append", default=[], help="more --set overrides for the run")
+    args = ap.parse_args()
+    argv = [str(ROOT / ".venv/bin/speedbench"), "run", str(ROOT / "scenarios/cpu_tiny.yaml"), "--set", "repeats=1",
+            "--set", "aa_check=false", "--output", str(args.output)] + [x for s in args.set for x in ("--set", s)]
+    run = subprocess.Popen(argv, cwd=ROOT)
+    hogs: list[subprocess.Popen] = []
+    try:
+        while run.poll() is None:
+            if args.hogs and not hogs and _baseline_done(args.output, 16):
+                hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(args.hogs)]
+                print(f"[confound_hog] baseline done: {args.hogs} hog(s) started, pids {[h.pid for h in hogs]}",
+                      flush=True)
+            time.sleep(1.0)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+        if run.poll() is None:
+            run.terminate()
+            run.wait()
+    _report(args.output)
+    return run.returncode or 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,101 @@
+"""Controls that check the run: arms whose result is known before the run starts.
+
+* **self-draft**: the target drafts for itself (every draft accepted at temperature 0,
+  AL = k+1), but each drafted token costs a forward pass of the target: it cannot be
+  faster than no speculation. A speedup above 1.00 beyond its interval is impossible.
+* **untrained**: a draft that accepts nothing (AL 1) only adds the cost of drafting:
+  it must be slower. Above 1.00 beyond its interval is impossible too.
+* **A/A**: a second baseline server (``aa_check``) must read 1.00; a simultaneous
+  interval that excludes it says the run's intervals are narrower than its noise.
+
+When a control's result is impossible, nothing else measured beside it can be trusted:
+the run is marked "controls failed" (which control, and why) and ``gate`` fails. An arm
+is a control by ``control:`` in its scenario entry, or, for the self-draft, when its
+draft model is the target itself. Pure: reads summary rows, the scenario and the noise floor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from speedbench.metrics.headline import headline, headline_clock
+
+SELF_DRAFT, UNTRAINED, AA = "self_draft", "untrained", "aa"
+NAMES = {SELF_DRAFT: "self-draft", UNTRAINED: "untrained draft", AA: "A/A twin"}
+WHY = {SELF_DRAFT: "a draft as costly as the target cannot make it faster",
+       UNTRAINED: "a draft that accepts nothing only adds the cost of drafting"}
+
+
+def control_of(arm: Mapping[str, Any], target: str | None) -> str | None:
+    """Which control a scenario arm is (its ``control:``, or a self-draft by its draft
+    being the target), or None."""
+    if arm.get("control"):
+        return str(arm["control"])
+    spec = arm.get("speculative_config") or {}
+    model = spec.get("model") if isinstance(spec, Mapping) else None
+    if model and target and str(model).rstrip("/") == str(target).rstrip("/"):
+        return SELF_DRAFT
+    return None
+
+
+def _fmt(m: float, lo: float, hi: float) -> str:
+    return f"{m:.2f}x [{lo:.2f}, {hi:.2f}]"
+
+
+def _arm_failures(kind: str, rows: Iterable[Any]) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        m, lo, hi = headline(r)
+        if math.isfinite(lo) and lo > 1.0:
+            out.append({"control": kind, "arm": r.arm, "concurrency": int(r.concurrency), "variant": r.variant or "",
+                        "why": f"{NAMES[kind]} {r.arm} at c={r.concurrency}: {_fmt(m, lo, hi)} "
+                               f"({headline_clock(r)} clock) is above 1.00x beyond its interval; {WHY[kind]}"})
+    return out
+
+
+def _aa_failures(aa_arm: str, floor: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for f in floor:
+        if f.get("contains_one") is False:
+            c, lvl = f.get("concurrency"), float(f.get("level") or math.nan)
+            clocks = [f"client {_fmt(f['speedup'], f['ci_low'], f['ci_high'])}"
+                      if _num(f.get("speedup")) else "",
+                      f"engine {_fmt(f['speedup_engine'], f['engine_ci_low'], f['engine_ci_high'])}"
+                      if _num(f.get("speedup_engine")) else ""]
+            out.append({"control": AA, "arm": aa_arm, "concurrency": int(c or 0), "variant": f.get("variant") or "",
+                        "why": f"A/A twin {aa_arm} at c={c}: " + ", ".join(x for x in clocks if x)
+                               + f" excludes 1.00x at {100 * lvl:.1f}% (simultaneous over its points): two "
+                                 "identical servers differed by more than the run's intervals allow"})
+    return out
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def controls_block(scenario: Mapping[str, Any], rows: Sequence[Any], floor: Sequence[Mapping[str, Any]],
+                   aa_arm: str | None) -> dict[str, Any]:
+    """summary.json's ``controls``: the run's controls, the failed ones with why, and a
+    note when the scenario has none."""
+    target = (scenario.get("server") or {}).get("model")
+    present, failed = [], []
+    for arm in scenario.get("arms") or []:
+        kind = control_of(arm, target) if isinstance(arm, Mapping) else None
+        if kind is None:
+            continue
+        name = str(arm.get("name"))
+        present.append({"arm": name, "control": kind})
+        failed += _arm_failures(kind, [r for r in rows if r.arm == name])
+    if aa_arm and floor:
+        present.append({"arm": aa_arm, "control": AA})
+        failed += _aa_failures(aa_arm, floor)
+    note = "" if present else ("no controls: nothing in this run checks that its figures are possible (add a "
+                               "self-draft arm, an arm with control: untrained, or aa_check: true)")
+    return {"present": present, "failed": failed, "note": note}
+
+
+def failed_lines(block: Mapping[str, Any] | None) -> list[str]:
+    """Each failed control's reason, for the report and the gate."""
+    return [str(f.get("why")) for f in (block or {}).get("failed") or []]

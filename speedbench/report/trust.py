@@ -1,0 +1,51 @@
+"""Whether a run's figures can be trusted, said before any of them: its controls (an
+impossible result marks the whole run "controls failed") and its conditions (which were
+checked, which could not be, and each comparison whose arms ran under materially
+different ones: confounded). metrics/controls.py and metrics/conditions.py decide; this
+module only words it for the report's opening lines and the gate."""
+
+from __future__ import annotations
+
+from speedbench.metrics import controls
+from speedbench.report.tables import confounded
+from speedbench.results import Run
+
+
+def controls_failed(run: Run) -> list[str]:
+    """Why each failed control failed ([] when none failed, or the run has none)."""
+    return controls.failed_lines(run.summary.get("controls"))
+
+
+def _control_lines(run: Run) -> list[str]:
+    block = run.summary.get("controls")
+    if block is None:
+        return ["Controls: not recorded (a run folder from before they were checked)."]
+    failed = controls.failed_lines(block)
+    if failed:
+        return ["CONTROLS FAILED: a control's result is impossible, so no figure of this run can be trusted: "
+                + "; ".join(failed) + "."]
+    if block.get("note"):
+        return [f"Controls: {block['note']}."]
+    names = ", ".join(f"{p['arm']} ({controls.NAMES.get(p['control'], p['control'])})" for p in block["present"])
+    return [f"Controls: {names}; each within what is possible."]
+
+
+def _condition_lines(run: Run) -> list[str]:
+    block = run.summary.get("conditions")
+    if block is None:
+        return ["Conditions: not recorded (a run folder from before they were)."]
+    out = []
+    checked = "; ".join(block.get("checked") or []) or "nothing"
+    missing = "; ".join(block.get("not_checked") or [])
+    out.append(f"Conditions checked between arms: {checked}." + (f" Not checked: {missing}." if missing else ""))
+    for e in block.get("points") or []:
+        if e.get("confounded"):
+            why = confounded(run, str(e["arm"]), int(e["concurrency"]), str(e.get("variant") or ""))
+            out.append(f"CONFOUNDED: {e['arm']} c={e['concurrency']} against the baseline: {why}. Its speedup is "
+                       "marked and gates count it as missing data; run it again on a quiet host.")
+    return out
+
+
+def trust_lines(run: Run) -> list[str]:
+    """The report's opening lines on trust: controls first, then conditions."""
+    return _control_lines(run) + _condition_lines(run)

@@ -1,0 +1,52 @@
+"""The confounding rule: two arms' rounds compared, and the summary block."""
+
+from __future__ import annotations
+
+from speedbench.metrics import conditions as cond
+from speedbench.records import PointKey
+
+
+def _c(other: float, cpus: int = 2, steal: float = 0.0, **more) -> dict:
+    return {"cpus": cpus, "other_cores": other, "steal_share": steal, "engine_cores": 0.9,
+            "load_1m": [1.0, 2.0], "not_checked": [], **more}
+
+
+def _rounds(arm_other: float, base_other: float = 0.02, arm: str = "eagle3") -> dict:
+    marks = [{"arm": "baseline", "concurrency": 16, "variant": "", "repeat": 0, "conditions": _c(base_other)},
+             {"arm": arm, "concurrency": 16, "variant": "", "repeat": 0, "conditions": _c(arm_other)}]
+    return {(PointKey(m["arm"], 16, ""), 0): m for m in marks}
+
+
+def test_a_hog_between_the_arms_confounds_the_comparison():
+    block = cond.conditions_block(_rounds(arm_other=1.0), "baseline")
+    (e,) = block["points"]
+    assert e["confounded"] is True
+    why = cond.confounded(block, "eagle3", 16)
+    assert why is not None and "50% of the CPUs vs 1%" in why and "baseline:" in why
+    assert cond.CHECKED_CPU in block["checked"] and cond.NO_GPU in block["not_checked"]
+
+
+def test_equal_conditions_are_not_confounded_even_when_busy():
+    block = cond.conditions_block(_rounds(arm_other=0.95, base_other=1.0), "baseline")
+    assert block["points"][0]["confounded"] is False
+    assert cond.confounded(block, "eagle3", 16) is None
+
+
+def test_the_threshold_is_a_share_of_the_host():
+    assert cond.differences(_c(0.3), _c(0.0)) == []  # 15% of 2 CPUs: at the threshold, not over it
+    assert cond.differences(_c(0.32), _c(0.0))
+    assert cond.differences(_c(0.0, steal=0.08), _c(0.0, steal=0.0)) == ["CPU steal 8% vs 0% for the baseline"]
+
+
+def test_a_gpu_clock_change_between_arms_is_named():
+    gpu = {"index": 0, "sm_clock_mhz": [1980, 1980], "power_w": [700, 690], "temperature_c": [60, 61]}
+    slow = {"index": 0, "sm_clock_mhz": [1400, 1410], "power_w": [690, 700], "temperature_c": [62, 63]}
+    why = cond.differences(_c(0.0, gpus=[slow]), _c(0.0, gpus=[gpu]))
+    assert why == ["GPU 0 SM clock 1405 vs 1980 MHz"]
+
+
+def test_an_old_folder_says_conditions_were_not_recorded():
+    marks = {(PointKey("baseline", 1, ""), 0): {"arm": "baseline", "concurrency": 1, "repeat": 0}}
+    block = cond.conditions_block(marks, "baseline")
+    assert block["checked"] == [] and block["points"] == []
+    assert block["not_checked"][0].startswith("run conditions: not recorded")
