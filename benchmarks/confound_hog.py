@@ -23,7 +23,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HOG = "import os, time\nend = time.time() + 3600\nwhile time.time() < end:\n    pass\n"
+# a busy loop for `duty` of every 100 ms (1.0: all the time), for at most an hour
+HOG = ("import sys, time\nduty = float(sys.argv[1])\nend = time.time() + 3600\nwhile time.time() < end:\n"
+       "    t = time.time()\n    while time.time() - t < 0.1 * duty:\n        pass\n"
+       "    time.sleep(0.1 * (1 - duty))\n")
 
 
 def _baseline_done(results: Path, last_c: int) -> bool:
@@ -61,16 +64,22 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hogs", type=int, default=1, help="busy loops started after the baseline (0: quiet run)")
     ap.add_argument("-o", "--output", type=Path, required=True, help="results folder (must not exist)")
+    ap.add_argument("--duty", type=float, default=1.0, help="each hog's busy share of every 100 ms")
+    ap.add_argument("--aa", action="store_true",
+                    help="the baseline and its A/A twin only: the twin runs under the hogs, so its 'speedup' is "
+                         "what the load change alone does to a ratio")
     ap.add_argument("--set", action="append", default=[], help="more --set overrides for the run")
     args = ap.parse_args()
-    argv = [str(ROOT / ".venv/bin/speedbench"), "run", str(ROOT / "scenarios/cpu_tiny.yaml"), "--set", "repeats=1",
-            "--set", "aa_check=false", "--output", str(args.output)] + [x for s in args.set for x in ("--set", s)]
+    sets = ["repeats=1", "aa_check=false"] if not args.aa else [
+        "repeats=1", "aa_check=true", "arms=[{name: baseline}]", "gates=[]"]
+    argv = [str(ROOT / ".venv/bin/speedbench"), "run", str(ROOT / "scenarios/cpu_tiny.yaml"),
+            "--output", str(args.output)] + [x for s in sets + args.set for x in ("--set", s)]
     run = subprocess.Popen(argv, cwd=ROOT)
     hogs: list[subprocess.Popen] = []
     try:
         while run.poll() is None:
             if args.hogs and not hogs and _baseline_done(args.output, 16):
-                hogs = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(args.hogs)]
+                hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(args.duty)]) for _ in range(args.hogs)]
                 print(f"[confound_hog] baseline done: {args.hogs} hog(s) started, pids {[h.pid for h in hogs]}",
                       flush=True)
             time.sleep(1.0)

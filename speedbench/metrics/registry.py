@@ -313,6 +313,19 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "[{concurrency, speedup, ci_low, ci_high}], calibration, promoted}` (`predicted`: the speedup and interval at "
         "each of the scenario's concurrency levels from the arm's calibration); `[]` otherwise",
         "the arm's screening rows", "screening"),
+    decl("conditions", "object", "", "conditions",
+        "what the host was doing while each round of each point ran (points.json's `conditions`: `{wall_s, cpus, "
+        "load_1m: [start, end], host_busy_cores, engine_cores, client_cores, other_cores, steal_share, gpus, "
+        "gpu_other_processes, not_checked}`) compared arm against baseline round by round: `{checked, not_checked, "
+        "points: [{arm, concurrency, variant, confounded, why, rounds: [{repeat, arm, baseline, why}]}]}`; a point "
+        "is confounded when, on a saturated host, the CPUs other work left to the engine and client differ by "
+        "more than 1.10x, CPU steal by more than 5 points, or a GPU's SM clock by more than 10% (docs/metrics.md, "
+        "\"Trust\")", "each point's rounds", "trust"),
+    decl("controls", "object", "", "controls",
+        "`{present: [{arm, control}], failed: [{control, arm, concurrency, variant, why}], note}`: a self-draft or "
+        "untrained control whose headline interval lies above 1.00x, or an A/A point whose simultaneous interval "
+        "excludes 1.00x, fails; `note` says when a scenario has no controls", "the controls' rows and the noise floor",
+        "trust"),
     decl("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run, best AL first",
         "the screening block", "screening"),
 )

@@ -37,12 +37,14 @@ def _condition_lines(run: Run) -> list[str]:
     out = []
     checked = "; ".join(block.get("checked") or []) or "nothing"
     missing = "; ".join(block.get("not_checked") or [])
-    out.append(f"Conditions checked between arms: {checked}." + (f" Not checked: {missing}." if missing else ""))
-    for e in block.get("points") or []:
-        if e.get("confounded"):
-            why = confounded(run, str(e["arm"]), int(e["concurrency"]), str(e.get("variant") or ""))
-            out.append(f"CONFOUNDED: {e['arm']} c={e['concurrency']} against the baseline: {why}. Its speedup is "
-                       "marked and gates count it as missing data; run it again on a quiet host.")
+    bad = [e for e in block.get("points") or [] if e.get("confounded")]
+    out.append(f"Conditions checked between arms: {checked}." + (f" Not checked: {missing}." if missing else "")
+               + (f" {len(bad)} comparison(s) CONFOUNDED: their arms ran under materially different conditions; "
+                  "each is marked beside its speedup, gates count it as missing data, and a run on a quieter "
+                  "host measures it again." if bad else ""))
+    for e in bad:
+        why = confounded(run, str(e["arm"]), int(e["concurrency"]), str(e.get("variant") or ""))
+        out.append(f"CONFOUNDED: {e['arm']} c={e['concurrency']}: {why}.")
     return out
 
 

@@ -6,9 +6,10 @@ from speedbench.metrics import conditions as cond
 from speedbench.records import PointKey
 
 
-def _c(other: float, cpus: int = 2, steal: float = 0.0, **more) -> dict:
+def _c(other: float, cpus: int = 2, steal: float = 0.0, busy: float | None = None, **more) -> dict:
+    """One round's conditions; the host saturated unless ``busy`` says otherwise."""
     return {"cpus": cpus, "other_cores": other, "steal_share": steal, "engine_cores": 0.9,
-            "load_1m": [1.0, 2.0], "not_checked": [], **more}
+            "host_busy_cores": cpus if busy is None else busy, "load_1m": [1.0, 2.0], "not_checked": [], **more}
 
 
 def _rounds(arm_other: float, base_other: float = 0.02, arm: str = "eagle3") -> dict:
@@ -22,7 +23,8 @@ def test_a_hog_between_the_arms_confounds_the_comparison():
     (e,) = block["points"]
     assert e["confounded"] is True
     why = cond.confounded(block, "eagle3", 16)
-    assert why is not None and "50% of the CPUs vs 1%" in why and "baseline:" in why
+    assert why is not None and "left 1.00 CPUs to the engine and client vs 1.98 for the baseline" in why
+    assert "baseline: 1.98 of 2 CPUs left by other work (host saturated)" in why
     assert cond.CHECKED_CPU in block["checked"] and cond.NO_GPU in block["not_checked"]
 
 
@@ -32,9 +34,15 @@ def test_equal_conditions_are_not_confounded_even_when_busy():
     assert cond.confounded(block, "eagle3", 16) is None
 
 
-def test_the_threshold_is_a_share_of_the_host():
-    assert cond.differences(_c(0.3), _c(0.0)) == []  # 15% of 2 CPUs: at the threshold, not over it
-    assert cond.differences(_c(0.32), _c(0.0))
+def test_the_threshold_is_a_ratio_of_the_cpus_left():
+    assert cond.differences(_c(0.18), _c(0.0)) == []  # 1.82 vs 2.00 CPUs: 1.099x, under the threshold
+    assert cond.differences(_c(0.2), _c(0.0))  # 1.80 vs 2.00: 1.11x
+    assert cond.differences(_c(6.0, cpus=128), _c(0.0, cpus=128)) == []  # 122 vs 128 CPUs: a big host barely notices
+
+
+def test_other_work_on_a_host_with_cpus_to_spare_takes_nothing_from_the_engine():
+    assert cond.differences(_c(0.8, busy=1.5), _c(0.0, busy=0.7)) == []
+    assert cond.differences(_c(0.8, busy=1.95), _c(0.0, busy=0.7))
     assert cond.differences(_c(0.0, steal=0.08), _c(0.0, steal=0.0)) == ["CPU steal 8% vs 0% for the baseline"]
 
 

@@ -22,7 +22,7 @@ def _with_conditions(tmp_path, hog_at: tuple[str, int] | None):
     for (key, _), mark in rounds.items():
         other = 1.0 if hog_at == (key.arm, key.concurrency) else 0.03
         mark["conditions"] = {"cpus": 2, "other_cores": other, "steal_share": 0.0, "engine_cores": 0.9,
-                              "load_1m": [1.1, 1.3], "not_checked": []}
+                              "host_busy_cores": 1.98, "load_1m": [1.1, 1.3], "not_checked": []}
     run = load_run(rd.path)
     run.summary["conditions"] = conditions_block(rounds, "baseline")
     return run
@@ -34,8 +34,8 @@ def test_a_confounded_point_is_marked_named_and_fails_its_speedup_gate(tmp_path)
     assert cells[("eagle3", 1)].endswith("CONFOUNDED")
     assert not cells[("eagle3", 4)].endswith("CONFOUNDED") and not cells[("eagle3.1", 1)].endswith("CONFOUNDED")
     named = [ln for ln in noise_lines(run) if ln.startswith("CONFOUNDED")]
-    assert len(named) == 1 and "eagle3 c=1" in named[0] and "50% of the CPUs vs 2%" in named[0]
-    assert "arm: other work 50% of 2 CPUs" in named[0] and "baseline: other work 2% of 2 CPUs" in named[0]
+    assert len(named) == 1 and "eagle3 c=1" in named[0] and "left 1.00 CPUs" in named[0] and "vs 1.97" in named[0]
+    assert "arm: 1.00 of 2 CPUs left" in named[0] and "baseline: 1.97 of 2 CPUs left" in named[0]
     assert [h.startswith("eagle3 (") for h in arm_headlines(run) if "CONFOUNDED" in h] == [True]
     results = evaluate_gates(run, [GateSpec(metric="speedup", arm="eagle3", min=1.0),
                                    GateSpec(metric="error_rate", max=0.0)])
@@ -49,5 +49,5 @@ def test_quiet_conditions_mark_nothing_and_say_what_was_checked(tmp_path):
     run = _with_conditions(tmp_path, None)
     assert not any("CONFOUNDED" in r.speedup_cell for t in speedup_tables(run) for r in t.rows)
     lines = noise_lines(run)
-    assert any(ln.startswith("Conditions checked between arms: other work's share") for ln in lines)
+    assert any(ln.startswith("Conditions checked between arms: the CPUs left to the engine") for ln in lines)
     assert exit_code(evaluate_gates(run, [GateSpec(metric="speedup", arm="eagle3", min=1.0)])) == 0
