@@ -45,7 +45,8 @@ def _mean(pair: Any) -> float:
 def left(c: Mapping[str, Any]) -> float:
     """The CPUs other work left to the engine and the client over the round (NaN: not measured)."""
     other, cpus = c.get("other_cores"), c.get("cpus")
-    return float(cpus) - float(other) if isinstance(other, (int, float)) and cpus else math.nan
+    ok = isinstance(other, (int, float)) and isinstance(cpus, (int, float)) and cpus > 0
+    return float(cpus) - float(other) if ok else math.nan
 
 
 def saturated(c: Mapping[str, Any]) -> bool:
