@@ -37,6 +37,11 @@ CHECKED_GPU = "GPU SM clock, power, temperature and other processes (nvidia-smi)
 NO_GPU = "GPU SM clock, power, temperature: no nvidia-smi on this host"
 
 
+def _f(v: Any) -> float:
+    """A stored number, or NaN (absent, null, or not a number)."""
+    return float(v) if isinstance(v, (int, float)) else math.nan
+
+
 def _mean(pair: Any) -> float:
     vals = [float(x) for x in (pair if isinstance(pair, list) else [pair]) if isinstance(x, (int, float))]
     return sum(vals) / len(vals) if vals else math.nan
@@ -44,15 +49,14 @@ def _mean(pair: Any) -> float:
 
 def left(c: Mapping[str, Any]) -> float:
     """The CPUs other work left to the engine and the client over the round (NaN: not measured)."""
-    other, cpus = c.get("other_cores"), c.get("cpus")
-    ok = isinstance(other, (int, float)) and isinstance(cpus, (int, float)) and cpus > 0
-    return float(cpus) - float(other) if ok else math.nan
+    cpus = _f(c.get("cpus"))
+    return cpus - _f(c.get("other_cores")) if cpus > 0 else math.nan
 
 
 def saturated(c: Mapping[str, Any]) -> bool:
     """Whether the host's CPUs were all busy: only then does other work take CPU the engine wanted."""
-    busy, cpus = c.get("host_busy_cores"), c.get("cpus")
-    return isinstance(busy, (int, float)) and bool(cpus) and busy >= SATURATED * float(cpus)
+    busy, cpus = _f(c.get("host_busy_cores")), _f(c.get("cpus"))
+    return cpus > 0 and busy >= SATURATED * cpus
 
 
 def _gpu_diffs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
