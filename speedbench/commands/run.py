@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from speedbench.errors import UsageError
 from speedbench.executors.kinds import executor_for, executor_of_run
+from speedbench.report.wrap import print_paste, print_wrapped
 from speedbench.stopping.schedule import look_level, look_schedule
 from speedbench.results.run import open_run_dir
 from speedbench.run.cost import describe, estimate
@@ -53,55 +56,56 @@ def register(sub) -> None:
 
 def print_plan(plan: Plan, console: Console, output_root: Path | None = None) -> None:
     sc = plan.scenario
-    console.print(f"[bold]plan for scenario '{sc.name}'[/bold]  (launcher: {sc.server.launcher})")
+    say = partial(print_wrapped, console)
+    say(f"[bold]plan for scenario '{sc.name}'[/bold]  (launcher: {sc.server.launcher})")
     if plan.overrides:
-        console.print("overrides: " + ", ".join(plan.overrides))
+        say("overrides: " + ", ".join(plan.overrides))
     for ap in plan.arms:
         _print_arm(sc, ap, console)
     _print_schedule(plan, console)
     _print_work(plan, console)
-    console.print("\n[bold]cost[/bold] (estimated)")
+    say("\n[bold]cost[/bold] (estimated)")
     for line in describe(estimate(plan, output_root), plan):
-        console.print(line, highlight=False, soft_wrap=True)
+        say(Text(line))
 
 
 def _print_arm(sc: Scenario, ap: ArmPlan, console: Console) -> None:
     arm = ap.arm
     kind = ("baseline" if arm.name == sc.baseline_arm else "A/A twin of the baseline" if arm.name == sc.aa_arm
             else "speculative" if arm.is_speculative else "arm")
-    console.print(f"\n[bold cyan]arm {arm.name}[/bold cyan] "
-                  f"({kind}){': ' + arm.description if arm.description else ''}")
+    say = partial(print_wrapped, console)
+    say(f"\n[bold cyan]arm {arm.name}[/bold cyan] ({kind}){': ' + arm.description if arm.description else ''}")
     if arm.template:
-        console.print(f"  expanded from sweep '{arm.template}': {arm.sweep_values}")
+        say(Text(f"  expanded from sweep '{arm.template}': {arm.sweep_values}"))
     if not ap.launched:
-        console.print(f"  external endpoint: {arm.base_url} (health-checked and scraped, never stopped)")
+        say(Text(f"  external endpoint: {arm.base_url} (health-checked and scraped, never stopped)"))
         return
+    # Commands to paste, each alone on its line and never wrapped (report/wrap.py); the prose wraps.
     env = display_env(sc, ap)
-    console.print("  command:", highlight=False)
-    console.print("    " + shell_line(display_argv(sc, ap, measurement=False), {}), highlight=False,
-                  soft_wrap=True)
+    say("  command:")
+    print_paste(console, shell_line(display_argv(sc, ap, measurement=False), {}))
     if port_chosen_at_start(sc):
-        console.print(f"  port: chosen at start ({PORT_AT_START} above: a free port for each server; "
-                      "server.port pins one)", highlight=False, soft_wrap=True)
+        say(f"  port: chosen at start ({PORT_AT_START} above: a free port for each server; server.port pins one)")
     extra = ap.launch.measurement
     if extra or ap.launch.measurement_env:
-        console.print("  measurement flags (added by speedbench; server.measurement_flags: false drops them): "
-                      + shell_line(extra, ap.launch.measurement_env), highlight=False, soft_wrap=True)
+        say("  measurement flags (added by speedbench; server.measurement_flags: false drops them):")
+        print_paste(console, shell_line(extra, ap.launch.measurement_env))
     if env:
-        console.print("  environment: " + " ".join(f"{k}={v}" for k, v in env.items()), highlight=False,
-                      soft_wrap=True)  # pasted with the command: never wrapped
+        say("  environment:")
+        print_paste(console, " ".join(f"{k}={v}" for k, v in env.items()))
     if ap.launch.gpus is not None:
-        console.print(f"  GPUs: {ap.launch.gpus}")
+        say(f"  GPUs: {ap.launch.gpus}")
 
 
 def _print_schedule(plan: Plan, console: Console) -> None:
-    console.print("\n[bold]schedule[/bold]")
+    say = partial(print_wrapped, console)
+    say("\n[bold]schedule[/bold]")
     for i, wave in enumerate(plan.waves, 1):
         together = " + ".join(wave)
-        console.print(f"  step {i}: {together}" + (" (concurrently, disjoint GPUs)" if len(wave) > 1 else ""))
+        say(f"  step {i}: {together}" + (" (concurrently, disjoint GPUs)" if len(wave) > 1 else ""))
     if len(plan.waves) < len(plan.arms):
         saved = 1 - len(plan.waves) / len(plan.arms)
-        console.print(f"  running disjoint arms together saves about {saved:.0%} of the wall time of the launches")
+        say(f"  running disjoint arms together saves about {saved:.0%} of the wall time of the launches")
 
 
 def _levels(sc: Scenario) -> str:
@@ -117,15 +121,16 @@ def _levels(sc: Scenario) -> str:
 
 
 def _print_work(plan: Plan, console: Console) -> None:
+    say = partial(print_wrapped, console)
     sc = plan.scenario
     w = sc.workload
     variants = ", ".join(sc.variant_names) if sc.workload.variants else "none"
-    console.print(
+    say(
         f"\n[bold]work[/bold]: {len(plan.arms)} arms x {_levels(sc)} "
         f"x {len(sc.variant_names)} variants ({variants}) = {plan.n_points} points"
     )
     prompts = plan.n_prompts or "all matching"
-    console.print(
+    say(
         f"  per point: {prompts} prompts + {plan.n_warmup} warmup, in each of {sc.repeats} "
         f"round{'s' if sc.repeats > 1 else ''} of fresh server starts"
         f"{' (arms in ABBA order)' if sc.repeats > 1 else ''}; "
@@ -135,17 +140,17 @@ def _print_work(plan: Plan, console: Console) -> None:
         f"chat template on the {w.chat_template} side"
     )
     if plan.n_prompts:
-        console.print(f"  total: {plan.n_launches} server launches, about {plan.n_requests()} requests "
+        say(f"  total: {plan.n_launches} server launches, about {plan.n_requests()} requests "
                       "(multi-turn rows add one request per extra turn)")
     else:
-        console.print(f"  total: {plan.n_launches} server launches")
+        say(f"  total: {plan.n_launches} server launches")
     if sc.stop is not None:
         looks = look_schedule(plan.n_prompts or sc.stop.max_prompts or 0, sc.stop.min_prompts, sc.stop.max_prompts)
-        console.print(f"  sequential stopping: looks at {looks or 'min_prompts x 2^j up to every prompt'} prompts, "
+        say(f"  sequential stopping: looks at {looks or 'min_prompts x 2^j up to every prompt'} prompts, "
                       f"each interval at level {look_level(sc.stop.alpha, len(looks) or 1):.4f}; the baseline runs "
                       "every look, other arms may stop at any: the counts and the cost below are the most it spends")
     if sc.baseline_from is not None:
-        console.print(f"  baseline: reused from {sc.baseline_from.results} when a matching run at most "
+        say(f"  baseline: reused from {sc.baseline_from.results} when a matching run at most "
                       f"{sc.baseline_from.max_age_days:g} days old passes a canary; otherwise measured")
 
 

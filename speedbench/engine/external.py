@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from speedbench.engine.local import POLL_S, ProgressFn
-from speedbench.engine.probe import probe_ready
+from speedbench.engine.probe import probe_ready, startup_phase
 from speedbench.errors import ServerError
 
 
@@ -69,7 +69,7 @@ class ExternalServer:
                     f"{missing} -- fix: check that the server runs, the base_url and the API key"
                 )
             if self.on_progress:
-                self.on_progress(time.monotonic() - t0, missing)
+                self.on_progress(time.monotonic() - t0, startup_phase(missing))
             time.sleep(POLL_S)
 
     def dead(self) -> str | None:

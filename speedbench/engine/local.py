@@ -23,16 +23,16 @@ from speedbench.engine.diagnose import Death, diagnose, memory_figures, signal_n
 from speedbench.engine.host_cpu import cpu_facts, normalise_dtype
 from speedbench.engine.procs import state_and_group
 # free_port is looked up here at call time, so tests can make it racy.
-from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready
+from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready, startup_phase
 from speedbench.errors import ServerError
 
-ProgressFn = Callable[[float, str], None]
+ProgressFn = Callable[[float, str], None]  # (seconds since the start, probe.startup_phase)
 
 LOG_TAIL_LINES = 30
 LAUNCH_MARK = "=== speedbench: arm"  # the line each launch writes to the log first
 # Lines vLLM writes when its engine process is gone while the API server still runs.
 ENGINE_DEATH_MARKS = ("Fatal Python error:", "EngineDeadError", "died unexpectedly", "died with exit code")
-POLL_S = 1.0  # how often a loading server's last log line is reported
+POLL_S = 1.0  # how often a loading server's phase is reported
 # How often readiness is probed: a refused connection costs microseconds, and every
 # second between "startup complete" and the probe that sees it is a second per start.
 PROBE_S = 0.25
@@ -62,13 +62,6 @@ def log_end(path: Path, size: int = 256 * 1024) -> str:
             return f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
-
-
-def _last_line(path: Path) -> str:
-    for line in reversed(log_tail(path, 5).splitlines()):
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 def _group_alive(pgid: int) -> bool:
@@ -259,7 +252,7 @@ class LocalServer:
                     log_tail(self._log_path)))
             if self.on_progress and now - last_progress >= POLL_S:
                 last_progress = now
-                self.on_progress(now - t0, _last_line(self._log_path))
+                self.on_progress(now - t0, startup_phase(missing))
             name, missing = probe_ready(self.base_url, model_name, self.api_key,
                                         timeout=max(1.0, min(60.0, deadline - now)), request=request)
             if name is not None and self._proc.poll() is None:

@@ -125,6 +125,18 @@ def probe_ready(base_url: str, model_name: str | None, api_key: str | None,
     return name, ""
 
 
+def startup_phase(missing: str) -> str:
+    """Where a starting server is, from what probe_ready still misses, in our words: the
+    progress line says this, not what the server printed (its answer, its log)."""
+    if missing.startswith("/health"):
+        return "loading (no answer on /health yet)"
+    if missing.startswith("/v1/models"):
+        return "loading (no model listed yet)"
+    if missing.startswith("the readiness request"):
+        return "warming up (the first request has not completed)"
+    return "launching"
+
+
 def _refused(url: str, status: int, api_key: str | None) -> None:
     """401/403 never turn into 200 by waiting. The key's value is never in the message."""
     if status not in (401, 403):

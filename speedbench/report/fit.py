@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
 
-_HANG = "    "  # a folded value's wrapped lines are indented under their key
+from speedbench.report.wrap import print_wrapped
+
 _WIDE = 10_000  # rich clamps a measurement to the width it is given: measure on a wide one
 
 
@@ -79,14 +79,11 @@ def print_folded(console: Console, table: Table) -> None:
 
 def _print_line(console: Console, line: Text, no_wrap: bool) -> None:
     """A no_wrap column holds commands to paste: never wrapped. The rest wraps between
-    words with a hanging indent, unless a word is longer than a line (rich would cut it)."""
-    room = console.width - len(_HANG)
-    if no_wrap or max((cell_len(w) for w in line.plain.split()), default=0) > room:
+    words, continuation lines indented (report/wrap.py)."""
+    if no_wrap:
         console.print(line, soft_wrap=True)
-        return
-    for i, part in enumerate(line.wrap(console, room)):
-        part.rstrip()
-        console.print(Text(_HANG) + part if i else part, soft_wrap=True)
+    else:
+        print_wrapped(console, line)
 
 
 def _lift_title(console: Console, table: Table) -> None:

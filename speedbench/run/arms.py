@@ -100,10 +100,10 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
     todo = [k for k in ctx.plan.points(arm.name) if (k, repeat) not in ctx.done_points]
     if not todo or ctx.stop.is_set() or arm.name in ctx.failures:
         return
-    ctx.live.server_starting(arm.name)
+    log = ctx.run_dir.log_path(arm.name)
+    ctx.live.server_starting(arm.name, log if ap.launched else None)  # an endpoint's log is not ours
     server = make_server(
-        sc, ap.launch, ctx.run_dir.log_path(arm.name),
-        on_progress=lambda elapsed, line: ctx.live.server_progress(arm.name, elapsed, line),
+        sc, ap.launch, log, on_progress=lambda elapsed, phase: ctx.live.server_progress(arm.name, elapsed, phase),
     )
     with ctx.lock:
         ctx.servers.append(server)

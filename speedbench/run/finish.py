@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Protocol
 
 from rich.console import Console
+from rich.text import Text
 
 from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.report.gate import GateResult, evaluate_gates, exit_code, junit_xml, load_gates
 from speedbench.report.model import Report, build_report
 from speedbench.report.render import write_report
 from speedbench.report.terminal import print_report
+from speedbench.report.wrap import print_wrapped
 from speedbench.results import Run, RunDir, atomic_write, load_run
 from speedbench.results.mlflow_export import track_finished_run
 from speedbench.results.summary import summarize_run_dir
@@ -51,11 +53,11 @@ class ConsoleFinish:
         if not self.every_gate and exit_code(results) == 0:
             return
         for r in results:
-            self.console.print(f"gate {r.status.upper()}: {r.gate.metric} {r.bounds} {r.where} {r.message}",
-                               markup=False, soft_wrap=True)
+            print_wrapped(self.console, Text(f"gate {r.status.upper()}: {r.gate.metric} {r.bounds} {r.where} "
+                                             f"{r.message}"))
 
     def tracking(self, line: str) -> None:
-        self.console.print(line, markup=False, soft_wrap=True)
+        print_wrapped(self.console, Text(line))
 
 
 def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = True,

@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -27,8 +28,10 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from speedbench.records import PointKey, RequestRecord
+from speedbench.report.wrap import print_wrapped
 
 
 @dataclass
@@ -42,11 +45,6 @@ class _Point:
     recent: deque = field(default_factory=deque)
     next_plain_pct: int = 25
     task: TaskID | None = None
-
-
-def _short(text: str, n: int = 90) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 class LiveProgress:
@@ -64,6 +62,7 @@ class LiveProgress:
         self._points: dict[PointKey, _Point] = {}
         self._servers: dict[str, TaskID | None] = {}
         self._server_last_print: dict[str, float] = {}
+        self._server_logs: dict[str, Path | None] = {}
         self._progress: Progress | None = None
         # the run's remaining work, for the ETA: server starts and points (one per round)
         self._starts_left = 0
@@ -91,10 +90,10 @@ class LiveProgress:
     # ---- output ---------------------------------------------------------------------------
 
     def _line(self, text: str, style: str = "") -> None:
-        """A durable line: above the live display, or a plain log line."""
-        markup = f"[{style}]{escape(text)}[/{style}]" if style and not self.plain else escape(text)
+        """A durable line: above the live display, or a plain log line; wrapped to the
+        console's width between words (a log splits a longer one mid-word)."""
         target = self._progress.console if self._progress is not None else self.console
-        target.print(markup, highlight=False, soft_wrap=True)
+        print_wrapped(target, Text(text, style=style if not self.plain else ""))
 
     def message(self, text: str) -> None:
         with self._lock:
@@ -124,26 +123,33 @@ class LiveProgress:
 
     # ---- servers ---------------------------------------------------------------------------
 
-    def server_starting(self, arm: str) -> None:
+    def server_starting(self, arm: str, log: Path | None = None) -> None:
+        """``log``: the server's own log, where its start-up text goes (none: an endpoint
+        that is already running)."""
         with self._lock:
             task = None
             if self._progress is not None:
                 task = self._progress.add_task(f"starting [bold]{escape(arm)}[/bold]", total=None, info="")
             self._servers[arm] = task
+            self._server_logs[arm] = log
             self._server_last_print[arm] = self._clock()
             self._line(f"{arm}: starting server")
 
-    def server_progress(self, arm: str, elapsed_s: float, last_log_line: str = "") -> None:
+    def server_progress(self, arm: str, elapsed_s: float, phase: str = "") -> None:
+        """``phase``: what readiness still waits for, in our words (engine/probe.py's
+        startup_phase). The engine's own start-up text stays in its log: quoted here, one
+        line of it says little and runs past any width."""
         with self._lock:
             task = self._servers.get(arm)
             if self._progress is not None and task is not None:
-                self._progress.update(task, info=escape(_short(last_log_line, 60)))
+                self._progress.update(task, info=escape(phase))
                 return
             now = self._clock()
             if now - self._server_last_print.get(arm, 0.0) >= self._server_every_s:
                 self._server_last_print[arm] = now
-                tail = f": {_short(last_log_line)}" if last_log_line else ""
-                self._line(f"{arm}: still starting ({elapsed_s:.0f} s){tail}")
+                log = self._server_logs.get(arm)
+                self._line(f"{arm}: still starting after {elapsed_s:.0f} s" + (f", {phase}" if phase else "")
+                           + (f"; its log: {log}" if log else ""))
 
     def server_ready(self, arm: str, elapsed_s: float) -> None:
         with self._lock:

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Protocol
 
 from rich.console import Console
+from rich.markup import escape
 
 from speedbench.doctor.base import Check
 from speedbench.doctor.table import print_checks
 from speedbench.report.gate import GateResult
 from speedbench.report.model import Report
+from speedbench.report.wrap import print_paste, print_wrapped
 from speedbench.results.files import human_bytes
 from speedbench.run.finish import ConsoleFinish
 from speedbench.run.live import LiveProgress
@@ -54,44 +56,45 @@ class ConsoleProgress(ConsoleFinish):
     def live(self) -> LiveProgress:
         return LiveProgress(self.console)
 
+    def _say(self, markup: str) -> None:
+        print_wrapped(self.console, markup)  # between words, at the console's width
+
     def warning(self, msg: str) -> None:
-        self.console.print(f"[yellow]warning[/yellow]: {msg}")
+        self._say(f"[yellow]warning[/yellow]: {escape(msg)}")
 
     def run_folder(self, path: Path) -> None:
-        self.console.print(f"run folder: {path}")
+        self.console.print(f"run folder: {path}", markup=False, soft_wrap=True)  # a path to copy, never wrapped
 
     def resuming(self, path: Path, kept: int, dropped: int, superseded: str) -> None:
-        self.console.print(
-            f"resuming {path}: {kept} finished points are kept"
-            + (f"; {dropped} records of unfinished points moved to {superseded}" if dropped else "")
-        )
+        self._say(escape(f"resuming {path}: {kept} finished points are kept"
+                         + (f"; {dropped} records of unfinished points moved to {superseded}" if dropped else "")))
 
     def preflight_ok(self, n_checks: int, n_warnings: int) -> None:
-        self.console.print(f"pre-flight checks: ok ({n_checks} checks, {n_warnings} warnings; "
-                           "`speedbench doctor` shows them)")
+        self._say(f"pre-flight checks: ok ({n_checks} checks, {n_warnings} warnings; "
+                  "`speedbench doctor` shows them)")
 
     def preflight_failed(self, checks: list[Check]) -> None:
         print_checks(checks, self.console)
-        self.console.print("[red]pre-flight checks failed[/red]; fix the above or pass --skip-doctor to run anyway")
+        self._say("[red]pre-flight checks failed[/red]; fix the above or pass --skip-doctor to run anyway")
 
     def job_records(self, path: Path, records_file: str) -> None:
-        self.console.print(f"records: {path} ({records_file})")
+        self._say(escape(f"records: {path} ({records_file})"))
 
     def job_interrupted(self) -> None:
-        self.console.print("[yellow]interrupted[/yellow]: the running point is marked interrupted; "
-                           "a requeued or resumed job continues from the finished points")
+        self._say("[yellow]interrupted[/yellow]: the running point is marked interrupted; "
+                  "a requeued or resumed job continues from the finished points")
 
     def arm_failed(self, arm: str, msg: str) -> None:
-        self.console.print(f"[red]arm {arm} failed[/red]: {msg.splitlines()[0]}")
+        self._say(f"[red]arm {escape(arm)} failed[/red]: {escape(msg.splitlines()[0])}")
 
     def output_stopped(self, path: Path, error: Exception, folder: Path, free: int | None) -> None:
-        self.console.print(f"[red]stopped: the run folder cannot be written[/red]: {error}", soft_wrap=True)
-        self.console.print(f"  run folder: {path}\n  free space:  {human_bytes(free)} in {folder}\n"
-                           f"  servers stopped; every complete record is kept. Free space (or make the folder "
-                           f"writable), then resume:\n    speedbench run --resume {path}", soft_wrap=True)
+        self._say(f"[red]stopped: the run folder cannot be written[/red]: {escape(str(error))}")
+        self.console.print(f"  run folder: {path}", markup=False, soft_wrap=True)  # a path to copy, never wrapped
+        self._say(escape(f"  free space:  {human_bytes(free)} in {folder}"))
+        self._say("  servers stopped; every complete record is kept. Free space (or make the folder writable), "
+                  "then resume:")
+        print_paste(self.console, f"speedbench run --resume {path}")
 
     def interrupted(self, path: Path) -> None:
-        self.console.print(
-            f"[yellow]interrupted[/yellow]: partial results and summary written. Resume with:\n"
-            f"  speedbench run --resume {path}", soft_wrap=True  # a command to paste: never wrapped
-        )
+        self._say("[yellow]interrupted[/yellow]: partial results and summary written. Resume with:")
+        print_paste(self.console, f"speedbench run --resume {path}", indent="  ")

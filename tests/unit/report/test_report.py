@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -167,13 +168,14 @@ def _rec(i, err=None):
 
 def test_live_progress_plain():
     t = [0.0]
-    c, buf = console()
+    c, buf = console(80)
+    log = "/results/run/logs/server-eagle3.log"
     with LiveProgress(c, clock=lambda: t[0]) as live:
         assert live.plain  # a StringIO console is not a terminal
-        live.server_starting("eagle3")
+        live.server_starting("eagle3", Path(log))
         for _ in range(4):
             t[0] += 20
-            live.server_progress("eagle3", t[0], "loading [weights] <b>")
+            live.server_progress("eagle3", t[0], "loading (no answer on /health yet)")
         live.server_ready("eagle3", t[0])
         live.point_started(PointKey("eagle3", 4), 8)
         for i in range(8):
@@ -184,12 +186,15 @@ def test_live_progress_plain():
     out = buf.getvalue().splitlines()
     assert out[0] == "eagle3: starting server"
     assert sum("still starting" in line for line in out) == 2  # throttled to one per 30 s
-    assert "loading [weights] <b>" in out[1]
+    # the phase, how long and where the log is, wrapped at 80 columns with the path whole
+    assert out[1:3] == ["eagle3: still starting after 40 s, loading (no answer on /health yet); its log:",
+                        f"    {log}"], out[1:3]
     assert "eagle3: server ready after 80.0 s" in out
     assert "eagle3 c=4: 2/8 done, 100 output tok/s, 0 errors" in out
     assert "eagle3 c=4: 8/8 requests in 4.0 s, 88 output tok/s, 1 errors" in out
     assert out[-1] == "done [red]x[/red]"
-    assert len(out) < 12  # not one line per request
+    assert len(out) < 14  # not one line per request
+    assert max(map(len, out)) <= 80
 
 
 def test_live_progress_terminal():
