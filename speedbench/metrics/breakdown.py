@@ -20,11 +20,14 @@ from speedbench.records import RequestRecord
 
 CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "n_ok", "per_user_tps_mean",
                  "speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
+                 "speedup_engine_mean", "speedup_engine_ci_low", "speedup_engine_ci_high",
                  "al_tokens", "al_requests")
 # One row per (arm, concurrency, variant, prompt_id): what a regression traces back to.
 PROMPT_KEYS = ("arm", "concurrency", "variant", "prompt_id", "category", "n_ok", "per_user_tps",
                "baseline_per_user_tps", "speedup", "al_requests")
-_SPEEDUP = ("speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs")
+# both clocks: a category's headline is read from its point's headline clock (metrics/headline.py)
+_SPEEDUP = ("speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
+            "speedup_engine_mean", "speedup_engine_ci_low", "speedup_engine_ci_high")
 
 
 def _in_order(keys: Iterable[tuple], baseline_arm: str | None, arm_order: Sequence[str] | None) -> list[tuple]:
@@ -70,7 +73,7 @@ def _figures(g: pd.DataFrame, base: pd.DataFrame | None, level: float | None) ->
     out = {"category": str(g["category"].iloc[0]), "n_ok": len(g), "per_user_tps": tps,
            "baseline_per_user_tps": b_tps, "speedup": ratio(tps, b_tps),
            "al_tokens": acc["al_tokens"], "al_requests": acc["al_requests"],
-           "speedup_mean": NAN, "speedup_ci_low": NAN, "speedup_ci_high": NAN, "speedup_pairs": 0}
+           **{k: NAN for k in _SPEEDUP}, "speedup_pairs": 0}
     if base is not None and level is not None:
         sp = speedup(g, base, level=level)
         out.update({k: sp[k] for k in _SPEEDUP})

@@ -36,7 +36,7 @@ GATES: tuple[GateMetric, ...] = (
     GateMetric(name="acceptance_length", column="al_tokens", fallback="al_prometheus",
                suffix=" tok/step (AL pooled over steps)",
                speculative_only=True),
-    GateMetric(name="per_user_tps", column="per_user_tps_mean", suffix=" tok/s"),
+    GateMetric(name="per_user_tps", column="per_user_tps_mean", suffix=" tok/s (client clock)"),
     GateMetric(name="error_rate", column="error_rate"),
     GateMetric(name="output_tps", column="output_tps", suffix=" tok/s"),
 )

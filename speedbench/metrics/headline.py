@@ -91,3 +91,14 @@ def other_clock(clock: str) -> str:
 def clock_figure(row: Cells, clock: str) -> tuple[float, float, float]:
     """(mean, low, high) of one named clock."""
     return _interval(row, clock)
+
+
+def category_headline(category: Cells, point: Cells | None) -> dict[str, Any]:
+    """A per-category row's headline keys. A category follows its point's rule: the point's
+    headline clock, read from the category's own figures of that clock, so a point's
+    categories never show one clock beside the point's other. A category row written before
+    the engine's figures were kept has none: its headline is then empty, not the client's."""
+    clock = headline_clock(point) if point is not None else headline_clock(category)
+    m, lo, hi = _interval(category, clock) if clock else (math.nan, math.nan, math.nan)
+    return {"speedup_headline_clock": clock, "speedup_headline_mean": m,
+            "speedup_headline_ci_low": lo, "speedup_headline_ci_high": hi}

@@ -9,12 +9,11 @@ import math
 from typing import Any
 
 from speedbench.metrics.cells import num
-from speedbench.metrics.headline import headline, headline_clock
 from speedbench.metrics.registry import (BY_KEY, DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
                                          percentile_tag)
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey, rate_label
-from speedbench.report.tables import count, fmt, fmt_speedup, label, ok, spec_arms
+from speedbench.report.tables import TPS_CLIENT, count, fmt, fmt_speedup, headline_cell, label, ok, spec_arms
 from speedbench.results import Run
 
 
@@ -27,7 +26,7 @@ def _head(key: str, *, unit: bool = False) -> str:
 # "All points": one column per detail_rows() cell, each named by the registry.
 DETAIL_HEADERS = [
     _head("arm"), _head("concurrency"), _head("status"), f"{_head('n_ok')}/{_head('n_requests')}",
-    f"{_head('per_user_tps_mean')} mean (p10–p90)", _head("output_tps"), _head("ttft_ms_median", unit=True),
+    f"{TPS_CLIENT} mean (p10–p90)", _head("output_tps"), _head("ttft_ms_median", unit=True),
     _head("tpot_ms_median", unit=True), _head("speedup_headline_mean"),
     " / ".join(_head(k) for k in ("al_tokens", "al_requests", "al_prometheus")), _head("draft_acceptance_rate"),
 ]
@@ -42,14 +41,14 @@ def detail_rows(run: Run) -> list[list[str]]:
             (f"{fmt(r.per_user_tps_mean, 1)} ({fmt(r.per_user_tps_p10, 1)}–"
              f"{fmt(r.per_user_tps_p90, 1)})"),
             fmt(r.output_tps, 1), fmt(r.ttft_ms_median, 1), fmt(r.tpot_ms_median, 2),
-            fmt_speedup(*headline(r)) + (" (engine)" if headline_clock(r) == "engine" else ""),
+            headline_cell(r),
             " / ".join(fmt(x, 3) for x in (r.al_tokens, r.al_requests, r.al_prometheus)),
             fmt(r.draft_acceptance_rate, 3),
         ])
     return out
 
 
-PLAIN_HEADERS = ["arm", "concurrency", "per-user TPS", "output TPS", "TTFT ms", "errors", "status"]
+PLAIN_HEADERS = ["arm", "concurrency", TPS_CLIENT, "output TPS", "TTFT ms", "errors", "status"]
 
 
 def plain_rows(run: Run) -> list[list[str]]:
@@ -113,7 +112,7 @@ def latency_table(run: Run) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-CATEGORY_HEADERS = ["arm", "c", "category", "ok", "per-user TPS", "speedup [95% CI]",
+CATEGORY_HEADERS = ["arm", "c", "category", "ok", TPS_CLIENT, "speedup [95% CI] (the point's headline clock)",
                     "AL pooled over steps", "AL mean over requests"]
 
 
@@ -127,12 +126,13 @@ def category_table(run: Run) -> list[list[str]]:
             continue
         rows.append([label(str(c.get("arm")), str(c.get("variant") or "")), str(c.get("concurrency")),
                      str(c.get("category") or ""), str(c.get("n_ok", "–")), fmt(c.get("per_user_tps_mean"), 1),
-                     fmt_speedup(c.get("speedup_mean"), c.get("speedup_ci_low"), c.get("speedup_ci_high")),
+                     headline_cell(c),
                      fmt(c.get("al_tokens"), 3), fmt(c.get("al_requests"), 3)])
     return rows
 
 
-PROMPT_HEADERS = ["question_id", "category", "ok", "baseline per-user TPS", "per-user TPS", "speedup",
+# a prompt's speedup is the ratio of the client's mean TPS (no interval, no clock choice): named so
+PROMPT_HEADERS = ["question_id", "category", "ok", f"baseline {TPS_CLIENT}", TPS_CLIENT, "speedup (client clock)",
                   "AL mean over requests"]
 
 
@@ -158,7 +158,7 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
     return tables
 
 
-RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", "per-user TPS", "speedup [95% CI]",
+RATE_HEADERS = ["arm", "request rate (req/s)", "burstiness", "ok/total", TPS_CLIENT, "speedup [95% CI]",
                 "goodput (req/s)", "within SLO"]
 
 
@@ -182,7 +182,7 @@ def rate_table(run: Run) -> list[list[str]]:
     return [[label(str(r.arm), _workload_variant(r)), fmt(r.request_rate, 3).rstrip("0").rstrip("."),
              fmt(r.burstiness, 2), f"{count(r.n_ok)}/{count(r.n_requests)}",
              fmt(r.per_user_tps_mean, 1),
-             fmt_speedup(*headline(r)), fmt(r.goodput, 3),
+             headline_cell(r), fmt(r.goodput, 3),
              fmt(num(r.goodput_share) * 100, 0, "%")] for r in rows]
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.analysis import checkpoints as stats
-from speedbench.metrics.cells import num
+from speedbench.metrics.headline import headline, headline_clock
 from speedbench.errors import UsageError
 from speedbench.report import html, tables
 from speedbench.report.nightly import checkpoint, pooled_al
@@ -37,6 +37,14 @@ class CheckpointResult:
     pooled: dict[Figure, stats.Pooled] = field(default_factory=dict)
     comparisons: list[Comparison] = field(default_factory=list)
     verdict: str = ""
+    # the clocks a speedup figure was read from over its nights: each night's headline clock
+    clocks: dict[Figure, set[str]] = field(default_factory=dict)
+
+    def metric(self, fig: Figure) -> str:
+        """The figure's metric, a speedup's clock named (the headline's: engine where the client's
+        interval is unusable), so no night's figure reads as the other clock's."""
+        clocks = self.clocks.get(fig)
+        return f"{fig[0]} ({' / '.join(sorted(clocks))} clock)" if clocks else fig[0]
 
 
 @dataclass
@@ -47,12 +55,12 @@ class ScenarioComparison:
 
 
 def _figures(run: Run) -> dict[str, dict[Figure, float]]:
-    """Checkpoint -> figure -> the night's value."""
+    """Checkpoint -> figure -> the night's value (a speedup: the point's stored headline)."""
     out: dict[str, dict[Figure, float]] = {}
     for r in run.rows:
         if tables.is_speculative(r) and r.status != "failed":
             ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
-            out.setdefault(ck, {})[("speedup", f"c={int(r.concurrency or 0)}")] = num(r.speedup_mean)
+            out.setdefault(ck, {})[("speedup", f"c={int(r.concurrency or 0)}")] = headline(r)[0]
     for arm in tables.spec_arms(run):
         for v in tables.variants(run):
             out.setdefault(tables.label(checkpoint(run, arm), v), {})[("AL", "pooled")] = pooled_al(run, arm, v)
@@ -113,10 +121,11 @@ def compare_scenario(scenario: str, runs: Sequence[Run], reference: str | None =
     if not names:
         return None
     ref = resolve(reference, names)
+    clocks = _clocks(runs)
     results = []
     for name in names:
         figs = sorted({f for night in nights for f in night.get(name, {})}, key=_order)
-        res = CheckpointResult(name, sum(name in night for night in nights))
+        res = CheckpointResult(name, sum(name in night for night in nights), clocks=clocks.get(name, {}))
         for fig in figs:
             res.pooled[fig] = stats.pool([night[name][fig] for night in nights if fig in night.get(name, {})])
             if name != ref:
@@ -126,6 +135,18 @@ def compare_scenario(scenario: str, runs: Sequence[Run], reference: str | None =
         results.append(res)
     _control(results)
     return ScenarioComparison(scenario, ref, results)
+
+
+def _clocks(runs: Sequence[Run]) -> dict[str, dict[Figure, set[str]]]:
+    """Checkpoint -> speedup figure -> the headline clocks its nights were read from."""
+    out: dict[str, dict[Figure, set[str]]] = {}
+    for run in runs:
+        for r in run.rows:
+            if tables.is_speculative(r) and r.status != "failed" and math.isfinite(headline(r)[0]):
+                ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
+                fig = ("speedup", f"c={int(r.concurrency or 0)}")
+                out.setdefault(ck, {}).setdefault(fig, set()).add(headline_clock(r))
+    return out
 
 
 def _control(results: list[CheckpointResult]) -> None:
@@ -173,7 +194,7 @@ def text_lines(comparisons: Sequence[ScenarioComparison]) -> list[str]:
             lines.append(f"  {r.name} ({r.nights} nights): {r.verdict}")
             comps = {c.figure: c for c in r.comparisons}
             for fig, pooled in r.pooled.items():
-                line = f"    {fig[0]} {fig[1]}: {_ci(pooled)} over {pooled.nights} nights"
+                line = f"    {r.metric(fig)} {fig[1]}: {_ci(pooled)} over {pooled.nights} nights"
                 c = comps.get(fig)
                 if c is not None:
                     line += (f"; vs reference {_ci(c.contrast, True)} over {c.contrast.nights} nights, "
@@ -191,8 +212,8 @@ def as_json(comparisons: Sequence[ScenarioComparison]) -> list[dict[str, Any]]:
     for sc in comparisons:
         cks = []
         for r in sc.checkpoints:
-            pooled = [{"metric": f[0], "point": f[1], "value": _finite(p.value), "low": _finite(p.low),
-                       "high": _finite(p.high), "nights": p.nights} for f, p in r.pooled.items()]
+            pooled = [{"metric": f[0], "point": f[1], "clocks": sorted(r.clocks.get(f, ())), "value": _finite(p.value),
+                       "low": _finite(p.low), "high": _finite(p.high), "nights": p.nights} for f, p in r.pooled.items()]
             comps = [{"metric": c.figure[0], "point": c.figure[1], "ratio": _finite(c.contrast.ratio),
                       "low": _finite(c.contrast.low), "high": _finite(c.contrast.high), "p": _finite(c.contrast.p),
                       "q": _finite(c.q), "nights": c.contrast.nights, "call": c.call} for c in r.comparisons]
@@ -208,7 +229,8 @@ def _cell(r: CheckpointResult, fig: Figure) -> Any:
     c = next((c for c in r.comparisons if c.figure == fig), None)
     if p is None:
         return "–"
-    text = f"{_ci(p)} ({p.nights} nights)"
+    clocks = " / ".join(sorted(r.clocks.get(fig, ())))
+    text = f"{_ci(p)} ({clocks + ' clock, ' if clocks else ''}{p.nights} nights)"
     if c is not None:
         text += f" · {_ci(c.contrast, True)} ({c.contrast.nights} nights) {c.call}"
     return html.Cell(text, cls="sig") if c is not None and c.call in (stats.BETTER, stats.WORSE) else text
@@ -226,7 +248,9 @@ def block(comparisons: Sequence[ScenarioComparison]) -> str:
                 f"measured the same nights. Calls: Benjamini–Hochberg at q={stats.Q} over every checkpoint × "
                 f"concurrency × category comparison; fewer than {stats.MIN_NIGHTS} shared nights: "
                 f"{stats.INSUFFICIENT}.</p>")
-        heads = ["checkpoint", "nights", *(f"{m} {p}" for m, p in figs), "verdict vs reference"]
+        heads = ["checkpoint", "nights",
+                 *(f"{m} {p}" + (" (headline clock)" if m == "speedup" else "") for m, p in figs),
+                 "verdict vs reference"]
         cards.append(html.card(html.Safe(note + html.table(heads, rows, left=1)),
                                f"Checkpoints across nights · {sc.scenario}"))
     return "".join(cards)

@@ -118,7 +118,7 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
     headers = ["c"] + [f"{lab} speedup [95% CI]" for lab in present]
     diffs = [lab for lab in present if lab != "R1"] if "R1" in present else []
     headers += [f"Δ speedup {lab}−R1 [95% CI]" for lab in diffs] + [f"significant {lab}" for lab in diffs]
-    headers += [f"Δ per-user TPS {lab}−R1" for lab in diffs]
+    headers += [f"Δ {tables.TPS_CLIENT} {lab}−R1" for lab in diffs]
     sec = Section(title=f"Speedup: {arm}", headers=headers, rows=[])
     keys = sorted({k for lab, r in labels if lab in present for k in _keys(r, arm)})
     for c, v in keys:
@@ -202,7 +202,8 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
                              f"{', '.join(map(str, run.arms()))}")
     cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
-               "significant", f"{arm_a} per-user TPS", f"{arm_b} per-user TPS", f"{arm_a} AL", f"{arm_b} AL"]
+               "significant", f"{arm_a} {tables.TPS_CLIENT}", f"{arm_b} {tables.TPS_CLIENT}", f"{arm_a} AL",
+               f"{arm_b} AL"]
     sec = Section(title="Speedup (headline clock), from each point's stored interval", headers=headers, rows=[])
     for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
         ra = run.row(arm_a, c, v) or SummaryRow()  # a point the run lacks: a row of Nones

@@ -156,12 +156,14 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str
         return {f"concurrency {c}": series for c, series in sorted(d.items())}
 
     charts = [
-        ("Speedup in per-user TPS over time: bars are each run's 95% interval, shading each level's "
+        ("Speedup in per-user TPS over time (each run's headline clock): bars are each run's 95% interval, "
+         "shading each level's "
          "night-to-night noise band (mean ± 2 sd of its own nights), triangles the change points",
          plots.trend(by_c(speed), "speedup (×)", colors, bands=True)),
         ("Acceptance length over time (triangles: change points)",
          plots.trend(al, "AL pooled over steps (tokens/step)", colors, bands=True)),
-        ("Per-user TPS over time (triangles: change points)", plots.trend(by_c(tps), "tokens/s", colors, bands=True)),
+        ("Per-user TPS (client clock) over time (triangles: change points)",
+         plots.trend(by_c(tps), "tokens/s", colors, bands=True)),
         ("Per-position acceptance (latest run of each checkpoint)", plots.position_curves(latest_curves, colors)),
         ("What each run cost: GPU-hours and server hours, summed over its arms", plots.trend(cost, "hours")),
     ]

@@ -153,6 +153,19 @@ def _ident(row: SummaryRow) -> tuple[str, int, str]:
     return str(row.arm), int(row.concurrency), str(row.variant or "")
 
 
+def clock_tag(row: SummaryRow, metric: str) -> str:
+    """The clock a gate's figure was read on, where it is not said already: the ``speedup``
+    gate's on a point whose headline is the engine's, and the client's per-user TPS."""
+    if metric == "speedup" and gate_clock(row, metric) == ENGINE:
+        return " (engine clock)"
+    return " (client clock)" if metric == "per_user_tps" else ""
+
+
+def unit(row: SummaryRow, metric: str) -> str:
+    """The value's unit in a gate's message, its clock named (:func:`clock_tag`)."""
+    return GATE_METRICS[metric].suffix + (clock_tag(row, metric) if metric == "speedup" else "")
+
+
 def _current_ci_high(run: Run, row: SummaryRow, metric: str) -> tuple[float, str]:
     """Upper end of the current value's 95% CI and where it came from. A speedup reads the
     stored interval of the clock the gate reads: never the other clock's, whose width
@@ -201,7 +214,7 @@ def _relative(run: Run, row: SummaryRow, g: GateSpec, value: float, baseline: Ru
     if not math.isfinite(bval):
         return "skip", f"relative gate skipped: no usable {g.metric} for this point in baseline run {baseline.run_id}"
     r = g.max_regression or 0.0
-    u = GATE_METRICS[g.metric].suffix
+    u = unit(row, g.metric)
     if not GATE_METRICS[g.metric].higher_is_better:
         # error_rate, the one lower-is-better gate metric: r is absolute, and the Wilson
         # lower bound of the current rate must clear the limit too.
@@ -297,10 +310,10 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
             notes: list[str] = []
             if g.min is not None:
                 (fails if value < g.min else notes).append(
-                    f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}")
+                    f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}{clock_tag(row, g.metric)}")
             if g.max is not None:
                 (fails if value > g.max else notes).append(
-                    f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}")
+                    f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}{clock_tag(row, g.metric)}")
             status = "fail" if fails else "pass"
             if g.max_regression is not None:
                 rel_status, rel_msg = _relative(run, row, g, value, baseline, history)

@@ -41,7 +41,8 @@ CATEGORY_AL_NOTE = ("Mean over requests of each request's AL, the definition SPE
                     "(the main table also gives the AL pooled over steps and from Prometheus).")
 
 CATEGORY_NOTE = ("Ok measured requests of each category. Speedup: per-user TPS against the baseline arm's requests "
-                 "of the same category at the same concurrency, paired by prompt, with a 95% bootstrap CI. "
+                 "of the same category at the same concurrency, paired by prompt, with a 95% bootstrap CI, on the "
+                 "point's headline clock (marked (engine) where that is the engine's). "
                  "AL pooled over steps: 1 + Σaccepted / Σsteps; AL mean over requests: SPEED-Bench's per-category "
                  "definition.")
 

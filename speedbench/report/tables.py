@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
-from speedbench.metrics.cells import al_of, num, pool_by_n_ok
+from speedbench.metrics.cells import al_of, cell, num, pool_by_n_ok
 from speedbench.metrics.conditions import confounded as _confounded
-from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline, headline_clock, other_clock
+from speedbench.metrics.headline import (
+    CLIENT,
+    ENGINE,
+    HEADLINE_KEYS,
+    clock_figure,
+    headline,
+    headline_clock,
+    other_clock,
+)
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
@@ -48,6 +57,23 @@ def fmt_speedup(mean: Any, lo: Any = None, hi: Any = None) -> str:
     if ok(lo) and ok(hi):
         s += f" [{num(lo):.2f}, {num(hi):.2f}]"
     return s
+
+
+def headline_cell(row: Any) -> str:
+    """A row's (or a category row's) headline speedup, its clock named when it is the
+    engine's: the one way every table shows a point's speedup."""
+    clock = str(cell(row, "speedup_headline_clock") or "")
+    if isinstance(row, Mapping):  # a category row: its headline keys are derived on read (results.Run)
+        m, lo, hi = (cell(row, k) for k in HEADLINE_KEYS[2:])
+    else:
+        (m, lo, hi), clock = headline(row), headline_clock(row)
+    if clock == ENGINE:
+        return fmt_speedup(m, lo, hi) + " (engine)"
+    return fmt_speedup(m, lo, hi)
+
+
+# The client's per-user TPS, named as such wherever a speedup of either clock stands beside it
+TPS_CLIENT = "per-user TPS (client clock)"
 
 
 def is_speculative(row: SummaryRow) -> bool:
@@ -358,8 +384,7 @@ def label(arm: str, variant: str) -> str:
 
 def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str], bool]:
     """Column headers of the published-shape table; the reference column only when known."""
-    tps = metric_label("per_user_tps_mean")
-    headers = ["concurrency", f"{baseline or 'baseline'} {tps}", f"{t.arm} {tps}",
+    headers = ["concurrency", f"{baseline or 'baseline'} {TPS_CLIENT}", f"{t.arm} {TPS_CLIENT}",
                "speedup [95% CI] (headline clock)"]
     if t.has_other:
         headers.append("other clock [95% CI]")

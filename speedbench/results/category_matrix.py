@@ -12,9 +12,12 @@ Two shapes are written:
 - ``category_matrix.csv``, ours: one row per category, one column group per checkpoint
   (both ALs, acceptance rate, speedup with its 95% CI, requests), full precision.
 
-AL, speedup and its CI are the summary's per-category rows, copied; a last row, ``(all)``
-(all categories), copies the point's own summary row (its stored headline speedup and
-interval), so the matrix shows the same interval for the point as every report. The acceptance rate
+AL is the summary's per-category rows, copied. The speedup is each row's headline: a
+category follows its point's headline clock (``Run.categories``: the engine's figures of the
+category where the point's headline is the engine's), and ``speedup_clock`` names it; a last
+row, ``(all)`` (all categories), copies the point's own summary row (its stored headline
+speedup and interval), so the matrix shows the same interval for the point as every report
+and never one clock beside the other. The acceptance rate
 per category has no summary column; it is accepted / drafted tokens over the category's
 ok measured requests, the summary row's ``draft_acceptance_rate`` restricted to them.
 """
@@ -31,7 +34,7 @@ from typing import Any
 
 from rich.table import Table
 
-from speedbench.metrics.headline import headline
+from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.errors import UsageError
 from speedbench.results.files import atomic_write, ensure_dir
 from speedbench.results.run import Run
@@ -43,8 +46,13 @@ AIPERF_CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag"
 # (file, figure) in AIPerf's layout; the first is AIPerf's own default file name.
 AIPERF_FILES = (("speed_bench_report.csv", "al_tokens"), ("speed_bench_report_al_requests.csv", "al_requests"),
                 ("speed_bench_report_accept_rate.csv", "acceptance_rate"),
-                ("speed_bench_report_speedup.csv", "speedup_mean"))
-FIGURES = ("al_tokens", "al_requests", "acceptance_rate", "speedup_mean", "speedup_ci_low", "speedup_ci_high", "n_ok")
+                ("speed_bench_report_speedup.csv", "speedup"))
+# the speedup figures are the headline's, named as summary.csv names them (results/formats.py)
+FIGURES = ("al_tokens", "al_requests", "acceptance_rate", "speedup", "speedup_clock", "speedup_ci_low",
+           "speedup_ci_high", "n_ok")
+# figure -> the headline key it is read from (a category row's, or the point's summary row's)
+HEADLINE = {"speedup": "speedup_headline_mean", "speedup_clock": "speedup_headline_clock",
+            "speedup_ci_low": "speedup_headline_ci_low", "speedup_ci_high": "speedup_headline_ci_high"}
 MATRIX_FILE = "category_matrix.csv"
 # The whole point's row: its figures copied from the summary row, the speedup the row's
 # stored headline figure and interval (the one every report and export shows for the point)
@@ -132,7 +140,7 @@ def checkpoints(runs: list[Run], concurrency: int | None = None, variant: str = 
         for c in run.categories:
             if (c.get("arm"), c.get("concurrency"), c.get("variant") or "") == (arm, conc, variant):
                 cat = str(c.get("category") or "")
-                cp.cells[cat] = {**{k: c.get(k) for k in FIGURES if k != "acceptance_rate"},
+                cp.cells[cat] = {**{k: c.get(HEADLINE.get(k, k)) for k in FIGURES if k != "acceptance_rate"},
                                  "acceptance_rate": rates.get(cat)}
         _point_cell(cp)
         out.append(cp)
@@ -146,8 +154,8 @@ def _point_cell(cp: Checkpoint) -> None:
         return
     m, lo, hi = headline(row)
     cp.cells[ALL] = {"al_tokens": row.al_tokens, "al_requests": row.al_requests,
-                     "acceptance_rate": row.draft_acceptance_rate, "speedup_mean": m, "speedup_ci_low": lo,
-                     "speedup_ci_high": hi, "n_ok": row.n_ok}
+                     "acceptance_rate": row.draft_acceptance_rate, "speedup": m, "speedup_clock": headline_clock(row),
+                     "speedup_ci_low": lo, "speedup_ci_high": hi, "n_ok": row.n_ok}
 
 
 def category_order(cps: list[Checkpoint]) -> list[str]:
@@ -190,16 +198,24 @@ def write_matrix(cps: list[Checkpoint], cats: list[str], path: Path) -> Path:
         row: list[Any] = [cat]
         for cp in cps:
             cell = cp.cells.get(cat, {})
-            row += ["" if _num(cell.get(fig)) is None else cell.get(fig) for fig in FIGURES]
+            row += [_matrix_value(cell.get(fig), fig) for fig in FIGURES]
         rows.append(row)
     return _write_csv(path, rows)
 
 
+def _matrix_value(v: Any, fig: str) -> Any:
+    if fig == "speedup_clock":
+        return v or ""
+    return "" if _num(v) is None else v
+
+
 def write_checkpoints(cps: list[Checkpoint], path: Path) -> Path:
-    """What each label stands for: run, arm, point and draft."""
-    rows: list[list[Any]] = [["label", "run_id", "scenario", "run_path", "arm", "concurrency", "variant", "draft"]]
+    """What each label stands for: run, arm, point, draft, and the clock of its speedups (the
+    AIPerf-layout speedup file has no room to name it)."""
+    rows: list[list[Any]] = [["label", "run_id", "scenario", "run_path", "arm", "concurrency", "variant", "draft",
+                              "speedup_clock"]]
     rows += [[cp.label, cp.run.run_id, cp.run.scenario_name, str(cp.run.path or ""), cp.arm, cp.concurrency,
-              cp.variant, cp.draft] for cp in cps]
+              cp.variant, cp.draft, cp.cells.get(ALL, {}).get("speedup_clock") or ""] for cp in cps]
     return _write_csv(path, rows)
 
 
@@ -215,7 +231,7 @@ def export_matrix(runs: list[Run], out: Path, concurrency: int | None = None, va
 def rich_table(cps: list[Checkpoint], cats: list[str]):
     """The console view: a row per category, a column per checkpoint, each cell both ALs,
     the acceptance rate and the speedup with its CI."""
-    t = Table(title="category matrix: AL per step / per request, acceptance rate, speedup [95% CI]",
+    t = Table(title="category matrix: AL per step / per request, acceptance rate, speedup [95% CI] (headline clock)",
               title_justify="left", header_style="bold")
     t.add_column("category")
     for cp in cps:
@@ -229,5 +245,7 @@ def _cell_text(cell: dict[str, Any]) -> str:
     def f(key: str, fmt: str) -> str:
         v = _num(cell.get(key))
         return format(v, fmt) if v is not None else "-"
-    speed = f"x{f('speedup_mean', '.2f')} [{f('speedup_ci_low', '.2f')}, {f('speedup_ci_high', '.2f')}]"
+    speed = f"x{f('speedup', '.2f')} [{f('speedup_ci_low', '.2f')}, {f('speedup_ci_high', '.2f')}]"
+    if cell.get("speedup_clock") == ENGINE:  # the clock named wherever it is not the client's
+        speed += " (engine)"
     return f"AL {f('al_tokens', '.2f')} / {f('al_requests', '.2f')}\nrate {f('acceptance_rate', '.2f')}\n{speed}"

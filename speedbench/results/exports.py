@@ -30,7 +30,7 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.results.files import atomic_write, atomic_write_with, ensure_dir, finite, safe_part
-from speedbench.results.formats import data_frame, write_parquet
+from speedbench.results.formats import data_frame, table_rows, write_parquet
 from speedbench.results.run import Run
 from speedbench.results.profile import write_profiles
 
@@ -221,7 +221,8 @@ def _to_parquet(df: Any, f: Any) -> None:
 
 def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) -> list[Path]:
     """Write ``run`` in ``fmt`` under ``out_dir``; returns the files written. ``counters``:
-    the run's ``Engine.spec_counters`` (the vllm format's spec-decode fields)."""
+    the run's ``Engine.spec_counters`` (the vllm format's spec-decode fields). The csv and
+    parquet tables name and order the speedups as summary.csv does (formats.table_rows)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out = ensure_dir(Path(out_dir))
@@ -243,7 +244,7 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) ->
         p = out / "summary.json"
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
-    tables = {"summary": [r.to_dict() for r in run.rows], "categories": run.categories}
+    tables = {"summary": table_rows([r.to_dict() for r in run.rows]), "categories": table_rows(run.categories)}
     for name, rows in tables.items():
         df = data_frame(rows)
         p = out / f"{name}.{fmt}"

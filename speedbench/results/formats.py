@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from speedbench.metrics.headline import headline_of
 from speedbench.records import RequestRecord
 from speedbench.results.files import atomic_write, atomic_write_with, finite
 
@@ -19,8 +20,44 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+# A table's speedup columns (summary.csv, `export --format csv|parquet`): the headline first,
+# under the plain name a reader reaches for, then each clock's figures under its clock's name.
+# summary.json keeps the registry's keys (speedup_mean is the client's there, as ever).
+HEADLINE_COLUMNS = {"speedup_headline_mean": "speedup", "speedup_headline_clock": "speedup_clock",
+                    "speedup_headline_ci_low": "speedup_ci_low", "speedup_headline_ci_high": "speedup_ci_high",
+                    "speedup_headline_reason": "speedup_clock_reason"}
+CLIENT_COLUMNS = {k: "speedup_client_" + k.removeprefix("speedup_")
+                  for k in ("speedup_mean", "speedup_median", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
+                            "speedup_mean_all", "speedup_by_repeat", "speedup_between_sd", "speedup_lag_bound")}
+
+
+def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Summary (or per-category) rows as the table files hold them: the headline's columns
+    where the speedup columns begin, the client's renamed, every other key as it is, in
+    first-seen order. A row without headline keys (an old folder's) has them derived."""
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    if not any(k in CLIENT_COLUMNS for k in keys):
+        return rows  # no speedup here to lead with
+    first = min(i for i, k in enumerate(keys) if k in CLIENT_COLUMNS or k in HEADLINE_COLUMNS)
+    rest = [k for k in keys if k not in HEADLINE_COLUMNS]
+    order = rest[:first] + list(HEADLINE_COLUMNS) + rest[first:]
+    out = []
+    for r in rows:
+        full = r if "speedup_headline_clock" in r else {**r, **headline_of(r)}
+        out.append({_column(k): full.get(k) for k in order if k in full})
+    return out
+
+
+def _column(key: str) -> str:
+    return HEADLINE_COLUMNS.get(key) or CLIENT_COLUMNS.get(key) or key
+
+
 def write_summary_csv(path: Path, rows: list[dict[str, Any]], fsync: bool = False) -> Path:
-    """Columns: every key of every row, in first-seen order; lists and dicts as JSON."""
+    """Columns: every key of every row, in first-seen order, the speedups named and ordered
+    by :func:`table_rows`; lists and dicts as JSON."""
+    rows = table_rows(rows)
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]

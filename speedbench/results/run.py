@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.errors import UsageError
-from speedbench.metrics.headline import with_headline
+from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
@@ -54,9 +54,15 @@ class Run:
         """When the run started (results/files.py's run_started: the one fallback)."""
         return run_started(self.created_utc, self.run_id, folder=self.dir.path if self.dir else None)
 
-    @property
+    @cached_property
     def categories(self) -> list[dict[str, Any]]:
-        return self.summary.get("categories") or []
+        """summary.json's per-category rows, each with its headline keys derived from its
+        point's headline clock (metrics/headline.py's category_headline), never stored."""
+        out = []
+        for c in self.summary.get("categories") or []:
+            point = self.row(str(c.get("arm")), int(c.get("concurrency") or 0), str(c.get("variant") or ""))
+            out.append({**c, **category_headline(c, point)})
+        return out
 
     @property
     def baseline(self) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from speedbench.metrics.breakdown import category_rows
-from speedbench.records import PointKey, RequestRecord, SpecStats
+from speedbench.records import EngineTiming, PointKey, RequestRecord, SpecStats
 from speedbench.results import RunDir
 
 K = 3  # num_speculative_tokens of every synthetic speculative arm
@@ -95,6 +95,12 @@ def _make_record(rng, q: _Request) -> RequestRecord:
         rec.error, rec.error_detail, rec.chunk_ns, rec.chunk_tokens, rec.output_tokens, rec.spec = (
             error, "HTTP 500", [], [], 0, None)
     return rec
+
+
+def _engine_timing(rec: RequestRecord, skew: float) -> None:
+    """The engine's own decode span: the client's divided by ``skew`` (its TPS ``skew`` times the client's)."""
+    if rec.ok:
+        rec.engine = EngineTiming(generation_ms=(rec.chunk_ns[-1] - rec.chunk_ns[0]) / 1e6 / skew)
 
 
 def _tps(rec: RequestRecord) -> float:
@@ -213,6 +219,9 @@ class RunSpec:
     reference: dict[str, Any] | None = None
     gates: list[dict[str, Any]] | None = None
     write_records: bool = True
+    # engine timing on every ok record: the engine's TPS is the client's times this on speculative
+    # arms (1 on the baseline), so the engine-clock speedup is the client's times it; None: none
+    engine_skew: float | None = None
 
 
 def make_run(root: str | Path, spec: RunSpec | None = None, **overrides: Any) -> RunDir:
@@ -255,6 +264,8 @@ def _measure(rd: RunDir, spec: RunSpec, arms: list[dict[str, Any]], rng) -> tupl
                         recs.append(_make_record(rng, _Request(PointKey(arm["name"], c, v), i, cat,
                                                                t0 + i * 10_000_000, tps, int(lengths[i]), al_req,
                                                                "http_status" if i < n_err else None)))
+                        if spec.engine_skew is not None:
+                            _engine_timing(recs[-1], spec.engine_skew if al else 1.0)
                     t0 += 100_000_000_000
                 base_recs = [] if arm["name"] == baseline else [
                     r for a in all_recs for r in a if r.arm == baseline and r.concurrency == c and r.variant == v]

@@ -11,7 +11,7 @@ from speedbench.cli import main
 from speedbench.metrics.headline import headline
 from speedbench.report import tables
 from speedbench.results import load_run
-from speedbench.results.category_matrix import ALL, FIGURES, checkpoints
+from speedbench.results.category_matrix import ALL, FIGURES, HEADLINE, checkpoints
 from tests.helpers.runfactory import make_run
 
 CATS = ("coding", "math", "qa", "writing")
@@ -48,7 +48,7 @@ def test_one_row_per_category_and_a_column_group_per_checkpoint(two_runs, tmp_pa
         arm, scen = lab.split("@")
         cells = dict(zip(rows[0], rows[-1]))
         want = headline(runs[scen].row(arm, 1))
-        got = tuple(float(cells[f"{lab}:{fig}"]) for fig in ("speedup_mean", "speedup_ci_low", "speedup_ci_high"))
+        got = tuple(float(cells[f"{lab}:{fig}"]) for fig in ("speedup", "speedup_ci_low", "speedup_ci_high"))
         assert got == want
         shown = next(r for t in tables.speedup_tables(runs[scen]) if t.arm == arm for r in t.rows
                      if r.concurrency == 1)
@@ -60,8 +60,9 @@ def test_one_row_per_category_and_a_column_group_per_checkpoint(two_runs, tmp_pa
             run = runs[scen]
             want = next(c for c in run.categories if c["arm"] == arm and c["concurrency"] == 1
                         and c["category"] == r[0])
-            for fig in ("al_tokens", "al_requests", "speedup_mean", "speedup_ci_low", "speedup_ci_high"):
-                assert float(cells[f"{lab}:{fig}"]) == want[fig]  # the summary's value, not rounded
+            for fig in ("al_tokens", "al_requests", "speedup", "speedup_ci_low", "speedup_ci_high"):
+                assert float(cells[f"{lab}:{fig}"]) == want[HEADLINE.get(fig, fig)]  # the summary's value, not rounded
+            assert cells[f"{lab}:speedup_clock"] == "client"  # the point's headline clock (this host was quiet)
             assert int(cells[f"{lab}:n_ok"]) == want["n_ok"]
             assert float(cells[f"{lab}:acceptance_rate"]) == pytest.approx(_rate(run, arm, 1, r[0]), rel=1e-12)
 
@@ -91,7 +92,7 @@ def test_concurrency_picks_the_point_and_labels_stay_short_when_unique(tmp_path)
     assert [(cp.label, cp.concurrency) for cp in cps] == [("eagle3", 4), ("eagle3.1", 4)]
     run = load_run(rd.path)
     want = next(c for c in run.categories if c["arm"] == "eagle3" and c["concurrency"] == 4 and c["category"] == "qa")
-    assert cps[0].cells["qa"]["speedup_mean"] == want["speedup_mean"]
+    assert cps[0].cells["qa"]["speedup"] == want["speedup_mean"]  # the client's: the point's headline clock
 
 
 def test_same_run_twice_is_told_apart_and_a_missing_point_is_an_error(tmp_path):
