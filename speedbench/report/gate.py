@@ -278,7 +278,7 @@ def _confounded(run: Run, row: SummaryRow, metric: str) -> str | None:
     different conditions (metrics/conditions.py), so the ratio measures the host too."""
     if gate_clock(row, metric) is None:
         return None
-    why = tables.confounded(run, *_ident(row))
+    why = trust.confounded(run, *_ident(row))
     return None if why is None else f"confounded, counted as missing data: {why}"
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
+from speedbench.report.trust import confounded
 from speedbench.metrics.cells import al_of, cell, num, pool_by_n_ok
-from speedbench.metrics.conditions import confounded as _confounded
 from speedbench.metrics.headline import (
     CLIENT,
     ENGINE,
@@ -211,11 +211,6 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
                 t.rows.append(_speedup_row(run, r, base, c))
             tables.append(t)
     return tables
-
-
-def confounded(run: Run, arm: str, concurrency: int, variant: str = "") -> str | None:
-    """Why a point's comparison is confounded (metrics/conditions.py), or None."""
-    return _confounded(run.summary.get("conditions"), arm, concurrency, variant)
 
 
 def _speedup_row(run: Run, r: SummaryRow, base: SummaryRow | None, c: int) -> SpeedupRow:

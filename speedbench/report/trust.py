@@ -6,14 +6,18 @@ module only words it for the report's opening lines and the gate."""
 
 from __future__ import annotations
 
-from speedbench.metrics import controls
-from speedbench.report.tables import confounded
+from speedbench.metrics import conditions, controls
 from speedbench.results import Run
 
 
 def controls_failed(run: Run) -> list[str]:
     """Why each failed control failed ([] when none failed, or the run has none)."""
     return controls.failed_lines(run.summary.get("controls"))
+
+
+def confounded(run: Run, arm: str, concurrency: int, variant: str = "") -> str | None:
+    """Why a point's comparison with the baseline is confounded (metrics/conditions.py), or None."""
+    return conditions.confounded(run.summary.get("conditions"), arm, concurrency, variant)
 
 
 def _control_lines(run: Run) -> list[str]:
