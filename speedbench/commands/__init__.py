@@ -22,7 +22,8 @@ EXIT_CODES = {
     "dashboard": "0 written, 2 no run folders or bad usage, 3 output folder not writable",
     "changes": "0 no regression began in the recent nights, 1 one did, 2 no run folders or bad usage, "
                "3 output file not writable",
-    "export": "0 written, 2 unreadable run or bad usage, 3 output folder not writable",
+    "export": "0 written, 2 unreadable run or bad usage (mlflow: a bad tracking URI, a server that does not "
+              "answer), 3 output folder not writable (mlflow: a store that cannot be written or refuses you)",
     "job": "0 ok, 1 the arm failed, 3 output folder not writable, 130 stopped by SIGTERM (time limit, "
            "preemption, cancel)",
     "gather": "0 all arms finished and all gates pass, 1 a gate failed or a point is unfinished or failed, "
