@@ -16,12 +16,14 @@ EXIT_CODES = {
     "doctor": "0 nothing fails (warnings allowed), 1 a check fails (--strict: a warning too), 2 bad usage",
     "report": "0 written, 2 not a readable run or bad usage, 3 output folder not writable",
     "compare": "0 compared, 2 unreadable run or bad usage, 3 output folder not writable",
-    "gate": "0 all gates pass, 1 a gate failed (or the records are damaged), 2 bad usage or unreadable data, "
-            "3 output folder not writable",
+    "gate": "0 all gates pass, 1 a gate failed (or the records are damaged, or the run folder lost points.json, "
+            "its records or its scenario), 2 bad usage or unreadable data, an invalid gates file, or every check "
+            "skipped (nothing checked), 3 output folder not writable",
     "dashboard": "0 written, 2 no run folders or bad usage, 3 output folder not writable",
     "changes": "0 no regression began in the recent nights, 1 one did, 2 no run folders or bad usage, "
                "3 output file not writable",
-    "export": "0 written, 2 unreadable run or bad usage, 3 output folder not writable",
+    "export": "0 written, 2 unreadable run or bad usage (mlflow: a bad tracking URI, a server that does not "
+              "answer), 3 output folder not writable (mlflow: a store that cannot be written or refuses you)",
     "job": "0 ok, 1 the arm failed, 3 output folder not writable, 130 stopped by SIGTERM (time limit, "
            "preemption, cancel)",
     "gather": "0 all arms finished and all gates pass, 1 a gate failed or a point is unfinished or failed, "
@@ -29,7 +31,8 @@ EXIT_CODES = {
     "status": "0 no job died, 1 a job ended without finishing its points, 2 not a run folder",
     "cancel": "0 cancelled (or none active), 2 not a run folder",
     "submit": "0 submitted (locally: all cells ok), else the worst cell's `run` exit code; 2 bad usage",
-    "verify": "0 clean, 1 problems found (listed), 2 not a run folder or its summary.json does not parse",
+    "verify": "0 clean, 1 problems found (listed; a missing points.json, records or scenario too), 2 not a run "
+              "folder or its summary.json does not parse",
     "calibrate": "0 calibration stored, 1 the measurement failed, 2 bad usage or invalid scenario, "
                  "3 output folder not writable",
 }

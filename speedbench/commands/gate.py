@@ -18,8 +18,10 @@ from speedbench.report.gate import (
     exit_code,
     junit_xml,
     load_gates,
+    nothing_checked,
     summary_markdown,
 )
+from speedbench.errors import UsageError
 from speedbench.results import atomic_write, load_run
 from speedbench.results.files import output_error
 
@@ -31,7 +33,10 @@ than max_regression AND the 95% confidence interval says the drop is real (with
 repeats, that interval covers fresh server starts too); with --history RESULTS_DIR and
 at least 3 earlier runs of the scenario, the drop must also exceed 2 night-to-night
 standard deviations. See docs/gates.md. A gate that refers to a missing or failed arm fails,
-and every gate fails when the records no longer match their rounds (`speedbench verify`).
+and every gate fails when the records no longer match their rounds or the run folder lost
+points.json, its records or its scenario (`speedbench verify`). When every check is skipped
+(relative gates without a usable --baseline-run) nothing was checked: exit 2, saying why.
+A gates file is read as a scenario is: errors give file:line, the closest key, metric or arm.
 """
 
 
@@ -72,8 +77,10 @@ def run(args) -> int:
 
     console = Console(highlight=False)
     code = exit_code(results)
+    unchecked = nothing_checked(results, baseline)
     n_fail = sum(r.status == "fail" for r in results)
-    verdict = ("[bold red]gate FAILED[/]" if code else "[bold green]gates passed[/]",
+    verdict = ("[bold red]gate FAILED[/]" if code else "[bold red]NOTHING CHECKED[/]" if unchecked
+               else "[bold green]gates passed[/]",
                f"({len(results)} checks, {n_fail} failed, {sum(r.status == 'skip' for r in results)} skipped)")
     console.print(*verdict)  # the verdict first, each arm's headline, the gates; the verdict again last
     for line in arm_headlines(current, results):
@@ -97,4 +104,6 @@ def run(args) -> int:
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         _append_step_summary(Path(step_summary), md)
+    if unchecked:  # after the files: CI keeps the skipped testcases that say why
+        raise UsageError(unchecked)
     return code

@@ -35,7 +35,7 @@ def run(args) -> int:
     v = verify_run(r.dir)
     for problem in v.problems():
         console.print(f"[yellow]warning[/yellow]: {problem}", markup=True, soft_wrap=True)
-    if not v.ok:
+    if v.damaged_rounds:  # a missing file's warning already carries its own fix
         console.print(f"`speedbench run --resume {v.run.path}` re-measures the damaged rounds", soft_wrap=True)
     # one report model for the terminal and both files (only the terminal's sections with --no-files)
     report = build_report(r, only=terminal.SHOWN if args.no_files else None)

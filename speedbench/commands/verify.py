@@ -13,6 +13,9 @@ with its records (how many lines were written and their digest), and every recor
 must be a whole record. Lists each problem: records lost, changed or duplicated, damaged
 lines, unreadable files. `speedbench run --resume RUN` repairs what it lists: damaged
 lines move to records.damaged.jsonl and the rounds that lost records are measured again.
+A run folder without a file it must hold by now (scenario.resolved.yaml; points.json once
+it has records or a summary; the records once a round finished) is a problem too, exit 1,
+with the fix for that file: nothing could be checked without it.
 A path that is not a run folder, or a summary.json that does not parse, is exit 2.
 """
 
@@ -38,5 +41,6 @@ def run(args) -> int:
     print(f"{rd.path}: {len(problems)} problems{note}{kept}")
     for p in problems:
         print(f"  {p}")
-    print(f"fix: speedbench run --resume {rd.path}  (re-measures the damaged rounds)")
+    if v.damaged_rounds:  # a missing file's own line already says how to repair it
+        print(f"fix: speedbench run --resume {rd.path}  (re-measures the damaged rounds)")
     return 1

@@ -22,9 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from speedbench.errors import UsageError, did_you_mean
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline_clock
 from speedbench.metrics.gates import GATE_METRICS
@@ -35,6 +32,7 @@ from speedbench.report import tables
 from speedbench.report import trust
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
+from speedbench.scenario.gatefile import load_gates_file, scenario_gates
 from speedbench.report.markdown import md, md_table
 
 
@@ -69,33 +67,34 @@ class GateResult:
 
 
 def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
-    """Gates from a YAML file (a list, or a mapping with ``gates:``), else the run's scenario."""
+    """Gates from a gates file (a list, or a mapping with ``gates:``), else the run's
+    scenario; either is read as a scenario is (scenario/gatefile.py: file:line, "did you
+    mean", the fix), and a gate's arm must be one the run knows."""
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise UsageError(f"gates file {'is a folder' if p.is_dir() else 'not found'}: {p} -- expected a YAML "
-                             "list of gates, such as [{metric: speedup, min: 1.5}]")
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise UsageError(f"{p}: not a YAML gates file: {e}") from None
-        if isinstance(data, dict) and "gates" in data:
-            data = data["gates"]
-        where = str(p)
+        gates, where = load_gates_file(path, gate_arms(run)), str(path)
     else:
-        data, where = run.scenario.get("gates") or [], f"{run.path}/scenario.resolved.yaml"
-    if not isinstance(data, list):
-        raise UsageError(f"{where}: gates must be a list of mappings like {{metric: speedup, min: 1.5}}")
-    gates = []
-    for i, item in enumerate(data):
-        try:
-            gates.append(GateSpec.model_validate(item))
-        except ValidationError as e:
-            msgs = "; ".join(f"{'.'.join(map(str, x['loc'])) or 'gate'}: {x['msg']}" for x in e.errors())
-            raise UsageError(f"{where}: gate [{i}]: {msgs}") from None
+        gates, where = _scenario_gates(run)
     if not gates:
         raise UsageError(f"no gates defined: add 'gates:' to the scenario or pass --gates FILE ({where})")
     return gates
+
+
+def gate_arms(run: Run) -> list[str]:
+    """Every arm name a gate may give for ``run``: its rows' arms and its scenario's (one
+    that failed before any row is still an arm: its gate fails, exit 1, rather than exit 2).
+    Not a sweep's template: no row carries that name, so its gate could only fail."""
+    names = [*run.arms(), *(a.get("name") for a in run.scenario.get("arms") or [] if isinstance(a, dict))]
+    return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
+
+
+def _scenario_gates(run: Run) -> tuple[list[GateSpec], str]:
+    if run.dir is None:
+        return [], "no run folder"
+    scen = run.dir.scenario_path
+    if not scen.exists():  # its gates are unknown, not absent: never "no gates defined"
+        raise UsageError(f"{run.path}: {scen.name} is missing, so the run's own gates are unknown -- fix: pass "
+                         "--gates FILE, or restore the file from a copy of the run folder")
+    return scenario_gates(run.scenario.get("gates") or [], str(scen), scen.read_text(encoding="utf-8")), str(scen)
 
 
 def metric_value(row: SummaryRow | None, metric: str) -> float:
@@ -258,8 +257,13 @@ def _damaged(run: Run, gates: list[GateSpec], which: str) -> list[GateResult]:
     problems = run.record_problems
     if not problems:
         return []
-    msg = (f"the {which}'s records are damaged ({len(problems)} problems; first: {problems[0]}) -- "
-           f"`speedbench verify {run.path}` lists them, `speedbench run --resume {run.path}` re-measures them")
+    missing = run.verification.missing if run.verification else []
+    if missing:  # its own fix: `run --resume` does not bring back a scenario
+        more = f"; {len(problems) - 1} more problems: `speedbench verify {run.path}`" if len(problems) > 1 else ""
+        msg = f"the {which} {run.path} cannot be checked: {missing[0].describe()}{more}"
+    else:
+        msg = (f"the {which}'s records are damaged ({len(problems)} problems; first: {problems[0]}) -- "
+               f"`speedbench verify {run.path}` lists them, `speedbench run --resume {run.path}` re-measures them")
     return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
 
 
@@ -330,6 +334,20 @@ def exit_code(results: list[GateResult]) -> int:
     return 1 if any(r.status == "fail" for r in results) else 0
 
 
+def nothing_checked(results: list[GateResult], baseline: Run | None) -> str | None:
+    """Why no check was made, when every one was skipped (else None): `speedbench gate`
+    must not pass a run it did not check. Only relative gates skip, so the reason is
+    always the baseline run: none given, or none of its rows match."""
+    if not results or any(r.status != "skip" for r in results):
+        return None
+    n = f"all {len(results)} checks were skipped"
+    if baseline is None:
+        return (f"nothing was checked: {n}, because every gate is relative (max_regression) and no --baseline-run "
+                "was given -- fix: pass --baseline-run with an earlier run of this scenario, or add a min/max gate")
+    return (f"nothing was checked: {n}, because baseline run {baseline.path} has no usable row for any gated point "
+            "-- fix: pass a --baseline-run that measured these arms, concurrencies and variants")
+
+
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
@@ -365,7 +383,7 @@ def junit_xml(results: list[GateResult], run: Run, elapsed_s: float = 0.0) -> st
 def summary_markdown(results: list[GateResult], run: Run, baseline: Run | None = None) -> str:
     n_fail = sum(r.status == "fail" for r in results)
     n_skip = sum(r.status == "skip" for r in results)
-    verdict = "FAILED" if n_fail else "passed"
+    verdict = "FAILED" if n_fail else "NOTHING CHECKED" if nothing_checked(results, baseline) else "passed"
     head = [f"## speedbench gate {verdict}: {md(run.scenario_name)} `{md(run.run_id)}`", "",
             f"{len(results) - n_fail - n_skip} passed, {n_fail} failed, {n_skip} skipped"
             + (f"; baseline run `{md(baseline.run_id)}`" if baseline else "") + ".", ""]

@@ -30,9 +30,10 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from speedbench.errors import UsageError
+from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
 from speedbench.metrics.registry import SummaryRow
+from speedbench.results.mlflow_uri import artifact_location, check_uri, setup_error, shown
 from speedbench.results.run import Run, load_run
 
 RUN_KEY_TAG = "speedbench.run_arm"
@@ -118,13 +119,14 @@ def arm_tags(run: Run, arm: str) -> dict[str, str]:
     return {k: v for k, v in tags.items() if v}
 
 
-def experiment_id(client, name: str) -> str:
+def experiment_id(client, name: str, artifacts: str | None = None) -> str:
+    """``artifacts``: where a new experiment keeps its artifacts (mlflow_uri.artifact_location)."""
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         if exp.lifecycle_stage == "deleted":
             client.restore_experiment(exp.experiment_id)
         return exp.experiment_id
-    return client.create_experiment(name)
+    return client.create_experiment(name, artifact_location=artifacts)
 
 
 def find_run(client, exp_id: str, key: str):
@@ -175,9 +177,21 @@ def _log_artifacts(client, run_id: str, run: Run, arm: str) -> None:
 
 
 def export_mlflow(run: Run, tracking_uri: str, experiment: str | None = None) -> list[str]:
-    """Log each arm of ``run``; returns one line per arm: its MLflow run id and what happened."""
+    """Log each arm of ``run``; returns one line per arm: its MLflow run id and what happened.
+    A problem with the URI, the connection or permissions is exit 2 or 3 (mlflow_uri.py)."""
+    check_uri(tracking_uri)
+    try:
+        return _export(run, tracking_uri, experiment)
+    except Exception as e:
+        err = setup_error(e, tracking_uri)
+        if err is None:
+            raise
+        raise err from e
+
+
+def _export(run: Run, tracking_uri: str, experiment: str | None) -> list[str]:
     client, entities = _mlflow(tracking_uri)
-    exp_id = experiment_id(client, experiment or f"speedbench/{run.scenario_name}")
+    exp_id = experiment_id(client, experiment or f"speedbench/{run.scenario_name}", artifact_location(tracking_uri))
     start, lines = int(run.started.timestamp() * 1000), []
     for arm in run.arms():
         if not isinstance(arm, str):
@@ -220,13 +234,15 @@ def track_finished_run(run_path: Path, sc, say) -> None:
         return
     uri = scenario_tracking_uri(sc.mlflow)
     # the variable's value may carry credentials: name it rather than print it
-    shown = sc.mlflow.tracking_uri or "$MLFLOW_TRACKING_URI"
-    retry = f"speedbench export {run_path} --format mlflow --tracking-uri {shown}" + (
+    named = shown(sc.mlflow.tracking_uri) if sc.mlflow.tracking_uri else "$MLFLOW_TRACKING_URI"
+    retry = f"speedbench export {run_path} --format mlflow --tracking-uri {named}" + (
         f" --experiment {sc.mlflow.experiment}" if sc.mlflow.experiment else "")
     try:
         if not uri:
             raise UsageError("no tracking_uri and no $MLFLOW_TRACKING_URI")
         for line in export_mlflow(load_run(run_path), uri, sc.mlflow.experiment):
             say(f"mlflow: {line}")
-    except Exception as e:  # any failure of the server or the client: the run itself stands
+    except SpeedbenchError as e:  # the URI, the server or permissions (mlflow_uri.py): its own words and fix
+        say(f"mlflow: not logged: {e}; retry: {retry}")
+    except Exception as e:  # any other failure of the server or the client: the run itself stands
         say(f"mlflow: not logged ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); retry: {retry}")

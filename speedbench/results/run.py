@@ -13,7 +13,7 @@ from speedbench.metrics.registry import SummaryRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
-from speedbench.results.verify import verify_run
+from speedbench.results.verify import Verification, verify_run
 
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
 
@@ -77,10 +77,16 @@ class Run:
         return self.dir.load_records() if self.dir else []
 
     @cached_property
+    def verification(self) -> Verification | None:
+        """``speedbench verify``'s check of the folder (None for a bare summary)."""
+        return verify_run(self.dir) if self.dir else None
+
+    @property
     def record_problems(self) -> list[str]:
         """What ``speedbench verify`` finds wrong with the records (the same per-round
-        digests): every command that reads records says so, and a gate fails on it."""
-        return verify_run(self.dir).problems() if self.dir else []
+        digests) or the folder (a missing points.json, records or scenario): every command
+        that reads records says so, and a gate fails on it."""
+        return self.verification.problems() if self.verification else []
 
     @cached_property
     def provenance(self) -> dict[str, Any]:

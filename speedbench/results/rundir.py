@@ -126,6 +126,9 @@ class RunDir(PointLog):
     def record_files(self) -> list[Path]:
         return self._all_files("records", ".jsonl")
 
+    def point_files(self) -> list[Path]:
+        return self._all_files("points", ".json")
+
     @property
     def summary_path(self) -> Path:
         return self.path / "summary.json"

@@ -5,6 +5,11 @@ points.json says which rounds are finished; since record counts and digests were
 (results/lines.py) it also says what their records were. A round whose records are now
 missing, short or changed would otherwise pass as finished: its point would show fewer
 requests, or none ("failed: no measured requests"), and nothing would say why.
+
+The same holds for a whole file: a folder that lost points.json has no finished round to
+check, and one that lost its records or its scenario cannot be checked at all; either
+would read as "ok, 0 rounds" and pass its gates. So a file the folder must hold by now is
+a problem of its own (:func:`missing_files`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,49 @@ class BadRound:
         return f"{where}: its {self.expected} records differ from the lines written (changed)"
 
 
+@dataclass(frozen=True)
+class MissingFile:
+    """A file the run folder must hold by now, and is without."""
+
+    name: str  # as the folder would hold it
+    why: str  # what cannot be checked without it
+    fix: str
+
+    def describe(self) -> str:
+        return f"{self.name} is missing: {self.why} -- fix: {self.fix}"
+
+
+def missing_files(rd: RunDir, rounds: dict[tuple[PointKey, int], dict]) -> list[MissingFile]:
+    """The files a run writes before or while it measures, gone from ``rd``: its scenario
+    (written before the first server starts), points.json once a record or the summary
+    exists (a round is marked as it finishes), and the records once a round finished."""
+    out = []
+    resume = f"`speedbench run --resume {rd.path}`"
+    if not rd.scenario_path.exists():
+        out.append(MissingFile(rd.scenario_path.name, "the run's scenario (its arms and gates) is unknown",
+                               "restore it from a copy of the run folder; no command can rebuild it"))
+    records = rd.record_files()
+    has_points = bool(rd.point_files())
+    if not has_points and (records or rd.summary_path.exists()):
+        out.append(MissingFile(rd.points_path.name, "no round counts as finished, so no record can be checked",
+                               f"{resume} measures every point again (its records move to "
+                               "records.superseded.jsonl)"))
+    if not records and _measured(rd, rounds, has_points):
+        out.append(MissingFile(rd.records_path.name, "finished rounds have no records, so no figure can be checked",
+                               f"{resume} measures those rounds again"))
+    return out
+
+
+def _measured(rd: RunDir, rounds: dict[tuple[PointKey, int], dict], has_points: bool) -> bool:
+    """Whether the run finished a round that wrote records (an arm that never started
+    writes none): from points.json, or from the summary's request counts without it."""
+    if has_points:
+        return any(p.get("status") in RESUMABLE_DONE and p.get("record_count", 1) for p in rounds.values())
+    summary = rd.read_json(rd.summary_path.name) if rd.summary_path.exists() else None
+    rows = summary.get("rows") if isinstance(summary, dict) else None
+    return any(isinstance(r, dict) and (r.get("n_requests") or 0) > 0 for r in rows or [])
+
+
 @dataclass
 class Verification:
     run: RunDir
@@ -44,13 +92,20 @@ class Verification:
     damaged: list[str] = field(default_factory=list)  # "records.jsonl:17: why"
     unreadable: list[str] = field(default_factory=list)  # files that cannot be read at all
     quarantined: int = 0  # lines already moved to records.damaged.jsonl (kept, not a problem)
+    missing: list[MissingFile] = field(default_factory=list)  # files the folder must hold by now
 
     @property
     def ok(self) -> bool:
-        return not (self.bad or self.damaged or self.unreadable)
+        return not (self.bad or self.damaged or self.unreadable or self.missing)
+
+    @property
+    def damaged_rounds(self) -> bool:
+        """Problems ``run --resume`` repairs by measuring rounds again (not only missing files)."""
+        return bool(self.bad or self.damaged or self.unreadable)
 
     def problems(self) -> list[str]:
-        return [*self.unreadable, *self.damaged, *(b.describe() for b in self.bad)]
+        return [*(m.describe() for m in self.missing), *self.unreadable, *self.damaged,
+                *(b.describe() for b in self.bad)]
 
 
 def verify_run(rd: RunDir, arms: set[str] | None = None) -> Verification:
@@ -62,6 +117,7 @@ def verify_run(rd: RunDir, arms: set[str] | None = None) -> Verification:
     except UsageError as e:
         v.unreadable.append(str(e))
         rounds = {}
+    v.missing = missing_files(rd, rounds)
     found: dict[tuple[PointKey, int], list[str]] = {}
     for path in rd.record_files():
         try:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,7 @@ from pydantic import ValidationError
 from speedbench.errors import ScenarioError, did_you_mean
 from speedbench.scenario.arms import expand_arms
 from speedbench.scenario.base import Strict
-from speedbench.scenario.model import Scenario
+from speedbench.scenario.model import GateSpec, Scenario
 
 
 def _line_map(text: str) -> dict[tuple[Any, ...], int]:
@@ -52,11 +54,31 @@ def _fmt_path(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-_HINTS = {
-    "extra_forbidden": "remove it or check its spelling against the scenario reference in README.md",
-    "missing": "add this key",
-    "literal_error": "use one of the allowed values",
-}
+@dataclass(frozen=True)
+class YamlKind:
+    """What a YAML file holds, as its error messages name it: a scenario, or a gates
+    file (``speedbench gate --gates``), read and reported by the same code."""
+
+    name: str  # "scenario": "scenario file not found", "invalid scenario FILE:LINE"
+    expected: str  # what a folder or unreadable file was expected to be
+    not_found_fix: str
+    reference: str  # where the keys are documented
+
+
+SCENARIO = YamlKind("scenario", "a scenario YAML file, such as scenarios/cpu_tiny.yaml",
+                    "check the path (scenarios live in scenarios/)", "the scenario reference in README.md")
+
+
+def _hint(kind: YamlKind, error_type: str) -> str:
+    return {"extra_forbidden": f"remove it or check its spelling against {kind.reference}",
+            "missing": "add this key", "literal_error": "use one of the allowed values"}.get(error_type, "")
+
+
+def _literal_guess(e: Any) -> str:
+    """" (did you mean 'speedup'?)" for a value outside a Literal's choices (a metric, a
+    launcher): pydantic names the choices in the error's context."""
+    choices = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected", "")))
+    return did_you_mean(e.get("input"), choices) if isinstance(e.get("input"), str) else ""
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -96,8 +118,10 @@ def _where(path: str, lines: dict[tuple[Any, ...], int], loc: tuple[Any, ...],
 
 
 def format_validation_error(path: str, text: str, err: ValidationError,
-                            blame: dict[tuple[Any, ...], str] | None = None) -> ScenarioError:
-    """``blame``: where each ``--set`` wrote (its key path in the data) -> the override."""
+                            blame: dict[tuple[Any, ...], str] | None = None, *, kind: YamlKind = SCENARIO,
+                            keys: list[str] | None = None) -> ScenarioError:
+    """``blame``: where each ``--set`` wrote (its key path in the data) -> the override;
+    ``keys``: what an unknown key is matched against (default: every scenario key)."""
     lines = _line_map(text)
     parts = []
     for e in err.errors():
@@ -105,15 +129,17 @@ def format_validation_error(path: str, text: str, err: ValidationError,
         where = _where(path, lines, loc, blame or {})
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            msg = f"unknown key '{loc[-1]}'{did_you_mean(loc[-1], _key_names())}"
-        hint = _HINTS.get(e["type"], "")
+            msg = f"unknown key '{loc[-1]}'{did_you_mean(loc[-1], _key_names() if keys is None else keys)}"
+        elif e["type"] == "literal_error":
+            msg += _literal_guess(e)
+        hint = _hint(kind, e["type"])
         item = f"{where}: {_fmt_path(loc)}: {msg}"
         if e["type"] not in ("extra_forbidden", "missing") and "input" in e and not isinstance(e["input"], dict):
             item += f" (got {e['input']!r})"
         if hint:
             item += f" -- fix: {hint}"
         parts.append(item)
-    head = f"invalid scenario {path} ({len(parts)} problem{'s' if len(parts) != 1 else ''}):"
+    head = f"invalid {kind.name} {path} ({len(parts)} problem{'s' if len(parts) != 1 else ''}):"
     return ScenarioError(head + "\n  " + "\n  ".join(parts))
 
 
@@ -223,22 +249,24 @@ def _load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 -- a SafeLoader subclass
 
 
-def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
+def read_yaml(path: str | Path, kind: YamlKind = SCENARIO) -> tuple[str, Any]:
+    """A YAML file's text and data; every way it can fail is a ScenarioError that names
+    the file (and line), what was expected and the fix."""
     p = Path(path)
     if not p.exists():
-        raise ScenarioError(f"scenario file not found: {p} -- fix: check the path (scenarios live in scenarios/)")
+        raise ScenarioError(f"{kind.name} file not found: {p} -- fix: {kind.not_found_fix}")
     if p.is_dir():
-        raise ScenarioError(f"{p} is a folder -- expected a scenario YAML file, such as scenarios/cpu_tiny.yaml")
+        raise ScenarioError(f"{p} is a folder -- expected {kind.expected}")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"scenario file {p} cannot be read ({getattr(e, 'strerror', None) or e}) -- expected "
-                            "a YAML text file") from None
+        raise ScenarioError(f"{kind.name} file {p} cannot be read ({getattr(e, 'strerror', None) or e}) -- "
+                            "expected a YAML text file") from None
     try:
-        data = _load_yaml(text)
+        return text, _load_yaml(text)
     except _DuplicateKey as e:
         raise ScenarioError(
-            f"invalid scenario {p}:{e.second}: duplicate key '{e.key}' (first at line {e.first}, again at line "
+            f"invalid {kind.name} {p}:{e.second}: duplicate key '{e.key}' (first at line {e.first}, again at line "
             f"{e.second}) -- fix: keep one of them; YAML would silently use only the last"
         ) from None
     except yaml.YAMLError as e:
@@ -246,11 +274,16 @@ def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
         where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
         problem = getattr(e, "problem", None) or str(e)
         raise ScenarioError(
-            f"invalid scenario {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near that "
-            "line"
+            f"invalid {kind.name} {where}: YAML syntax error: {problem} -- fix: check indentation and quoting near "
+            "that line"
         ) from None
+
+
+def load_raw(path: str | Path) -> tuple[str, dict[str, Any]]:
+    text, data = read_yaml(path)
     if not isinstance(data, dict):
-        raise ScenarioError(f"invalid scenario {p}: the top level must be a mapping with 'name', 'server', 'arms', ...")
+        raise ScenarioError(f"invalid scenario {path}: the top level must be a mapping with 'name', 'server', "
+                            "'arms', ...")
     return text, data
 
 
@@ -274,21 +307,31 @@ def validate_data(data: dict[str, Any], path: str = "<scenario>", text: str = ""
             f"invalid scenario {path}: baseline: '{sc.baseline}' is a sweep template; "
             f"name one expanded arm instead (one of {names})"
         )
-    _check_gate_arms(sc, names, path)
+    _check_gate_arms(sc, names, path, text)
     update: dict[str, Any] = {"arms": arms}
     if sc.aa_check:
         update.update(_with_aa_arm(sc.model_copy(update={"arms": arms}), path))
     return sc.model_copy(update=update)
 
 
-def _check_gate_arms(sc: Scenario, names: list[str], path: str) -> None:
+def _check_gate_arms(sc: Scenario, names: list[str], path: str, text: str) -> None:
     """A gate names an arm (after sweep expansion), a sweep's template, or the A/A twin: a
     misspelt arm would gate nothing."""
     known = [*names, *(a.name for a in sc.arms), *([sc.aa_arm] if sc.aa_arm else [])]
-    for i, g in enumerate(sc.gates):
+    check_gate_arms(sc.gates, known, names, path, text)
+
+
+def check_gate_arms(gates: Sequence[GateSpec], known: Sequence[str], shown: Sequence[str], path: str,
+                    text: str = "", at: tuple[Any, ...] = ("gates",), kind: YamlKind = SCENARIO) -> None:
+    """The first gate whose arm is not ``known``, as an error at its line (``at``: where
+    the gate list is in the file) with the closest arm; ``shown``: the arms listed."""
+    lines = _line_map(text)
+    for i, g in enumerate(gates):
         if g.arm is not None and g.arm not in known:
-            raise ScenarioError(f"invalid scenario {path}: gates[{i}].arm: no arm named {g.arm!r}"
-                                f"{did_you_mean(g.arm, known)}; arms are {names} -- fix: name one of them")
+            loc = (*at, i, "arm")
+            where = _where(path, lines, loc, {})
+            raise ScenarioError(f"invalid {kind.name} {where}: {_fmt_path(loc)}: no arm named {g.arm!r}"
+                                f"{did_you_mean(g.arm, known)}; arms are {list(shown)} -- fix: name one of them")
 
 
 def _with_aa_arm(sc: Scenario, path: str) -> dict[str, Any]:

@@ -135,7 +135,7 @@ class GateSpec(Strict):
     @model_validator(mode="after")
     def _one_bound(self) -> "GateSpec":
         if self.min is None and self.max is None and self.max_regression is None:
-            raise ValueError("a gate needs 'min', 'max' or 'max_regression'")
+            raise ValueError("a gate needs 'min', 'max' or 'max_regression' -- fix: add one, such as min: 1.5")
         return self
 
 

@@ -109,7 +109,46 @@ def test_relative_without_baseline_is_skipped(tmp_path):
     rd = make_run(tmp_path, gates=[{"metric": "speedup", "arm": "eagle3.1", "max_regression": 0.05}])
     results = evaluate_gates(load_run(rd.path), load_gates(load_run(rd.path)))
     assert statuses(results) == ["skip"] * 3
-    assert main(["gate", str(rd.path)]) == 0
+    # beside a check that was made, a skip does not fail the gate
+    both = write_gates(tmp_path / "g.yaml", [{"metric": "speedup", "arm": "eagle3.1", "max_regression": 0.05},
+                                            {"metric": "speedup", "arm": "eagle3.1", "min": 1.0}])
+    assert main(["gate", str(rd.path), "--gates", both]) == 0
+
+
+def test_every_check_skipped_is_nothing_checked(tmp_path, capsys):
+    """Relative gates alone, without a baseline run that has their points, check nothing:
+    never "gates passed" (docs/gates.md: a gate never passes for want of data)."""
+    rd = make_run(tmp_path / "a", gates=[{"metric": "speedup", "arm": "eagle3", "max_regression": 0.05}])
+    md = tmp_path / "gate.md"
+    assert main(["gate", str(rd.path), "--summary-md", str(md)]) == 2
+    out, err = capsys.readouterr()
+    assert "gates passed" not in out and "NOTHING CHECKED" in out
+    assert "nothing was checked: all 3 checks were skipped" in err and "no --baseline-run was given" in err
+    assert "fix: pass --baseline-run" in err
+    assert md.read_text().startswith("## speedbench gate NOTHING CHECKED")  # written all the same
+    other = make_run(tmp_path / "b", arms=[DEFAULT_ARMS[0], DEFAULT_ARMS[2]])  # no eagle3 rows
+    assert main(["gate", str(rd.path), "--baseline-run", str(other.path)]) == 2
+    err = capsys.readouterr().err
+    assert f"baseline run {other.path} has no usable row for any gated point" in err
+
+
+@pytest.mark.parametrize(("text", "line", "says"), [
+    ("- {metric: speedup, arm: eagle3, mni: 1.5}\n", 1, "[0].mni: unknown key 'mni' (did you mean 'min'?)"),
+    ("- {metric: speedup, min: 1}\n- {metric: speedpu, min: 1.5}\n", 2, "(did you mean 'speedup'?)"),
+    ("gates:\n  - {metric: speedup, min: 1}\n  - {metric: speedup, arm: eagle31, min: 1}\n", 3,
+     "gates[1].arm: no arm named 'eagle31' (did you mean 'eagle3.1'?)"),
+    ("gate:\n  - {metric: speedup, min: 1}\n", 1, "unknown key 'gate' (did you mean 'gates'?)"),
+    ("- {metric: speedup}\n", 1, "a gate needs 'min', 'max' or 'max_regression'"),
+    ("- {metric: speedup, min: 1}\n- {metric: speedup, min: 1, min: 2}\n", 2, "duplicate key 'min'"),
+])
+def test_gates_file_errors_read_like_a_scenarios(tmp_path, capsys, text, line, says):
+    rd = make_run(tmp_path)
+    gates = tmp_path / "g.yaml"
+    gates.write_text(text)
+    assert main(["gate", str(rd.path), "--gates", str(gates)]) == 2
+    err = capsys.readouterr().err
+    assert f"{gates}:{line}" in err and says in err and "fix:" in err, err
+    assert "errors.pydantic.dev" not in err and "type=" not in err  # never pydantic's own text
 
 
 def test_missing_and_failed_arms_fail(tmp_path):
@@ -154,7 +193,8 @@ def test_junit_xml_validates_and_summaries(tmp_path, monkeypatch):
     gates = write_gates(tmp_path / "g.yaml", [
         {"metric": "speedup", "arm": "eagle3.1", "concurrency": 1, "min": 1.5},  # pass
         {"metric": "speedup", "arm": "eagle3.1", "max_regression": 0.05},  # fail
-        {"metric": "speedup", "arm": "ghost\x01<&>", "min": 1.0},  # fail, hostile text
+        # fail, hostile text (in a variant: an unknown arm is a gates-file error, exit 2)
+        {"metric": "speedup", "arm": "eagle3.1", "variant": "ghost\x01<&>", "min": 1.0},
     ])
     junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
     step = tmp_path / "step.md"

@@ -31,15 +31,19 @@ def test_one_headline_line_per_arm_reads_the_stored_headline():
 
 
 def test_gate_opens_with_its_verdict_and_each_arms_tally(monkeypatch, capsys):
+    # The committed folder keeps only summary.json, provenance and the scenario: without
+    # points.json and records nothing checks the figures, so each gate also fails on that.
     lines = _lines(["gate", F16], monkeypatch, capsys)
-    assert lines[0] == "gates passed (18 checks, 0 failed, 0 skipped)" == lines[-1]
+    assert lines[0] == "gate FAILED (20 checks, 2 failed, 0 skipped)" == lines[-1]
     assert lines[1] == "eagle3 (EAGLE 3): 1.27× [1.02, 1.51] at c=1, client clock; 3 of 3 gates pass"
-    assert "self-draft: 0.81× [0.65, 0.97] at c=1, client clock; 6 of 6 gates pass" in lines[:7]
     assert "baseline: 3 of 3 gates pass" in lines[:7]  # gated, with no speedup of its own
 
 
 def test_report_opens_with_the_headlines(monkeypatch, capsys):
     lines = _lines(["report", "--no-files", F16], monkeypatch, capsys)
+    # the folder's own problems are said first (the committed folder has no points.json or records)
+    assert [line.split(" is missing")[0] for line in lines[:2]] == ["warning: points.json", "warning: records.jsonl"]
+    lines = lines[2:]
     assert lines[1:3] == ["eagle3 (EAGLE 3): 1.27× [1.02, 1.51] at c=1, client clock",
                           "eagle3.1 (EAGLE 3.1): 1.27× [0.93, 1.67] at c=1, client clock"]
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from tests.helpers.runfactory import make_run
+
 from speedbench.cli import main
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results import RunDir
@@ -19,8 +22,15 @@ def rec(i: int, c: int = 1, repeat: int = 0) -> RequestRecord:
                          t_sent_ns=10, chunk_ns=[100, 200], chunk_tokens=[1, 2], output_tokens=3)
 
 
-def finished_run(tmp_path, n: int = 4) -> RunDir:
+def new_run(tmp_path) -> RunDir:
+    """A run folder as a run starts it: the scenario before any point."""
     rd = RunDir.create(tmp_path, "s")
+    rd.write_scenario({"name": "s", "arms": [{"name": "a"}]})
+    return rd
+
+
+def finished_run(tmp_path, n: int = 4) -> RunDir:
+    rd = new_run(tmp_path)
     for c in (1, 4):
         for i in range(n):
             rd.append_record(rec(i, c))
@@ -44,7 +54,7 @@ def test_finished_round_records_count_and_digest(tmp_path):
 
 
 def test_failed_rounds_carry_no_count(tmp_path):
-    rd = RunDir.create(tmp_path, "s")
+    rd = new_run(tmp_path)
     rd.append_record(rec(0))
     rd.mark_point(A1, "failed", failure="boom")
     assert "record_count" not in rd.point_rounds()[(A1, 0)]
@@ -114,3 +124,51 @@ def test_old_run_folders_are_not_checked(tmp_path):
     rd.records_path.write_text("")
     v = verify_run(rd)
     assert v.ok and v.unverifiable == 2 and v.checked == 0
+
+
+@pytest.mark.parametrize("lose", ["points.json", "records.jsonl", "scenario.resolved.yaml"])
+def test_a_finished_run_that_lost_a_file_fails_verify_and_gate(tmp_path, capsys, lose):
+    """Without its points.json, records or scenario a folder read "ok, 0 finished rounds"
+    and passed its gates: nothing had been checked. Now both fail, naming the folder,
+    the file and its fix."""
+    rd = make_run(tmp_path / "results")
+    gates = tmp_path / "g.yaml"
+    gates.write_text("- {metric: error_rate, max: 1.0}\n")
+    assert main(["verify", str(rd.path)]) == 0 and main(["gate", str(rd.path), "--gates", str(gates)]) == 0
+    capsys.readouterr()
+    (rd.path / lose).unlink()
+    fix = "restore it from a copy" if lose.startswith("scenario") else f"speedbench run --resume {rd.path}"
+    assert main(["verify", str(rd.path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{rd.path}: ") and f"{lose} is missing" in out and fix in out, out
+    md = tmp_path / "gate.md"
+    assert main(["gate", str(rd.path), "--gates", str(gates), "--summary-md", str(md)]) == 1
+    assert "gates passed" not in capsys.readouterr().out
+    text = md.read_text().replace("\\", "")  # Markdown escapes the path's underscores
+    assert "passed, 0 failed" not in text and f"{rd.path} cannot be checked: {lose} is missing" in text, text
+    assert fix in text
+
+
+def test_a_run_folder_without_its_scenario_has_no_gates_to_guess(tmp_path, capsys):
+    rd = make_run(tmp_path / "results", gates=[{"metric": "error_rate", "max": 1.0}])
+    rd.scenario_path.unlink()
+    assert main(["gate", str(rd.path)]) == 2  # not "no gates defined": they are unknown
+    err = capsys.readouterr().err
+    assert f"{rd.path}: scenario.resolved.yaml is missing" in err and "--gates FILE" in err
+
+
+def test_what_a_folder_must_hold_depends_on_how_far_it_got(tmp_path):
+    rd = new_run(tmp_path)
+    assert verify_run(rd).ok  # started, nothing measured yet
+    rd.mark_point(A1, "failed", failure="the arm never started")
+    assert verify_run(rd).ok  # a failed arm writes no records
+    rd.append_record(rec(0, 4))
+    rd.points_path.unlink()  # records but no points.json (or a summary without it)
+    assert [m.name for m in verify_run(rd).missing] == ["points.json"]
+    rd = finished_run(tmp_path / "old")
+    pts = json.loads(rd.points_path.read_text())
+    for p in pts:  # a folder from before record counts: its records are still required
+        p.pop("record_count"), p.pop("records_sha256")
+    rd.points_path.write_text(json.dumps(pts))
+    rd.records_path.unlink()
+    assert [m.name for m in verify_run(rd).missing] == ["records.jsonl"]
