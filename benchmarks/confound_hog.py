@@ -60,10 +60,28 @@ def _report(results: Path) -> None:
         print("controls failed:", f["why"])
 
 
+def _start(args: argparse.Namespace) -> list[subprocess.Popen]:
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(args.duty)]) for _ in range(args.hogs)]
+    print(f"[confound_hog] {args.hogs} hog(s) started, pids {[h.pid for h in hogs]}", flush=True)
+    return hogs
+
+
+def _stop(hogs: list[subprocess.Popen]) -> None:
+    """Stop every hog by its PID (and wait for it), once; the list is emptied."""
+    for h in hogs:
+        h.kill()
+        h.wait()
+        print(f"[confound_hog] hog {h.pid} stopped", flush=True)
+    hogs.clear()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hogs", type=int, default=1, help="busy loops started after the baseline (0: quiet run)")
     ap.add_argument("-o", "--output", type=Path, required=True, help="results folder (must not exist)")
+    ap.add_argument("--phase", choices=("after", "baseline"), default="after",
+                    help="after: hogs from the baseline's end to the run's; baseline: hogs while the baseline runs "
+                         "only (the speculative arms then run after the load eased, as in issue 54)")
     ap.add_argument("--duty", type=float, default=1.0, help="each hog's busy share of every 100 ms")
     ap.add_argument("--aa", action="store_true",
                     help="the baseline and its A/A twin only: the twin runs under the hogs, so its 'speedup' is "
@@ -76,17 +94,19 @@ def main() -> int:
             "--output", str(args.output)] + [x for s in sets + args.set for x in ("--set", s)]
     run = subprocess.Popen(argv, cwd=ROOT)
     hogs: list[subprocess.Popen] = []
+    started = False
     try:
+        if args.phase == "baseline":
+            hogs, started = _start(args), True
         while run.poll() is None:
-            if args.hogs and not hogs and _baseline_done(args.output, 16):
-                hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(args.duty)]) for _ in range(args.hogs)]
-                print(f"[confound_hog] baseline done: {args.hogs} hog(s) started, pids {[h.pid for h in hogs]}",
-                      flush=True)
+            done = _baseline_done(args.output, 16)
+            if args.phase == "after" and args.hogs and not started and done:
+                hogs, started = _start(args), True
+            if args.phase == "baseline" and hogs and done:
+                _stop(hogs)
             time.sleep(1.0)
     finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
+        _stop(hogs)
         if run.poll() is None:
             run.terminate()
             run.wait()

@@ -13,14 +13,8 @@ from rich.table import Table
 
 from speedbench.report.fit import print_table
 from speedbench.report.headlines import arm_headlines
-from speedbench.report.gate import (
-    evaluate_gates,
-    exit_code,
-    junit_xml,
-    load_gates,
-    nothing_checked,
-    summary_markdown,
-)
+from speedbench.report.gate import evaluate_gates, exit_code, load_gates, nothing_checked
+from speedbench.report.gate_files import junit_xml, summary_markdown
 from speedbench.errors import UsageError
 from speedbench.results import atomic_write, load_run
 from speedbench.results.files import output_error

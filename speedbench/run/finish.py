@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.text import Text
 
 from speedbench.errors import SpeedbenchError, UsageError
-from speedbench.report.gate import GateResult, evaluate_gates, exit_code, junit_xml, load_gates
+from speedbench.report.gate import GateResult, evaluate_gates, exit_code, load_gates
+from speedbench.report.gate_files import junit_xml
 from speedbench.report.model import Report, build_report
 from speedbench.report.render import write_report
 from speedbench.report.terminal import print_report

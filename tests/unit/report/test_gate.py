@@ -13,7 +13,8 @@ from tests.helpers.runfactory import DEFAULT_ARMS, make_run
 
 from speedbench.cli import main
 from speedbench.errors import UsageError
-from speedbench.report.gate import evaluate_gates, exit_code, junit_xml, load_gates
+from speedbench.report.gate import evaluate_gates, exit_code, load_gates
+from speedbench.report.gate_files import junit_xml
 from speedbench.results import SCHEMA_VERSION, load_run
 from speedbench.scenario import GateSpec
 
