@@ -323,8 +323,9 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "\"Trust\")", "each point's rounds", "trust"),
     decl("controls", "object", "", "controls",
         "`{present: [{arm, control}], failed: [{control, arm, concurrency, variant, why}], note}`: a self-draft or "
-        "untrained control whose headline interval lies above 1.00x, or an A/A point whose simultaneous interval "
-        "excludes 1.00x, fails; `note` says when a scenario has no controls", "the controls' rows and the noise floor",
+        "untrained control whose headline interval lies above 1.00x, or an A/A point whose interval excludes 1.00x "
+        "(simultaneous over the A/A points at a 99% family level), fails; `note` says when a scenario has no "
+        "controls", "the controls' rows and the noise floor",
         "trust"),
     decl("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run, best AL first",
         "the screening block", "screening"),

@@ -20,6 +20,7 @@ from rich.table import Table
 from speedbench.metrics.cells import al_of
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.metrics.registry import SummaryRow
+from speedbench.report import trust
 from speedbench.report import significance
 from speedbench.report.fit import print_table
 from speedbench.report import tables
@@ -59,11 +60,17 @@ def _figure(row: SummaryRow) -> tuple[float, float, float]:
     return headline(row)
 
 
-def _shown(row: SummaryRow) -> str:
-    """The figure compare prints for a point, with its clock when that is the engine's."""
+def _shown(row: SummaryRow, run: Run) -> str:
+    """The figure compare prints for a point, with its clock when that is the engine's, and
+    marked where the run cannot vouch for it (a failed control, a confounded point)."""
     m, lo, hi = _figure(row)
     clock = headline_clock(row)
-    return tables.fmt_speedup(m, lo, hi) + (f" ({clock})" if clock == ENGINE and math.isfinite(m) else "")
+    cell = tables.fmt_speedup(m, lo, hi) + (f" ({clock})" if clock == ENGINE and math.isfinite(m) else "")
+    if not math.isfinite(m):
+        return cell
+    if row.arm is not None and trust.confounded(run, str(row.arm), int(row.concurrency or 0), str(row.variant or "")):
+        cell += " CONFOUNDED"
+    return cell + (" (controls failed)" if trust.controls_failed(run) else "")
 
 
 def _ci_diff(a: SummaryRow, b: SummaryRow) -> significance.Interval:
@@ -126,7 +133,7 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
         for lab, r in labels:
             if lab in present:
                 x = r.row(arm, c, v) or SummaryRow()  # a point the run lacks: a row of Nones
-                row.append(_shown(x))
+                row.append(_shown(x, r))
         sig_cells, tps_cells, any_sig = [], [], False
         for lab in diffs:
             iv, tv, base_row = _diff(runs, rec, int(lab[1:]) - 1, arm, (c, v))
@@ -214,7 +221,7 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
         if math.isfinite(iv.value):
             sec.note = f"test: {iv.test}"
         sec.rows.append([f"{c}" + (f" [{v}]" if v else ""),
-                         _shown(ra), _shown(rb),
+                         _shown(ra, run), _shown(rb, run),
                          _fmt_diff(iv), _sig(iv), tables.fmt(ra.per_user_tps_mean, 1),
                          tables.fmt(rb.per_user_tps_mean, 1), tables.fmt(al_of(ra)[0], 3),
                          tables.fmt(al_of(rb)[0], 3)])

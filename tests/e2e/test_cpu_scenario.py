@@ -31,6 +31,7 @@ import pytest
 from speedbench.metrics.noise_floor import noise_floor
 from tests.helpers.bounds import high
 from tests.helpers.sockets import tmp_sockets
+from tests.helpers.trust import assert_run_ok_or_controls_failed
 from speedbench.results.rundir import RunDir
 
 pytestmark = [
@@ -70,8 +71,8 @@ def run(vllm_slot, tmp_path_factory):
                       "--set", "repeats=1", "--set", "aa_check=false", "--set", GATES,
                       "--set", "workload.num_prompts=8", "--set", f"server.args.api-key={KEY}")
     print(proc.stdout[-6000:], proc.stderr[-3000:])
-    assert proc.returncode == 0, proc.stderr[-3000:]
     path = only_run(out)
+    assert_run_ok_or_controls_failed(proc, path)  # the untrained control (tests/helpers/trust.py)
     return {"dir": path, "stdout": proc.stdout, "stderr": proc.stderr, "new_sockets": tmp_sockets() - sockets,
             "summary": json.loads((path / "summary.json").read_text())}
 
@@ -86,8 +87,8 @@ def noise_run(vllm_slot, tmp_path_factory):
                  "{name: pirate, system_prompt: 'You are a pirate. Answer in pirate speech.'}]",
     )
     print(proc.stdout[-4000:], proc.stderr[-3000:])
-    assert proc.returncode == 0, proc.stderr[-3000:]
     path = only_run(out)
+    assert_run_ok_or_controls_failed(proc, path)  # the A/A twin is a control
     return {"dir": path, "stdout": proc.stdout, "summary": json.loads((path / "summary.json").read_text())}
 
 
@@ -214,7 +215,7 @@ def test_report_reproduces_the_table(run):
 def test_gate_passes_on_the_cpu_scenario(run, tmp_path):
     junit = tmp_path / "junit.xml"
     proc = speedbench("gate", str(run["dir"]), "--junit", str(junit))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_run_ok_or_controls_failed(proc, run["dir"])
     assert "<testsuite" in junit.read_text()
 
 

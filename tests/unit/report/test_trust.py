@@ -51,3 +51,12 @@ def test_quiet_conditions_mark_nothing_and_say_what_was_checked(tmp_path):
     lines = noise_lines(run)
     assert any(ln.startswith("Conditions checked between arms: the CPUs left to the engine") for ln in lines)
     assert exit_code(evaluate_gates(run, [GateSpec(metric="speedup", arm="eagle3", min=1.0)])) == 0
+
+
+def test_compare_marks_a_confounded_point(tmp_path, capsys):
+    from speedbench.report.compare import compare_arms
+
+    run = _with_conditions(tmp_path, ("eagle3", 1))
+    rows = {r[0]: r for r in compare_arms(run, "eagle3", "eagle3.1").sections[0].rows}
+    assert rows["1"][1].endswith("CONFOUNDED") and not rows["1"][2].endswith("CONFOUNDED")
+    assert not rows["4"][1].endswith("CONFOUNDED")
