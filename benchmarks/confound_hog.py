@@ -49,13 +49,12 @@ def _report(results: Path) -> None:
     print(f"run folder: {summary.parent}")
     confounded = {(e["arm"], e["concurrency"]): e for e in s.get("conditions", {}).get("points", [])}
     for r in s["rows"]:
-        e = confounded.get((r["arm"], r["concurrency"]))
-        rounds = e["rounds"][0] if e else {}
+        e = confounded.get((r["arm"], r["concurrency"])) or {}
         print(f"{r['arm']:>17} c={r['concurrency']:<3} speedup {r.get('speedup_headline_mean') or float('nan'):.2f}x "
               f"[{r.get('speedup_headline_ci_low') or float('nan'):.2f}, "
               f"{r.get('speedup_headline_ci_high') or float('nan'):.2f}] ({r.get('speedup_headline_clock')})"
-              f" confounded={e.get('confounded') if e else None}\n      arm: {rounds.get('arm')}\n"
-              f"      baseline: {rounds.get('baseline')}")
+              f" confounded={e.get('confounded')}\n      arm: {e.get('arm_conditions')}\n"
+              f"      baseline: {e.get('baseline_conditions')}")
     for f in s.get("controls", {}).get("failed", []):
         print("controls failed:", f["why"])
 

@@ -113,10 +113,6 @@ def describe(c: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "not measured"
 
 
-def _round_key(p: Mapping[str, Any]) -> tuple[int, str, Any, int]:
-    return int(p.get("concurrency") or 0), str(p.get("variant") or ""), p.get("request_rate"), int(p.get("repeat") or 0)
-
-
 def _checked(rounds: list[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     conds = [p["conditions"] for p in rounds if isinstance(p.get("conditions"), dict)]
     if not conds:
@@ -131,28 +127,61 @@ def _checked(rounds: list[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     return checked, missing + ([] if any(c.get("gpus") for c in conds) else [NO_GPU])
 
 
+def _wmean(conds: list[Mapping[str, Any]], key: str) -> float | None:
+    """The wall-time-weighted mean of one figure over rounds (None: no round measured it)."""
+    vals = [(_f(c.get(key)), _f(c.get("wall_s")) if _f(c.get("wall_s")) > 0 else 1.0) for c in conds]
+    vals = [(v, w) for v, w in vals if math.isfinite(v)]
+    return sum(v * w for v, w in vals) / sum(w for _, w in vals) if vals else None
+
+
+def pool(conds: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """One point's conditions over its rounds, as its speedup pools them: CPU figures
+    weighted by each round's wall time, the load's lowest start and highest end, each GPU's
+    readings together."""
+    starts = [_f((c.get("load_1m") or [None])[0]) for c in conds]
+    ends = [_f((c.get("load_1m") or [None, None])[-1]) for c in conds]
+    out: dict[str, Any] = {"cpus": conds[0].get("cpus"), "rounds": len(conds),
+                           "load_1m": [min((x for x in starts if math.isfinite(x)), default=None),
+                                       max((x for x in ends if math.isfinite(x)), default=None)]}
+    for key in ("other_cores", "host_busy_cores", "engine_cores", "client_cores", "steal_share"):
+        out[key] = _wmean(conds, key)
+    gpus: dict[Any, dict[str, list[Any]]] = {}
+    for c in conds:
+        for g in c.get("gpus") or []:
+            slot = gpus.setdefault(g.get("index"), {})
+            for k in ("sm_clock_mhz", "power_w", "temperature_c"):
+                v = g.get(k)
+                slot.setdefault(k, []).extend(v if isinstance(v, list) else [v])
+    out["gpus"] = [{"index": i, **v} for i, v in gpus.items()]
+    others = [c["gpu_other_processes"] for c in conds if isinstance(c.get("gpu_other_processes"), int)]
+    out["gpu_other_processes"] = max(others) if others else None
+    return out
+
+
 def conditions_block(rounds: Mapping[tuple[PointKey, int], Mapping[str, Any]], baseline: str | None) -> dict[str, Any]:
     """summary.json's ``conditions``: what was checked and what could not be, and one entry
-    per compared point (an arm against the baseline, round by round), confounded or not."""
+    per compared point (an arm against the baseline), confounded or not. Each side's rounds
+    are pooled first, as the point's speedup pools them: with rounds in ABBA order a load
+    that came and went falls on both arms and into the interval, while a load that stayed
+    on one arm's rounds is a difference the interval cannot see."""
     marks = list(rounds.values())
     checked, missing = _checked(marks)
-    base = {_round_key(p): p.get("conditions") for p in marks if p.get("arm") == baseline}
-    points: dict[tuple[str, int, str], dict[str, Any]] = {}
-    for p in sorted(marks, key=lambda p: (str(p.get("arm")), _round_key(p))):
-        arm, c = str(p.get("arm")), p.get("conditions")
-        b = base.get(_round_key(p))
-        if arm == baseline or not isinstance(c, dict) or not isinstance(b, dict):
+    sides: dict[tuple[str, int, str, Any], list[Mapping[str, Any]]] = {}
+    for p in marks:
+        if isinstance(p.get("conditions"), dict):
+            key = (str(p.get("arm")), int(p.get("concurrency") or 0), str(p.get("variant") or ""),
+                   p.get("request_rate"))
+            sides.setdefault(key, []).append(p["conditions"])
+    points = []
+    for (arm, c, v, rate), conds in sorted(sides.items(), key=lambda kv: str(kv[0])):
+        base = sides.get((str(baseline), c, v, rate))
+        if arm == baseline or not base:
             continue
-        key = (arm, int(p.get("concurrency") or 0), str(p.get("variant") or ""))
-        e = points.setdefault(key, {"arm": key[0], "concurrency": key[1], "variant": key[2], "confounded": False,
-                                    "why": [], "rounds": []})
-        why = differences(c, b)
-        e["rounds"].append({"repeat": int(p.get("repeat") or 0), "arm": describe(c), "baseline": describe(b),
-                            "why": why})
-        if why:
-            e["confounded"] = True
-            e["why"] += [f"round {int(p.get('repeat') or 0) + 1}: {w}" for w in why]
-    return {"checked": checked, "not_checked": missing, "points": list(points.values())}
+        a, b = pool(conds), pool(base)
+        why = differences(a, b)
+        points.append({"arm": arm, "concurrency": c, "variant": v, "confounded": bool(why), "why": why,
+                       "rounds": len(conds), "arm_conditions": describe(a), "baseline_conditions": describe(b)})
+    return {"checked": checked, "not_checked": missing, "points": points}
 
 
 def confounded(block: Mapping[str, Any] | None, arm: str, concurrency: int, variant: str = "") -> str | None:
@@ -160,7 +189,7 @@ def confounded(block: Mapping[str, Any] | None, arm: str, concurrency: int, vari
     for e in (block or {}).get("points") or []:
         where = (e.get("arm"), int(e.get("concurrency") or 0), str(e.get("variant") or ""))
         if where == (arm, concurrency, variant) and e.get("confounded"):
-            first: dict[str, Any] = next((r for r in e.get("rounds") or [] if r.get("why")), {})
-            return "; ".join(e.get("why") or []) + (f" (arm: {first.get('arm')}; baseline: {first.get('baseline')})"
-                                                     if first else "")
+            over = f"over {e.get('rounds')} rounds; " if (e.get("rounds") or 1) > 1 else ""
+            return ("; ".join(e.get("why") or []) + f" ({over}arm: {e.get('arm_conditions')}; "
+                    f"baseline: {e.get('baseline_conditions')})")
     return None

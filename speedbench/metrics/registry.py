@@ -317,7 +317,8 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "what the host was doing while each round of each point ran (points.json's `conditions`: `{wall_s, cpus, "
         "load_1m: [start, end], host_busy_cores, engine_cores, client_cores, other_cores, steal_share, gpus, "
         "gpu_other_processes, not_checked}`) compared arm against baseline round by round: `{checked, not_checked, "
-        "points: [{arm, concurrency, variant, confounded, why, rounds: [{repeat, arm, baseline, why}]}]}`; a point "
+        "points: [{arm, concurrency, variant, confounded, why, rounds, arm_conditions, baseline_conditions}]}` (each "
+        "side's rounds pooled, wall-time weighted, as the speedup pools them); a point "
         "is confounded when, on a saturated host, the CPUs other work left to the engine and client differ by "
         "more than 1.10x, CPU steal by more than 5 points, or a GPU's SM clock by more than 10% (docs/metrics.md, "
         "\"Trust\")", "each point's rounds", "trust"),

@@ -58,3 +58,22 @@ def test_an_old_folder_says_conditions_were_not_recorded():
     block = cond.conditions_block(marks, "baseline")
     assert block["checked"] == [] and block["points"] == []
     assert block["not_checked"][0].startswith("run conditions: not recorded")
+
+
+def _two_rounds(arm_others: tuple[float, float], base_others: tuple[float, float]) -> dict:
+    out = {}
+    for rnd in (0, 1):
+        for arm, other in (("baseline", base_others[rnd]), ("eagle3", arm_others[rnd])):
+            out[(PointKey(arm, 4, ""), rnd)] = {"arm": arm, "concurrency": 4, "variant": "", "repeat": rnd,
+                                                "conditions": {**_c(other), "wall_s": 10.0}}
+    return out
+
+
+def test_rounds_are_pooled_as_the_speedup_pools_them():
+    # a load that fell on the arm in round 1 and on the baseline in round 2 (ABBA) is in both
+    # sides' figures and in the interval; one that stayed on the arm is a bias
+    assert cond.conditions_block(_two_rounds((1.0, 0.0), (0.0, 1.0)), "baseline")["points"][0]["confounded"] is False
+    (e,) = cond.conditions_block(_two_rounds((1.0, 0.8), (0.0, 0.1)), "baseline")["points"]
+    assert e["confounded"] is True and e["rounds"] == 2
+    assert "over 2 rounds" in cond.confounded(cond.conditions_block(_two_rounds((1.0, 0.8), (0.0, 0.1)),
+                                                                    "baseline"), "eagle3", 4)
