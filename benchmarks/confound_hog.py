@@ -60,7 +60,11 @@ def _report(results: Path) -> None:
 
 
 def _start(args: argparse.Namespace) -> list[subprocess.Popen]:
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(args.duty)]) for _ in range(args.hogs)]
+    # each hog in a session of its own, as an independent job is: with the kernel's autogroup
+    # scheduling, CPU is shared between sessions first, so hogs sharing one session would
+    # take one session's share between them (measured: two such hogs left vLLM 1.85 cores)
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(args.duty)], start_new_session=True)
+            for _ in range(args.hogs)]
     print(f"[confound_hog] {args.hogs} hog(s) started, pids {[h.pid for h in hogs]}", flush=True)
     return hogs
 

@@ -33,8 +33,8 @@ POWER_MAX_REL_DIFF = 0.25
 
 CHECKED_CPU = "the CPUs left to the engine and client by other work (/proc/stat less their own CPU time)"
 CHECKED_STEAL = "CPU steal"
-CHECKED_GPU = "GPU SM clock, power, temperature and other processes (nvidia-smi)"
-NO_GPU = "GPU SM clock, power, temperature: no nvidia-smi on this host"
+CHECKED_GPU = "GPU SM clock, power, temperature and other processes (nvidia-smi, sampled during each point)"
+NO_GPU = "GPU SM clock, power, temperature: no GPU sampled (no nvidia-smi here, or an endpoint's GPUs)"
 
 
 def _f(v: Any) -> float:
@@ -168,14 +168,18 @@ def conditions_block(rounds: Mapping[tuple[PointKey, int], Mapping[str, Any]], b
     checked, missing = _checked(marks)
     sides: dict[tuple[str, int, str, Any], list[Mapping[str, Any]]] = {}
     for p in marks:
-        if isinstance(p.get("conditions"), dict):
+        # the rounds the speedup pools: a failed or interrupted round's records are not in it
+        if isinstance(p.get("conditions"), dict) and p.get("status") in ("ok", "partial"):
             key = (str(p.get("arm")), int(p.get("concurrency") or 0), str(p.get("variant") or ""),
                    p.get("request_rate"))
             sides.setdefault(key, []).append(p["conditions"])
     points = []
     for (arm, c, v, rate), conds in sorted(sides.items(), key=lambda kv: str(kv[0])):
         base = sides.get((str(baseline), c, v, rate))
-        if arm == baseline or not base:
+        if arm == baseline:
+            continue
+        if not base:  # a reused baseline from before conditions were kept, or its rounds failed
+            missing.append(f"{arm} c={c}{f' [{v}]' if v else ''}: the baseline's conditions were not recorded")
             continue
         a, b = pool(conds), pool(base)
         why = differences(a, b)

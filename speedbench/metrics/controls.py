@@ -18,6 +18,7 @@ draft model is the target itself. Pure: reads summary rows, the scenario and the
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,13 +35,15 @@ WHY = {SELF_DRAFT: "a draft as costly as the target cannot make it faster",
 
 
 def control_of(arm: Mapping[str, Any], target: str | None) -> str | None:
-    """Which control a scenario arm is (its ``control:``, or a self-draft by its draft
-    being the target), or None."""
+    """Which control a scenario arm is (its ``control:``, or a self-draft: a separate draft
+    model, ``method: draft_model``, that is the target itself), or None."""
     if arm.get("control"):
         return str(arm["control"])
     spec = arm.get("speculative_config") or {}
-    model = spec.get("model") if isinstance(spec, Mapping) else None
-    if model and target and str(model).rstrip("/") == str(target).rstrip("/"):
+    if not isinstance(spec, Mapping) or spec.get("method") != "draft_model":
+        return None  # an MTP head also names the target as its model, and gains for real
+    model = spec.get("model")
+    if model and target and os.path.normpath(str(model)) == os.path.normpath(str(target)):
         return SELF_DRAFT
     return None
 
@@ -55,7 +58,7 @@ def _arm_failures(kind: str, rows: Iterable[Any]) -> list[dict[str, Any]]:
         m, lo, hi = headline(r)
         if math.isfinite(lo) and lo > 1.0:
             out.append({"control": kind, "arm": r.arm, "concurrency": int(r.concurrency), "variant": r.variant or "",
-                        "why": f"{NAMES[kind]} {r.arm} at c={r.concurrency}: {_fmt(m, lo, hi)} "
+                        "why": f"{NAMES[kind]} {r.arm} at {_where(r.concurrency, r.variant)}: {_fmt(m, lo, hi)} "
                                f"({headline_clock(r)} clock) is above 1.00x beyond its interval; {WHY[kind]}"})
     return out
 
@@ -69,11 +72,16 @@ def _aa_failures(aa_arm: str, floor: Sequence[Mapping[str, Any]]) -> list[dict[s
                       if _num(f.get("speedup")) else "",
                       f"engine {_fmt(f['speedup_engine'], f['engine_ci_low'], f['engine_ci_high'])}"
                       if _num(f.get("speedup_engine")) else ""]
+            where = _where(c, f.get("variant"))
             out.append({"control": AA, "arm": aa_arm, "concurrency": int(c or 0), "variant": f.get("variant") or "",
-                        "why": f"A/A twin {aa_arm} at c={c}: " + ", ".join(x for x in clocks if x)
+                        "why": f"A/A twin {aa_arm} at {where}: " + ", ".join(x for x in clocks if x)
                                + f" excludes 1.00x at {100 * lvl:.1f}% (simultaneous over its points): two "
                                  "identical servers differed by more than the run's intervals allow"})
     return out
+
+
+def _where(concurrency: Any, variant: Any) -> str:
+    return f"c={concurrency}" + (f" [{variant}]" if variant else "")
 
 
 def _num(v: Any) -> bool:

@@ -48,7 +48,8 @@ def _condition_lines(run: Run) -> list[str]:
                   "host measures it again." if bad else ""))
     for e in bad:
         why = confounded(run, str(e["arm"]), int(e["concurrency"]), str(e.get("variant") or ""))
-        out.append(f"CONFOUNDED: {e['arm']} c={e['concurrency']}: {why}.")
+        where = f"c={e['concurrency']}" + (f" [{e['variant']}]" if e.get("variant") else "")
+        out.append(f"CONFOUNDED: {e['arm']} {where}: {why}.")
     return out
 
 

@@ -13,6 +13,7 @@ from speedbench.engine.probe import ready_request
 from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
 from speedbench.run import conditions
+from speedbench.run.gpu_watch import GpuWatch
 from speedbench.run.context import RunContext
 from speedbench.loadgen import Measurement, PointJob, Target, measure, run_async
 from speedbench.scenario import Scenario
@@ -67,13 +68,17 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     # Each arm runs in its own thread, so each point gets its own event loop.
     target = Target(client=cfg, builder=builder, server_alive=_alive(ctx, server), on_record=_record_sink(ctx))
     stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
-    pgid, gpus = _engine_group(ctx, server), shutil.which("nvidia-smi") is not None
-    before = conditions.take(pgid, gpus=gpus)
+    pgid, gpus = _engine_group(ctx, server), _arm_gpus(ctx, key.arm)
+    watch = GpuWatch(gpus, pgid).start() if gpus is not None else None
+    before = conditions.take(pgid)
     if stop is None:
         m = run_async(measure(target, job, ctx.plan.engine))
     else:  # sequential stopping: batches that end at the looks
         m = run_async(measure(target, job, ctx.plan.engine, batches=stop.batches(), go_on=stop.go_on))
-    during = conditions.between(before, conditions.take(pgid, gpus=gpus))
+    during = conditions.between(before, conditions.take(pgid))
+    if watch is not None:
+        watch.stop()
+        during.update(watch.summary() or {"not_checked": [*during["not_checked"], "GPU: nvidia-smi gave no reading"]})
     ctx.run_dir.save_prometheus(key, m.before, m.after, repeat)
     facts = {
         "conditions": during,  # what the host was doing: metrics/conditions.py compares the arms'
@@ -92,6 +97,15 @@ def _engine_group(ctx: RunContext, server: Server) -> int | None:
     """The engine's process group when its processes are ours to read: a local launch
     (a container's run under docker's daemon, an endpoint's elsewhere)."""
     return server.pgid if ctx.scenario.server.launcher == "local" else None
+
+
+def _arm_gpus(ctx: RunContext, arm: str) -> list[int] | None:
+    """The GPUs the arm's server was given ([]: every GPU), or None when there are none to
+    sample here: no nvidia-smi, or an endpoint whose GPUs are on another host."""
+    ap = next((a for a in ctx.plan.arms if a.arm.name == arm), None)
+    if ap is None or not ap.launched or ctx.scenario.server.launcher == "external" or not shutil.which("nvidia-smi"):
+        return None
+    return list(ap.launch.gpus or [])
 
 
 def _alive(ctx: RunContext, server: Server) -> Callable[[], str | None]:

@@ -13,8 +13,9 @@ def _c(other: float, cpus: int = 2, steal: float = 0.0, busy: float | None = Non
 
 
 def _rounds(arm_other: float, base_other: float = 0.02, arm: str = "eagle3") -> dict:
-    marks = [{"arm": "baseline", "concurrency": 16, "variant": "", "repeat": 0, "conditions": _c(base_other)},
-             {"arm": arm, "concurrency": 16, "variant": "", "repeat": 0, "conditions": _c(arm_other)}]
+    marks = [{"arm": "baseline", "concurrency": 16, "variant": "", "repeat": 0, "status": "ok",
+              "conditions": _c(base_other)},
+             {"arm": arm, "concurrency": 16, "variant": "", "repeat": 0, "status": "ok", "conditions": _c(arm_other)}]
     return {(PointKey(m["arm"], 16, ""), 0): m for m in marks}
 
 
@@ -65,7 +66,7 @@ def _two_rounds(arm_others: tuple[float, float], base_others: tuple[float, float
     for rnd in (0, 1):
         for arm, other in (("baseline", base_others[rnd]), ("eagle3", arm_others[rnd])):
             out[(PointKey(arm, 4, ""), rnd)] = {"arm": arm, "concurrency": 4, "variant": "", "repeat": rnd,
-                                                "conditions": {**_c(other), "wall_s": 10.0}}
+                                                "status": "ok", "conditions": {**_c(other), "wall_s": 10.0}}
     return out
 
 
@@ -77,3 +78,20 @@ def test_rounds_are_pooled_as_the_speedup_pools_them():
     assert e["confounded"] is True and e["rounds"] == 2
     assert "over 2 rounds" in cond.confounded(cond.conditions_block(_two_rounds((1.0, 0.8), (0.0, 0.1)),
                                                                     "baseline"), "eagle3", 4)
+
+
+def test_a_failed_round_is_not_pooled_and_a_missing_baseline_is_named():
+    rounds = _two_rounds((1.0, 0.0), (0.0, 0.0))
+    rounds[(PointKey("eagle3", 4, ""), 0)]["status"] = "failed"  # the hogged round's records are not in the speedup
+    assert cond.conditions_block(rounds, "baseline")["points"][0]["confounded"] is False
+    only_arm = {k: v for k, v in _rounds(arm_other=1.0).items() if k[0].arm == "eagle3"}
+    block = cond.conditions_block(only_arm, "baseline")
+    assert block["points"] == [] and "eagle3 c=16: the baseline's conditions were not recorded" in block["not_checked"]
+
+
+def test_an_mtp_head_naming_the_target_is_not_a_self_draft():
+    from speedbench.metrics.controls import control_of
+
+    assert control_of({"speculative_config": {"method": "mtp", "model": "org/target"}}, "org/target") is None
+    assert control_of({"speculative_config": {"method": "draft_model", "model": "./x/target/"}}, "x/target") \
+        == "self_draft"

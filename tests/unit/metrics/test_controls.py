@@ -25,6 +25,7 @@ def _run(tmp_path, self_speedup: float, untrained: float = 0.7, floor=None):
     run = load_run(rd.path)
     scenario = copy.deepcopy(run.scenario)
     scenario["arms"][-1]["control"] = "untrained"
+    scenario["arms"][-2]["speculative_config"]["method"] = "draft_model"  # the target drafting for itself
     run.summary["controls"] = controls.controls_block(scenario, run.rows, floor or [], "baseline-aa" if floor else None)
     return run
 
