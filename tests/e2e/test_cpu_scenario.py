@@ -215,7 +215,7 @@ def test_report_reproduces_the_table(run):
 def test_gate_passes_on_the_cpu_scenario(run, tmp_path):
     junit = tmp_path / "junit.xml"
     proc = speedbench("gate", str(run["dir"]), "--junit", str(junit))
-    assert_run_ok_or_controls_failed(proc, run["dir"])
+    assert_run_ok_or_controls_failed(proc, run["dir"], junit)
     assert "<testsuite" in junit.read_text()
 
 
