@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.text import Text
 
 from speedbench.report import terminal
 from speedbench.report.model import build_report
@@ -27,16 +28,18 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from speedbench.report.render import write_report  # matplotlib: not at `speedbench --help`
+    from speedbench.report.wrap import print_paste, print_wrapped
 
     console = Console(highlight=False)
     r = load_run(args.run)  # first: an empty or non-run folder is exit 2 with what was expected
     assert r.dir is not None  # load_run reads a folder
     # Lost or damaged records would show as fewer requests, or a failed point: say so first.
     v = verify_run(r.dir)
-    for problem in v.problems():
-        console.print(f"[yellow]warning[/yellow]: {problem}", markup=True, soft_wrap=True)
+    for problem in v.problems():  # prose wrapped at spaces to the width; a path or command stays whole
+        print_wrapped(console, Text("warning: ", style="yellow") + Text(str(problem)))
     if v.damaged_rounds:  # a missing file's warning already carries its own fix
-        console.print(f"`speedbench run --resume {v.run.path}` re-measures the damaged rounds", soft_wrap=True)
+        console.print("re-measure the damaged rounds:", soft_wrap=True)
+        print_paste(console, f"speedbench run --resume {v.run.path}")
     # one report model for the terminal and both files (only the terminal's sections with --no-files)
     report = build_report(r, only=terminal.SHOWN if args.no_files else None)
     print_report(report, console)

@@ -17,7 +17,9 @@ from rich.console import Console
 from rich.text import Text
 
 HANG = "    "  # continuation lines sit this much deeper than the line they continue
-_WORD = re.compile(r"\S+")
+# a `quoted command` is one word: it is to be pasted, so it is never broken (it may then
+# run past the width, as a command on its own line may)
+_WORD = re.compile(r"\S*`[^`]*`\S*|\S+")
 
 
 def wrap(line: Text, width: int, hang: str = HANG) -> list[Text]:

@@ -67,3 +67,14 @@ def test_a_command_to_paste_is_never_wrapped():
     buf = io.StringIO()
     print_paste(Console(file=buf, width=40, color_system=None), f"speedbench run --resume {PATH}", indent="  ")
     assert buf.getvalue() == f"  speedbench run --resume {PATH}\n"
+
+
+def test_a_quoted_command_is_never_broken():
+    from rich.text import Text
+
+    from speedbench.report.wrap import wrap
+
+    cmd = "`speedbench run --resume results/cpu_tiny/20261207T050859Z-b7ab3b`"
+    lines = [t.plain for t in wrap(Text(f"warning: points.json is missing -- fix: {cmd} measures it again"), 40)]
+    assert any(cmd in ln for ln in lines), lines
+    assert all(len(ln) <= 40 for ln in lines if cmd not in ln), lines
