@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from speedbench.metrics.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.headline import headline
+from speedbench.report import trust
 from speedbench.analysis.changepoints import (
     IMPROVEMENT,
     MIN_BASELINE,
@@ -131,13 +132,16 @@ class _Collector:
 
     def run(self, idx: int, run: Run) -> None:
         floors, base = _floors(run), run.baseline or ""
+        # a night that cannot vouch for a speedup (a failed control, or arms measured under
+        # different loads) is a missing night for it, never a change (docs/metrics.md, "Trust")
+        vouched = not trust.controls_failed(run)
         for r in run.rows:
             if r.status == "failed":
                 continue
             arm, v, c = str(r.arm), str(r.variant or ""), int(r.concurrency or 0)
             name, fl = tables.label(arm, v), floors.get((c, v), math.nan)
             self.add(idx, name, "per-user TPS", f"c={c}", (arm,), num(r.per_user_tps_mean), floor=fl)
-            if tables.is_speculative(r):
+            if tables.is_speculative(r) and vouched and not trust.confounded(run, arm, c, v):
                 m, lo, hi = headline(r)
                 self.add(idx, name, "speedup", f"c={c}", (arm, base), m, (hi - lo) / 2, fl)
         for arm in tables.spec_arms(run):

@@ -60,3 +60,13 @@ def test_compare_marks_a_confounded_point(tmp_path, capsys):
     rows = {r[0]: r for r in compare_arms(run, "eagle3", "eagle3.1").sections[0].rows}
     assert rows["1"][1].endswith("CONFOUNDED") and not rows["1"][2].endswith("CONFOUNDED")
     assert not rows["4"][1].endswith("CONFOUNDED")
+
+
+def test_a_night_that_cannot_vouch_for_a_speedup_is_missing_from_its_series(tmp_path):
+    from speedbench.report.nightly import _Collector
+
+    col = _Collector("cpu_tiny")
+    col.run(0, _with_conditions(tmp_path, ("eagle3", 1)))
+    speedups = {(arm, point) for (_, arm, metric, point) in col.series if metric == "speedup"}
+    assert ("eagle3", "c=4") in speedups and ("eagle3", "c=1") not in speedups
+    assert ("eagle3", "c=1") in {(arm, point) for (_, arm, metric, point) in col.series if metric == "per-user TPS"}
