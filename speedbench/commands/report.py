@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from speedbench.report.wrap import print_paste, print_wrapped
+
 from speedbench.report import terminal
 from speedbench.report.model import build_report
 from speedbench.report.terminal import print_report
@@ -28,7 +30,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from speedbench.report.render import write_report  # matplotlib: not at `speedbench --help`
-    from speedbench.report.wrap import print_paste, print_wrapped
 
     console = Console(highlight=False)
     r = load_run(args.run)  # first: an empty or non-run folder is exit 2 with what was expected

@@ -83,6 +83,16 @@ def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Any]) -> dict[s
     return out
 
 
+def _trust(run_dir: RunDir, sc: Scenario, records: list, rows: list, floor: list) -> dict[str, Any]:
+    """summary.json's ``conditions`` and ``controls`` (docs/metrics.md, "Trust"). The A/A
+    control is judged at a 99% family level: a correct run fails it far less often than
+    the noise floor's 95% verdict, which stays a note (metrics/controls.py)."""
+    aa_control = noise_floor(records, sc.baseline_arm, sc.aa_arm, family=AA_CONTROL_FAMILY) if floor else []
+    arms = {"server": {"model": sc.server.model}, "arms": [a.model_dump(mode="json") for a in sc.arms]}
+    return {"conditions": conditions_block(run_dir.point_rounds(), sc.baseline_arm),
+            "controls": controls_block(arms, rows, aa_control, sc.aa_arm)}
+
+
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     """Compute the summary of a run folder and (by default) write summary.json/csv and
     records.parquet. The reports are report/'s job (``report.render.write_report``)."""
@@ -103,10 +113,6 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
                          extra=RowExtras(stopping, calib_store.predictor(cals)))
     screening, promoted = calib_screen.screening_block(rows, sc, cals)
     floor = noise_floor(records, sc.baseline_arm, sc.aa_arm)
-    # the A/A control is judged at a 99% family level: a correct run fails it one time in a
-    # hundred, not the noise floor's one in twenty (metrics/controls.py)
-    aa_control = noise_floor(records, sc.baseline_arm, sc.aa_arm, family=AA_CONTROL_FAMILY) if floor else []
-    arms = {"server": {"model": sc.server.model}, "arms": [a.model_dump(mode="json") for a in sc.arms]}
     summary = {
         "schema_version": SCHEMA_VERSION,
         "scenario": sc.name,
@@ -119,8 +125,7 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
         "load": sc.load.model_dump(mode="json"),
         "slo": sc.slo.model_dump(mode="json"),
         "noise_floor": floor,
-        "conditions": conditions_block(run_dir.point_rounds(), sc.baseline_arm),
-        "controls": controls_block(arms, rows, aa_control, sc.aa_arm),
+        **_trust(run_dir, sc, records, rows, floor),
         "screening": screening,
         "promoted": promoted,
         "arms": run_dir.arm_costs(),

@@ -42,8 +42,10 @@ def test_gate_opens_with_its_verdict_and_each_arms_tally(monkeypatch, capsys):
 def test_report_opens_with_the_headlines(monkeypatch, capsys):
     lines = _lines(["report", "--no-files", F16], monkeypatch, capsys)
     # the folder's own problems are said first (the committed folder has no points.json or records)
-    assert [line.split(" is missing")[0] for line in lines[:2]] == ["warning: points.json", "warning: records.jsonl"]
-    lines = lines[2:]
+    # (each warning wrapped to the width: its continuation lines are indented)
+    head = [line for line in lines if not line.startswith(" ")]
+    assert [line.split(" is missing")[0] for line in head[:2]] == ["warning: points.json", "warning: records.jsonl"]
+    lines = head[2:]
     assert lines[1:3] == ["eagle3 (EAGLE 3): 1.27× [1.02, 1.51] at c=1, client clock",
                           "eagle3.1 (EAGLE 3.1): 1.27× [0.93, 1.67] at c=1, client clock"]
 

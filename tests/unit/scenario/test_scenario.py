@@ -247,7 +247,7 @@ def test_a_gate_on_no_arm_is_a_scenario_error_and_arms_takes_its_gates_along():
     sc = load_scenario(ROOT / "scenarios" / "cpu_drift.yaml")  # gates on the sweep's expanded self-draft-k1/-k3
     data = yaml.safe_load((ROOT / "scenarios" / "cpu_tiny.yaml").read_text())
     data["gates"].append({"metric": "acceptance_length", "arm": "eagle31", "min": 2})
-    with pytest.raises(ScenarioError, match=r"gates\[2\]\.arm: no arm named 'eagle31' \(did you mean 'eagle3.1'\?\)"):
+    with pytest.raises(ScenarioError, match=r"gates\[3\]\.arm: no arm named 'eagle31' \(did you mean 'eagle3.1'\?\)"):
         validate_data(data, "cpu_tiny.yaml")
     tiny = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml")
     assert any(g.arm == "self-draft" for g in tiny.gates)
