@@ -158,7 +158,9 @@ def test_two_arms_run_as_two_jobs_and_gather_equals_local_summary(cluster, tmp_p
 
 # What two runs of one scenario may differ in, left out of the comparison below:
 RUN_FIELDS = ("run_id", "created_utc")  # the run's own name and start time
-CLOCKED = ("arms",)  # each arm's server start and wall seconds, read off the clock
+# each arm's server start and wall seconds, read off the clock; what the host was doing
+# while each point ran; the controls, judged from the timed speedups
+CLOCKED = ("arms", "conditions", "controls")
 # Row and category values the fake server's scripted tokens fix; the rest (latencies,
 # throughputs, speedups, their intervals, bursts, the headline clock) follow the host's clock.
 EXACT_FLOATS = ("error_rate", "al_tokens", "al_requests", "al_prometheus", "draft_acceptance_rate")
