@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from speedbench.metrics.cells import num
 from speedbench.records import PointKey
 
 # The CPUs left to the engine and the client (the host's, less other work's) may differ by
@@ -37,11 +38,6 @@ CHECKED_GPU = "GPU SM clock, power, temperature and other processes (nvidia-smi,
 NO_GPU = "GPU SM clock, power, temperature: no GPU sampled (no nvidia-smi here, or an endpoint's GPUs)"
 
 
-def _f(v: Any) -> float:
-    """A stored number, or NaN (absent, null, or not a number)."""
-    return float(v) if isinstance(v, (int, float)) else math.nan
-
-
 def _mean(pair: Any) -> float:
     vals = [float(x) for x in (pair if isinstance(pair, list) else [pair]) if isinstance(x, (int, float))]
     return sum(vals) / len(vals) if vals else math.nan
@@ -49,13 +45,13 @@ def _mean(pair: Any) -> float:
 
 def left(c: Mapping[str, Any]) -> float:
     """The CPUs other work left to the engine and the client over the round (NaN: not measured)."""
-    cpus = _f(c.get("cpus"))
-    return cpus - _f(c.get("other_cores")) if cpus > 0 else math.nan
+    cpus = num(c.get("cpus"))
+    return cpus - num(c.get("other_cores")) if cpus > 0 else math.nan
 
 
 def saturated(c: Mapping[str, Any]) -> bool:
     """Whether the host's CPUs were all busy: only then does other work take CPU the engine wanted."""
-    busy, cpus = _f(c.get("host_busy_cores")), _f(c.get("cpus"))
+    busy, cpus = num(c.get("host_busy_cores")), num(c.get("cpus"))
     return cpus > 0 and busy >= SATURATED * cpus
 
 
@@ -129,7 +125,7 @@ def _checked(rounds: list[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
 
 def _wmean(conds: list[Mapping[str, Any]], key: str) -> float | None:
     """The wall-time-weighted mean of one figure over rounds (None: no round measured it)."""
-    vals = [(_f(c.get(key)), _f(c.get("wall_s")) if _f(c.get("wall_s")) > 0 else 1.0) for c in conds]
+    vals = [(num(c.get(key)), num(c.get("wall_s")) if num(c.get("wall_s")) > 0 else 1.0) for c in conds]
     vals = [(v, w) for v, w in vals if math.isfinite(v)]
     return sum(v * w for v, w in vals) / sum(w for _, w in vals) if vals else None
 
@@ -138,8 +134,8 @@ def pool(conds: list[Mapping[str, Any]]) -> dict[str, Any]:
     """One point's conditions over its rounds, as its speedup pools them: CPU figures
     weighted by each round's wall time, the load's lowest start and highest end, each GPU's
     readings together."""
-    starts = [_f((c.get("load_1m") or [None])[0]) for c in conds]
-    ends = [_f((c.get("load_1m") or [None, None])[-1]) for c in conds]
+    starts = [num((c.get("load_1m") or [None])[0]) for c in conds]
+    ends = [num((c.get("load_1m") or [None, None])[-1]) for c in conds]
     out: dict[str, Any] = {"cpus": conds[0].get("cpus"), "rounds": len(conds),
                            "load_1m": [min((x for x in starts if math.isfinite(x)), default=None),
                                        max((x for x in ends if math.isfinite(x)), default=None)]}

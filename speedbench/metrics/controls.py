@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from speedbench.metrics.cells import num
 from speedbench.metrics.headline import headline, headline_clock
 
 SELF_DRAFT, UNTRAINED, AA = "self_draft", "untrained", "aa"
@@ -69,9 +70,9 @@ def _aa_failures(aa_arm: str, floor: Sequence[Mapping[str, Any]]) -> list[dict[s
         if f.get("contains_one") is False:
             c, lvl = f.get("concurrency"), float(f.get("level") or math.nan)
             clocks = [f"client {_fmt(f['speedup'], f['ci_low'], f['ci_high'])}"
-                      if _num(f.get("speedup")) else "",
+                      if math.isfinite(num(f.get("speedup"))) else "",
                       f"engine {_fmt(f['speedup_engine'], f['engine_ci_low'], f['engine_ci_high'])}"
-                      if _num(f.get("speedup_engine")) else ""]
+                      if math.isfinite(num(f.get("speedup_engine"))) else ""]
             where = _where(c, f.get("variant"))
             out.append({"control": AA, "arm": aa_arm, "concurrency": int(c or 0), "variant": f.get("variant") or "",
                         "why": f"A/A twin {aa_arm} at {where}: " + ", ".join(x for x in clocks if x)
@@ -82,10 +83,6 @@ def _aa_failures(aa_arm: str, floor: Sequence[Mapping[str, Any]]) -> list[dict[s
 
 def _where(concurrency: Any, variant: Any) -> str:
     return f"c={concurrency}" + (f" [{variant}]" if variant else "")
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def controls_block(scenario: Mapping[str, Any], rows: Sequence[Any], floor: Sequence[Mapping[str, Any]],

@@ -259,6 +259,11 @@ def _damaged(run: Run, gates: list[GateSpec], which: str) -> list[GateResult]:
     else:
         msg = (f"the {which}'s records are damaged ({len(problems)} problems; first: {problems[0]}) -- "
                f"`speedbench verify {run.path}` lists them, `speedbench run --resume {run.path}` re-measures them")
+    return _fail_every(gates, msg)
+
+
+def _fail_every(gates: list[GateSpec], msg: str) -> list[GateResult]:
+    """One failed result per gate, for a fault of the whole run (damaged records, failed controls)."""
     return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
 
 
@@ -268,8 +273,7 @@ def _controls(run: Run, gates: list[GateSpec]) -> list[GateResult]:
     failed = trust.controls_failed(run)
     if not failed:
         return []
-    msg = "controls failed: " + "; ".join(failed)
-    return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
+    return _fail_every(gates, "controls failed: " + "; ".join(failed))
 
 
 def _confounded(run: Run, row: SummaryRow, metric: str) -> str | None:
