@@ -177,6 +177,11 @@ class RequestRecord:
     raw_fragment: str | None = None  # offending bytes for malformed/truncated streams
     output_text: str = ""  # kept for multi-turn replay and debugging
     tags: dict[str, str] = field(default_factory=dict)
+    # The token ids the stream carried (the engine's token-ids field), and the prompt's as the
+    # server tokenised it. Not record-line fields: the output ids go to the round's outputs
+    # file (results/outputs.py), the prompt ids only to the check pass (run/output_check.py).
+    output_ids: list[int] = field(default_factory=list)
+    prompt_ids: list[int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -190,6 +195,7 @@ class RequestRecord:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["output_ids"], d["prompt_ids"]  # side files, never record lines (see above)
         d["spec"] = self.spec.to_dict() if self.spec else None
         d["engine"] = self.engine.to_dict() if self.engine else None
         return d

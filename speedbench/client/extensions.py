@@ -27,6 +27,10 @@ class StreamExtensions(Protocol):
         """The engine's figures inside one choice of an event."""
         ...
 
+    def read_event(self, obj: dict, rec: RequestRecord) -> None:
+        """The engine's figures at an event's top level (the prompt's token ids)."""
+        ...
+
 
 class PlainOpenAI:
     """No extension: token counts from text deltas and ``usage`` only."""
@@ -37,6 +41,9 @@ class PlainOpenAI:
         return None
 
     def read_choice(self, choice: dict, rec: RequestRecord) -> None:
+        return None
+
+    def read_event(self, obj: dict, rec: RequestRecord) -> None:
         return None
 
 

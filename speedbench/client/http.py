@@ -24,7 +24,6 @@ import asyncio
 import functools
 import json
 import sys
-from collections import deque
 from dataclasses import dataclass
 from time import perf_counter_ns
 from typing import Any
@@ -33,6 +32,7 @@ import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
 from speedbench.records import RequestRecord
+from speedbench.client.stamps import StampingHandler, Arrivals
 from speedbench.client.extensions import PLAIN, StreamExtensions, ask_token_ids, read_usage, refuses_token_ids
 
 try:  # msgspec parses bytes straight to dicts, ~2x faster than json (benchmarks/README.md)
@@ -76,73 +76,6 @@ class ClientConfig:
     token_ids: bool = True
 
 
-class _StampingHandler(ResponseHandler):
-    """aiohttp's connection protocol, plus the arrival time of every body byte.
-
-    ``data_received`` runs as soon as the event loop sees the socket readable, before
-    any coroutine resumes. Stamping here keeps our own work on other streams (parsing,
-    starting the next request) out of the arrival times: with 16 streams in lockstep,
-    stamping in the reading coroutine instead made per-user TPS read ~0.7% low.
-
-    Only bytes that reach the response body are stamped. vLLM's HTTP stack (uvicorn)
-    sends the response headers when it accepts the request, before prefill, and the
-    chunked terminator after ``data: [DONE]``; neither carries an event, so neither
-    may stand for a token's arrival. Each read that fed the body leaves a mark
-    ``(body bytes so far, arrival ns)``; the reader looks up the mark that covers the
-    last byte of each event (:class:`_Arrivals`)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.marks_reader: Any = None  # the body reader the marks belong to
-        self.marks: deque[tuple[int, int]] = deque()
-
-    def data_received(self, data: bytes) -> None:
-        if not data:
-            super().data_received(data)
-            return
-        now = perf_counter_ns()
-        # aiohttp keeps the current response's body reader in ``_payload`` (a private
-        # attribute; if a future aiohttp drops it, no marks are left and stamps fall
-        # back to the time the reading coroutine resumes).
-        old = getattr(self, "_payload", None)
-        before = getattr(old, "total_bytes", 0) if old is not None else 0
-        super().data_received(data)
-        if old is not None and getattr(old, "total_bytes", 0) > before:
-            self._mark(old, now)
-        new = getattr(self, "_payload", None)
-        if new is not None and new is not old and getattr(new, "total_bytes", 0) > 0:
-            self._mark(new, now)
-
-    def _mark(self, reader: Any, now: int) -> None:
-        if reader is not self.marks_reader:
-            # a new response on this (keep-alive) connection: earlier marks are stale
-            self.marks_reader = reader
-            self.marks = deque()
-        self.marks.append((reader.total_bytes, now))
-
-
-class _Arrivals:
-    """Arrival time of a body byte offset, from the marks one response's reads left."""
-
-    __slots__ = ("_marks",)
-
-    def __init__(self, proto: Any, content: aiohttp.StreamReader) -> None:
-        ok = isinstance(proto, _StampingHandler)
-        if ok and proto.marks_reader is not content:
-            # no body byte has arrived yet: adopt the reader so the first read marks it
-            proto.marks_reader, proto.marks = content, deque()
-        self._marks = proto.marks if ok else None
-
-    def at(self, end: int, fallback: int) -> int:
-        """When the body had at least ``end`` bytes (``fallback`` if unknown)."""
-        marks = self._marks
-        if not marks:
-            return fallback
-        while marks and marks[0][0] < end:
-            marks.popleft()
-        return marks[0][1] if marks else fallback
-
-
 def make_session(cfg: ClientConfig, concurrency: int) -> aiohttp.ClientSession:
     """One session per point; the pool is sized to the concurrency so no request
     ever waits for a connection inside aiohttp (that wait would look like TTFT)."""
@@ -152,7 +85,7 @@ def make_session(cfg: ClientConfig, concurrency: int) -> aiohttp.ClientSession:
     # quietly fall back to the time the reading coroutine resumes.
     if isinstance(factory, functools.partial) and factory.func is ResponseHandler:
         connector._factory = functools.partial(  # type: ignore[assignment]  # a ResponseHandler subclass
-            _StampingHandler, *factory.args, **factory.keywords)
+            StampingHandler, *factory.args, **factory.keywords)
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else None
     # total=None: aiohttp's default 300 s total would cut long generations; our own
     # deadline and idle timeout apply per request in stream_request.
@@ -279,12 +212,12 @@ async def _consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any
 
     Reads whatever bytes have arrived (``iter_any``) and splits lines here: aiohttp's
     per-line ``readline`` costs more than the JSON parse. An event's time is the
-    arrival of the read that delivered its last byte (``_StampingHandler`` marks),
+    arrival of the read that delivered its last byte (``StampingHandler`` marks),
     else the time this coroutine resumed; never the time after parsing earlier events,
     which would add our own parse time to the arrival times. Several reads buffered
     before this coroutine runs keep their own times.
     """
-    arrivals = _Arrivals(proto, content)
+    arrivals = Arrivals(proto, content)
     text: list[str] = []
     last = b""
     pending = b""  # an incomplete line carried over to the next read
@@ -352,6 +285,7 @@ def _event(line: bytes, rec: RequestRecord, text: list[str], at: int, stream: St
         if choices:
             _choice(choices[0], rec, text, at)
             stream.read_choice(choices[0], rec)
+        stream.read_event(obj, rec)
     except (AttributeError, TypeError, KeyError, IndexError, ValueError):
         # JSON, but not the OpenAI shape (choices not a list of objects, ...)
         return _malformed(rec, "event has an unexpected shape", line)
@@ -378,6 +312,7 @@ def _choice(c: Any, rec: RequestRecord, text: list[str], at: int) -> None:
         text.append(piece)
     if ids is not None:
         n = len(ids)
+        rec.output_ids.extend(ids)
     elif piece or (delta is not None and _has_other_text(delta)):
         n = 1
     elif c.get("finish_reason") is not None:

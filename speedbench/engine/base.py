@@ -110,6 +110,20 @@ class Engine(Protocol):
         """The engine's own figures inside one choice of an event."""
         ...
 
+    def read_event(self, obj: dict, rec: RequestRecord) -> None:
+        """The engine's own figures at an event's top level (the prompt's token ids)."""
+        ...
+
+    # -- the output check (run/output_check.py): the target's distribution at a prefix
+    def margin_request(self, model: str, prompt_ids: list[int], prefix: list[int], top: int) -> tuple[str, dict] | None:
+        """(path, body) of a request for the target's ``top`` most likely next tokens after
+        ``prompt_ids + prefix``, by token id, generating one token; None if it has none."""
+        ...
+
+    def read_top(self, body: Any) -> dict[int, float] | None:
+        """The answer to :meth:`margin_request`: {token id: logprob}, None if unreadable."""
+        ...
+
     # -- Prometheus (loadgen/job.py's Metrics; results/summary.py and exports)
     settle_prefixes: tuple[str, ...]  # the lines two scrapes must agree on to be settled
 

@@ -21,6 +21,7 @@ from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.engine import Engine, engine_for
 from speedbench.calibration import store as calib_store
+from speedbench.results.output_summary import outputs_block
 from speedbench.results.files import atomic_write, run_started
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
 from speedbench.scenario import Scenario, validate_data
@@ -84,13 +85,14 @@ def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Any]) -> dict[s
 
 
 def _trust(run_dir: RunDir, sc: Scenario, records: list, rows: list, floor: list) -> dict[str, Any]:
-    """summary.json's ``conditions`` and ``controls`` (docs/metrics.md, "Trust"). The A/A
+    """summary.json's ``conditions``, ``controls`` and ``outputs`` (docs/metrics.md, "Trust"). The A/A
     control is judged at a 99% family level: a correct run fails it far less often than
     the noise floor's 95% verdict, which stays a note (metrics/controls.py)."""
     aa_control = noise_floor(records, sc.baseline_arm, sc.aa_arm, family=AA_CONTROL_FAMILY) if floor else []
     arms = {"server": {"model": sc.server.model}, "arms": [a.model_dump(mode="json") for a in sc.arms]}
     return {"conditions": conditions_block(run_dir.point_rounds(), sc.baseline_arm),
-            "controls": controls_block(arms, rows, aa_control, sc.aa_arm)}
+            "controls": controls_block(arms, rows, aa_control, sc.aa_arm),
+            "outputs": outputs_block(run_dir, sc.baseline_arm, sc.workload.temperature, sc.aa_arm)}
 
 
 def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:

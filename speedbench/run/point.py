@@ -12,6 +12,7 @@ from speedbench.engine import Server
 from speedbench.engine.probe import ready_request
 from speedbench.errors import OutputError
 from speedbench.records import PointKey, RequestRecord
+from speedbench.results import outputs
 from speedbench.run import conditions
 from speedbench.run.gpu_watch import GpuWatch
 from speedbench.run.context import RunContext
@@ -66,7 +67,9 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     builder, cfg = client_side(ctx, server, key, job)
     ctx.live.point_started(key, sum(len(p.turns) for p in job.prompts))  # one request per turn
     # Each arm runs in its own thread, so each point gets its own event loop.
-    target = Target(client=cfg, builder=builder, server_alive=_alive(ctx, server), on_record=_record_sink(ctx))
+    kept: list[RequestRecord] = []  # this round's records, for its outputs file and the output check
+    target = Target(client=cfg, builder=builder, server_alive=_alive(ctx, server),
+                    on_record=_record_sink(ctx, kept))
     stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
     pgid, gpus = _engine_group(ctx, server), _arm_gpus(ctx, key.arm)
     watch = GpuWatch(gpus, pgid).start() if gpus is not None else None
@@ -88,6 +91,8 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
            if key.rate is not None else {}),
         **(stop.marks(len(job.prompts)) if stop is not None else {}),
     }
+    facts["outputs"] = outputs.write_round(ctx.run_dir.path, key, repeat, kept, ctx.run_dir.fsync)
+    ctx.round_records[(key, repeat)] = kept
     failure = _mark(ctx, key, repeat, m, facts)
     ctx.live.point_done(key)
     return failure
@@ -117,8 +122,9 @@ def _alive(ctx: RunContext, server: Server) -> Callable[[], str | None]:
     return alive
 
 
-def _record_sink(ctx: RunContext) -> Callable[[RequestRecord], None]:
-    """Where each finished request goes: the run folder, then the live view."""
+def _record_sink(ctx: RunContext, kept: list[RequestRecord]) -> Callable[[RequestRecord], None]:
+    """Where each finished request goes: the run folder, the round's list (``kept``: measured
+    requests only), then the live view."""
     def on_record(rec: RequestRecord) -> None:
         # Requests cut short because *we* are stopping the server (Ctrl-C / SIGTERM; vLLM
         # aborts in-flight requests with an error event) are cancellations, not failures.
@@ -131,6 +137,8 @@ def _record_sink(ctx: RunContext) -> Callable[[RequestRecord], None]:
                 ctx.run_dir.append_record(rec)
             except OutputError as e:  # a full disk: stop every arm (the point aborts at its next poll)
                 ctx.output_failed(e)
+        if not rec.warmup:
+            kept.append(rec)
         ctx.live.record_done(rec)
     return on_record
 

@@ -74,6 +74,15 @@ class FakeEngine:
     def read_choice(self, choice: dict, rec: RequestRecord) -> None:
         return None  # the fake's current shape puts everything beside usage
 
+    def read_event(self, obj: dict, rec: RequestRecord) -> None:
+        return None
+
+    def margin_request(self, model: str, prompt_ids: list[int], prefix: list[int], top: int) -> None:
+        return None  # no check request: its points' divergences stay "not checked"
+
+    def read_top(self, body: object) -> None:
+        return None
+
     async def scrape(self, base_url: str) -> str:
         return await scrape(base_url)
 

@@ -75,7 +75,7 @@ def test_chat_stream_with_token_ids_and_spec_metrics(srv):
 def test_arrival_stamps_come_from_the_connection_protocol(srv):
     # make_session swaps in a protocol that stamps data_received; if an aiohttp upgrade
     # removes the hook, stamps silently fall back to coroutine time: catch it here.
-    from speedbench.client.http import _StampingHandler
+    from speedbench.client.stamps import StampingHandler as _StampingHandler
 
     cfg = ClientConfig(srv.base_url, stream=VLLM)
 

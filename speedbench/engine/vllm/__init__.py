@@ -19,7 +19,7 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.client.scrape import scrape as scrape_metrics
 from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Facts, Installed
-from speedbench.engine.vllm import checks, command, drafts, payload, prometheus, provenance
+from speedbench.engine.vllm import checks, command, drafts, logprobs, payload, prometheus, provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
 
@@ -53,6 +53,15 @@ class VllmEngine:
 
     def read_choice(self, choice: dict, rec: RequestRecord) -> None:
         payload.read_choice(choice, rec)
+
+    def read_event(self, obj: dict, rec: RequestRecord) -> None:
+        payload.read_event(obj, rec)
+
+    def margin_request(self, model: str, prompt_ids: list[int], prefix: list[int], top: int) -> tuple[str, dict]:
+        return logprobs.margin_request(model, prompt_ids, prefix, top)
+
+    def read_top(self, body: Any) -> dict[int, float] | None:
+        return logprobs.read_top(body)
 
     async def scrape(self, base_url: str) -> str:
         return await scrape_metrics(base_url)

@@ -40,10 +40,20 @@ def read_usage(obj: dict, usage: dict, rec: RequestRecord) -> None:
 
 
 def read_choice(choice: dict, rec: RequestRecord) -> None:
-    """Older vLLM's per-choice ``speculative_decoding_stats``."""
+    """Older vLLM's per-choice ``speculative_decoding_stats``; the prompt's token ids, which
+    /v1/completions sends in its first choice (with ``return_token_ids``)."""
     legacy = choice.get("speculative_decoding_stats")
     if legacy is not None:
         set_spec(rec, legacy)
+    read_event(choice, rec)
+
+
+def read_event(obj: dict, rec: RequestRecord) -> None:
+    """The prompt's token ids as the server tokenised it: chat sends them at the first
+    chunk's top level (with ``return_token_ids``). Kept for the output check's requests."""
+    ids = obj.get("prompt_token_ids")
+    if rec.prompt_ids is None and isinstance(ids, list):
+        rec.prompt_ids = ids
 
 
 def read_timing(rec: RequestRecord, d: dict) -> bool:

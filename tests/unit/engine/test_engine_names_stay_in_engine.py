@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "speedbench"
 ALLOWED = (PACKAGE / "engine", PACKAGE / "testing")
 NAMES = ("vllm:", "return_token_ids", "--tensor-parallel-size", "--per-request-", "--served-model-name",
-         "VLLM_CPU_", "V31_FLAGS")
+         "VLLM_CPU_", "V31_FLAGS", "prompt_token_ids", "return_tokens_as_token_ids", "token_id:")
 
 
 def test_no_vllm_wire_name_outside_engine_and_the_fake():

@@ -1,0 +1,106 @@
+"""summary.json's ``outputs`` block: each point's outputs against its reference, and a verdict.
+
+Read from the run folder alone: each round's outputs file (results/outputs.py), its
+reference's (run/output_check.py's ``reference``), and the check pass's answers. Rounds are
+pooled per point. A folder from before outputs were kept loads with ``not checked (not
+recorded)``; so does a point whose engine sent no token ids, with that reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from speedbench.metrics import outputs as cmp
+from speedbench.records import PointKey
+from speedbench.results import outputs as files
+
+_KEEP_LOSSES = 5  # the worst divergences a point's entry lists
+
+
+def outputs_block(run_dir: Any, baseline: str | None, temperature: float, aa_arm: str | None = None) -> dict[str, Any]:
+    rounds = run_dir.point_rounds()
+    every = sorted({k for k, _ in rounds}, key=lambda k: (k.arm, k.variant, k.concurrency))
+    block: dict[str, Any] = {"near_tie_nats": cmp.NEAR_TIE_NATS, "top": cmp.TOP,
+                             "checks_per_point": cmp.CHECKS_PER_POINT, "points": []}
+    if temperature > 0:
+        block["not_checked"] = (f"sampling at temperature {temperature:g}: outputs cannot be compared token "
+                                "for token")
+    for key in every:
+        ref = files.reference(key, baseline, every)
+        if ref is None:
+            continue
+        entry = _point(run_dir, rounds, key, ref, block.get("not_checked", ""))
+        entry["floor"] = "A/A" if key.arm == aa_arm else ("batch shape" if key.arm == baseline else "")
+        block["points"].append(entry)
+    return block
+
+
+def _point(run_dir: Any, rounds: dict, key: PointKey, ref: PointKey, why_not: str) -> dict[str, Any]:
+    pairs = same = 0
+    divs: list[cmp.Divergence] = []
+    checks: list[dict[str, Any]] = []
+    why = why_not
+    for (k, rep), e in sorted(rounds.items(), key=lambda kv: kv[0][1]):
+        if k != key or e.get("status") not in ("ok", "partial"):
+            continue
+        mine, theirs, missing = _pair(run_dir, rounds, e, ref, rep)
+        if mine is None or theirs is None:
+            why = why or missing
+            continue
+        c = cmp.compare(mine, theirs)
+        pairs, same, divs = pairs + c.pairs, same + c.identical, divs + list(c.divergences)
+        checks += _checks(run_dir, key, rep, c)
+    pooled = cmp.Comparison(pairs, same, tuple(divs)) if pairs else None
+    verdict, reason = cmp.verdict(pooled, [] if why_not else checks, why or "not recorded")
+    return {"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant,
+            "reference": {"arm": ref.arm, "concurrency": ref.concurrency, "variant": ref.variant},
+            "verdict": verdict, "reason": reason, **_figures(pooled, checks)}
+
+
+def _pair(run_dir: Any, rounds: dict, e: dict, ref: PointKey, rep: int):
+    """(this round's outputs, its reference's, why one is missing)."""
+    if not e.get("outputs"):
+        return None, None, "not recorded"
+    if not e["outputs"].get("file"):
+        return None, None, e["outputs"].get("why") or "not recorded"
+    rr = files.reference_round(rounds, ref, rep)
+    if rr is None:
+        return None, None, f"{ref.label} has no recorded outputs"
+    mine = files.read_round(run_dir.path, e["outputs"])
+    theirs = files.read_round(run_dir.path, rounds[(ref, rr)]["outputs"])
+    if mine is None or theirs is None:
+        return None, None, "an outputs file is missing or damaged (speedbench verify names it)"
+    return mine, theirs, ""
+
+
+def _checks(run_dir: Any, key: PointKey, rep: int, c: cmp.Comparison) -> list[dict[str, Any]]:
+    """The check pass's answers for this round's divergences (matched by request)."""
+    saved = run_dir.read_json(files.checks_path(key.arm, rep), []) or []
+    mine = {(e.get("prompt_index"), e.get("turn")): e for e in saved
+            if e.get("concurrency") == key.concurrency and e.get("variant", "") == key.variant}
+    out = []
+    for d in c.divergences:
+        e = mine.get((d.prompt_index, d.turn))
+        if e is not None and e.get("position") == d.position:
+            out.append(e)
+    return out
+
+
+def _figures(c: cmp.Comparison | None, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    if c is None:
+        return {"pairs": 0, "identical": 0, "identical_fraction": None}
+    pos = np.asarray([d.position for d in c.divergences], dtype=float)
+    margins = [ch for ch in checks if ch.get("margin") is not None]
+    worst = sorted(margins, key=lambda ch: -float(ch["margin"]))[:_KEEP_LOSSES]
+    return {
+        "pairs": c.pairs, "identical": c.identical, "identical_fraction": c.identical_fraction,
+        "divergences": len(c.divergences),
+        "first_divergence": ({"min": int(pos.min()), "median": float(np.median(pos)), "max": int(pos.max())}
+                             if pos.size else None),
+        "checked": len(margins),
+        "near_ties": sum(1 for ch in margins if cmp.is_loss(ch["margin"], bool(ch.get("exact"))) is False),
+        "largest_margins": [{k: ch.get(k) for k in ("prompt_index", "turn", "position", "margin", "exact")}
+                            for ch in worst],
+    }

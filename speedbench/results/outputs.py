@@ -1,0 +1,125 @@
+"""Each round's output tokens, kept beside the records for the output check (docs/results.md).
+
+A round of a point writes one file, ``outputs/<arm>/c<C>[-<variant>].r<R>.npz``, when it
+ends: every measured request that finished well and whose stream carried token ids, as
+numpy arrays (compressed): ``prompt_index``, ``turn``, ``lengths`` and all the ids end to
+end (``uint16`` when every id fits, else ``uint32``). The round's entry in points.json holds
+the file's name, its request and token counts and its SHA-256, so ``verify`` can check it
+and ``resume`` re-runs a round whose file is missing or changed. Text (for an engine that
+sends no ids) is already in the record lines (``output_text``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from speedbench.records import PointKey, RequestRecord
+from speedbench.results.files import atomic_write_with, safe_part
+
+FOLDER = "outputs"
+Outputs = dict[tuple[int, int], np.ndarray]  # (prompt index, turn) -> the output's token ids
+
+
+def relative_path(key: PointKey, repeat: int) -> str:
+    arm, c, variant = key
+    tail = f"-{safe_part(variant)}" if variant else ""
+    return f"{FOLDER}/{safe_part(arm)}/c{int(c)}{tail}.r{int(repeat)}.npz"
+
+
+def kept(records: Iterable[RequestRecord]) -> Outputs:
+    """The round's outputs worth keeping: measured, ok, with ids; the first of any repeat."""
+    out: Outputs = {}
+    for r in records:
+        if r.warmup or not r.ok or not r.output_ids:
+            continue
+        out.setdefault((r.prompt_index, r.turn), np.asarray(r.output_ids, dtype=np.int64))
+    return out
+
+
+def encode(outputs: Outputs) -> bytes:
+    keys = sorted(outputs)
+    seqs = [outputs[k] for k in keys]
+    ids = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
+    dtype = np.uint16 if ids.size == 0 or (ids.min() >= 0 and ids.max() < 1 << 16) else np.uint32
+    buf = io.BytesIO()
+    np.savez_compressed(buf, prompt_index=np.asarray([k[0] for k in keys], dtype=np.int32),
+                        turn=np.asarray([k[1] for k in keys], dtype=np.int16),
+                        lengths=np.asarray([len(s) for s in seqs], dtype=np.int32), ids=ids.astype(dtype))
+    return buf.getvalue()
+
+
+def decode(data: bytes) -> Outputs:
+    with np.load(io.BytesIO(data)) as z:
+        index, turn, lengths, ids = z["prompt_index"], z["turn"], z["lengths"], z["ids"].astype(np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    return {(int(i), int(t)): ids[a:b] for i, t, a, b in zip(index, turn, starts, ends)}
+
+
+def write_round(root: Path, key: PointKey, repeat: int, records: Iterable[RequestRecord],
+                fsync: bool = False) -> dict[str, Any]:
+    """Write the round's file; returns its entry for points.json (``outputs``). A round whose
+    stream carried no token ids writes nothing and says so."""
+    outputs = kept(records)
+    if not outputs:
+        return {"requests": 0, "why": "no token ids in the stream"}
+    data = encode(outputs)
+    rel = relative_path(key, repeat)
+    atomic_write_with(root / rel, lambda f: f.write(data), fsync)
+    return {"file": rel, "requests": len(outputs), "tokens": int(sum(len(v) for v in outputs.values())),
+            "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def read_round(root: Path, entry: dict[str, Any] | None) -> Outputs | None:
+    """A round's outputs from its points.json entry; None when it has none or the file is
+    missing or damaged (verify names which)."""
+    if not entry or not entry.get("file"):
+        return None
+    try:
+        return decode((root / entry["file"]).read_bytes())
+    except (OSError, ValueError, KeyError, EOFError):
+        return None
+
+
+def problem(root: Path, entry: dict[str, Any] | None) -> str | None:
+    """What is wrong with a round's outputs file, or None (verify's and resume's check)."""
+    if not entry or not entry.get("file"):
+        return None
+    path = root / entry["file"]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return f"{entry['file']} is missing"
+    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        return f"{entry['file']} does not match its SHA-256 in points.json"
+    return None
+
+
+def checks_path(arm: str, repeat: int) -> str:
+    return f"{FOLDER}/{safe_part(arm)}/checks.r{int(repeat)}.json"
+
+
+def reference(key: PointKey, baseline: str | None, points: list[PointKey]) -> PointKey | None:
+    """The point ``key``'s outputs are held against: the baseline's point at the same load;
+    for the baseline's own points, its lowest concurrency on the same workload."""
+    if not baseline:
+        return None
+    if key.arm != baseline:
+        return key._replace(arm=baseline)
+    same = [k.concurrency for k in points if k.arm == baseline and k.variant == key.variant]
+    low = min(same, default=key.concurrency)
+    return None if key.concurrency == low else key._replace(concurrency=low)
+
+
+def reference_round(rounds: dict[tuple[PointKey, int], dict[str, Any]], ref: PointKey, repeat: int) -> int | None:
+    """The reference's round to compare with: the same round where there is one, else its first."""
+    have = sorted(r for (k, r), e in rounds.items() if k == ref and (e.get("outputs") or {}).get("file"))
+    if not have:
+        return None
+    return repeat if repeat in have else have[0]
