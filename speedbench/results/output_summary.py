@@ -104,3 +104,15 @@ def _figures(c: cmp.Comparison | None, checks: list[dict[str, Any]]) -> dict[str
         "largest_margins": [{k: ch.get(k) for k in ("prompt_index", "turn", "position", "margin", "exact")}
                             for ch in worst],
     }
+
+
+NOT_RECORDED = {"verdict": cmp.NOT_CHECKED, "reason": "not recorded", "identical_fraction": None}
+
+
+def point_outputs(summary: dict[str, Any]) -> dict[PointKey, dict[str, Any]]:
+    """Each point's ``outputs`` entry from a summary, by point; the one reader every view
+    uses. A point missing here (a folder from before outputs were kept) is
+    :data:`NOT_RECORDED`: use ``point_outputs(s).get(key, NOT_RECORDED)``."""
+    block = summary.get("outputs") or {}
+    return {PointKey(e["arm"], int(e["concurrency"]), e.get("variant") or ""): e
+            for e in block.get("points") or [] if isinstance(e, dict) and "arm" in e}

@@ -13,6 +13,7 @@ from speedbench.metrics.registry import SummaryRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
+from speedbench.results.output_summary import NOT_RECORDED, point_outputs
 from speedbench.results.verify import Verification, verify_run
 
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
@@ -99,6 +100,17 @@ class Run:
     @cached_property
     def points(self) -> dict[PointKey, dict[str, Any]]:
         return self.dir.all_points() if self.dir else {}
+
+    @cached_property
+    def outputs(self) -> dict[PointKey, dict[str, Any]]:
+        """Each point's outputs entry (verdict, reason, identical_fraction, ...): use
+        :meth:`outputs_of`, which answers "not recorded" for a folder from before them."""
+        return point_outputs(self.summary)
+
+    def outputs_of(self, arm: str, concurrency: int, variant: str = "") -> dict[str, Any]:
+        """The point's outputs verdict (results/output_summary.py), ``not checked (not
+        recorded)`` where the summary has none."""
+        return self.outputs.get(PointKey(arm, int(concurrency), variant or ""), NOT_RECORDED)
 
     def arms(self) -> list[str]:
         """Arm names in summary order (scenario order as written by the runner)."""
