@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from speedbench.errors import UsageError
 from speedbench.records import PointKey
+from speedbench.results import outputs
 from speedbench.results.lines import DAMAGED_NAME, round_digest, round_of, line_sha, scan_file
 from speedbench.results.rounds import RESUMABLE_DONE
 from speedbench.results.rundir import RunDir
@@ -93,19 +94,22 @@ class Verification:
     unreadable: list[str] = field(default_factory=list)  # files that cannot be read at all
     quarantined: int = 0  # lines already moved to records.damaged.jsonl (kept, not a problem)
     missing: list[MissingFile] = field(default_factory=list)  # files the folder must hold by now
+    # finished rounds whose outputs file (results/outputs.py) is missing or changed: why
+    bad_outputs: dict[tuple[PointKey, int], str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not (self.bad or self.damaged or self.unreadable or self.missing)
+        return not (self.bad or self.damaged or self.unreadable or self.missing or self.bad_outputs)
 
     @property
     def damaged_rounds(self) -> bool:
         """Problems ``run --resume`` repairs by measuring rounds again (not only missing files)."""
-        return bool(self.bad or self.damaged or self.unreadable)
+        return bool(self.bad or self.damaged or self.unreadable or self.bad_outputs)
 
     def problems(self) -> list[str]:
         return [*(m.describe() for m in self.missing), *self.unreadable, *self.damaged,
-                *(b.describe() for b in self.bad)]
+                *(b.describe() for b in self.bad),
+                *(f"{k.label} round {r}: {why}" for (k, r), why in sorted(self.bad_outputs.items()))]
 
 
 def verify_run(rd: RunDir, arms: set[str] | None = None) -> Verification:
@@ -137,6 +141,8 @@ def verify_run(rd: RunDir, arms: set[str] | None = None) -> Verification:
             v.unverifiable += 1
             continue
         v.checked += 1
+        if (why := outputs.problem(rd.path, p.get("outputs"))) is not None:
+            v.bad_outputs[(key, rnd)] = why
         shas = found.get((key, rnd), [])
         if len(shas) != p["record_count"] or round_digest(shas) != p.get("records_sha256"):
             v.bad.append(BadRound(key, rnd, int(p["record_count"]), len(shas), len(shas) == p["record_count"]))
@@ -153,6 +159,11 @@ def reopen_damaged_rounds(rd: RunDir, arms: list[str] | None = None) -> list[str
         why = b.describe()
         rd.mark_point(b.key, "failed", repeat=b.repeat, failure=f"records lost: {why}")
         warnings.append(f"{why}; re-measuring it")
+    for (key, rnd), why in sorted(v.bad_outputs.items()):
+        if any(b.key == key and b.repeat == rnd for b in v.bad):
+            continue  # marked above
+        rd.mark_point(key, "failed", repeat=rnd, failure=f"outputs lost: {why}")
+        warnings.append(f"{key.label} round {rnd}: {why}; re-measuring it")
     # A cluster job moves damaged lines only out of its own file (RunDir.prune_unfinished_records).
     damaged = [d for d in v.damaged if not arms or d.startswith(rd.records_path.name + ":")]
     if damaged:

@@ -172,3 +172,23 @@ def test_what_a_folder_must_hold_depends_on_how_far_it_got(tmp_path):
     rd.points_path.write_text(json.dumps(pts))
     rd.records_path.unlink()
     assert [m.name for m in verify_run(rd).missing] == ["records.jsonl"]
+
+
+def test_a_lost_or_changed_outputs_file_is_a_problem_and_resume_measures_it_again(tmp_path):
+    from speedbench.results import outputs
+    rd = new_run(tmp_path)
+    for i in range(3):
+        rd.append_record(rec(i))
+    kept = [RequestRecord(arm="a", concurrency=1, prompt_index=i, prompt_id=f"p{i}", output_ids=[100, 101 + i])
+            for i in range(3)]
+    rd.mark_point(A1, "ok", outputs=outputs.write_round(rd.path, A1, 0, kept))
+    assert verify_run(rd).ok
+    path = rd.path / rd.point_rounds()[(A1, 0)]["outputs"]["file"]
+    path.write_bytes(path.read_bytes() + b"!")
+    v = verify_run(rd)
+    assert not v.ok and v.damaged_rounds and "SHA-256" in v.problems()[0]
+    path.unlink()
+    assert "is missing" in verify_run(rd).problems()[0]
+    warnings = reopen_damaged_rounds(rd)
+    assert "re-measuring it" in warnings[0]
+    assert rd.point_rounds()[(A1, 0)]["status"] == "failed"
