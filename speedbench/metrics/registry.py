@@ -328,6 +328,13 @@ SUMMARY_METRICS: tuple[Metric, ...] = (
         "(simultaneous over the A/A points at a 99% family level), fails; `note` says when a scenario has no "
         "controls", "the controls' rows and the noise floor",
         "trust"),
+    decl("outputs", "object", "", "outputs",
+        "each point's output tokens against its reference (the baseline's point; the baseline's own points against "
+        "its lowest concurrency): `{near_tie_nats, top, checks_per_point, not_checked?, points: [{arm, concurrency, "
+        "variant, reference, floor, verdict, reason, pairs, identical, identical_fraction, divergences, "
+        "first_divergence: {min, median, max}, checked, near_ties, largest_margins}]}`; verdict `identical`, "
+        "`lossless within numerics`, `lossy` or `not checked` (docs/metrics.md, \"Outputs\")",
+        "each round's outputs file and the check pass", "trust"),
     decl("promoted", "list", "", "promoted", "the arms the `promote:` rule picked for a full speed run, best AL first",
         "the screening block", "screening"),
 )
