@@ -46,7 +46,8 @@ def _check(arm: str, entries: list[dict[str, Any]]) -> ArmCheck:
     if not lossy:
         return ArmCheck(arm, "pass", 0, counts)
     why = "; ".join(f"{_where(e)} ({e.get('reason', '')})" for e in lossy)
-    return ArmCheck(arm, "fail", len(lossy), f"{len(lossy)} of {len(entries)} points lossy: {why}; {counts}")
+    rest = f"; {counts}" if fine or unchecked else ""
+    return ArmCheck(arm, "fail", len(lossy), f"{len(lossy)} of {len(entries)} points lossy: {why}{rest}")
 
 
 def arm_checks(run: Run) -> list[ArmCheck]:
