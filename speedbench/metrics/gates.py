@@ -42,3 +42,25 @@ GATES: tuple[GateMetric, ...] = (
 )
 GATE_METRICS: dict[str, GateMetric] = {g.name: g for g in GATES}
 GATE_METRIC_NAMES: tuple[str, ...] = tuple(GATE_METRICS)
+
+
+@dataclass(frozen=True)
+class DefaultGate:
+    """A gate every run gets without a line in its scenario, until the scenario turns it
+    off by name (``gates_off: [lossless]``). It has no bounds: its rule is its own. The
+    fields a scenario's GateSpec has, so every gate's lines, JUnit and Markdown read both."""
+
+    metric: str
+    rule: str  # what passing means, where a GateSpec shows its bounds
+    arm: str | None = None
+    concurrency: int | None = None
+    variant: str | None = None
+    min: float | None = None
+    max: float | None = None
+    max_regression: float | None = None
+
+
+# At temperature 0 speculative decoding must return the target's own tokens: a point whose
+# outputs verdict is "lossy" (metrics/outputs.py) fails it, whatever its speedup.
+LOSSLESS = DefaultGate(metric="lossless", rule="no lossy point")
+DEFAULT_GATES: dict[str, DefaultGate] = {g.metric: g for g in (LOSSLESS,)}

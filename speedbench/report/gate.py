@@ -20,8 +20,9 @@ from pathlib import Path
 
 from speedbench.errors import UsageError, did_you_mean
 from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline_clock
-from speedbench.metrics.gates import GATE_METRICS
+from speedbench.metrics.gates import DEFAULT_GATES, GATE_METRICS, LOSSLESS, DefaultGate
 from speedbench.metrics.registry import SummaryRow
+from speedbench.report import lossless
 from speedbench.report import noise
 from speedbench.report import significance
 from speedbench.report import tables
@@ -34,8 +35,8 @@ from speedbench.scenario.gatefile import load_gates_file, scenario_gates
 
 @dataclass
 class GateResult:
-    index: int  # position of the gate in its list (stable testcase names)
-    gate: GateSpec
+    index: int  # position of the gate in its list (stable testcase names); default gates follow
+    gate: GateSpec | DefaultGate
     arm: str | None
     concurrency: int | None
     variant: str | None
@@ -46,6 +47,8 @@ class GateResult:
     @property
     def bounds(self) -> str:
         g = self.gate
+        if isinstance(g, DefaultGate):
+            return g.rule
         parts = [f"min {g.min:g}" if g.min is not None else "", f"max {g.max:g}" if g.max is not None else "",
                  f"max_regression {g.max_regression:g}" if g.max_regression is not None else ""]
         return ", ".join(p for p in parts if p)
@@ -69,9 +72,25 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
         gates, where = load_gates_file(path, gate_arms(run)), str(path)
     else:
         gates, where = _scenario_gates(run)
-    if not gates:
+    if not gates and not default_gates(run):
         raise UsageError(f"no gates defined: add 'gates:' to the scenario or pass --gates FILE ({where})")
     return gates
+
+
+def default_gates(run: Run) -> list[DefaultGate]:
+    """The default gates that judge ``run``: those its scenario did not turn off
+    (``gates_off``) and that it has the data for (lossless: outputs that were compared)."""
+    off = set(run.scenario.get("gates_off") or [])
+    return [g for name, g in DEFAULT_GATES.items() if name not in off and (g is not LOSSLESS or lossless.applies(run))]
+
+
+def _default_results(run: Run, defaults: list[DefaultGate], start: int) -> list[GateResult]:
+    out = []
+    for i, g in enumerate(defaults, start):
+        if g is LOSSLESS:
+            out += [GateResult(i, g, c.arm, None, None, c.status, float(c.lossy), c.message)
+                    for c in lossless.arm_checks(run)]
+    return out
 
 
 def gate_arms(run: Run) -> list[str]:
@@ -246,7 +265,7 @@ def _relative(run: Run, row: SummaryRow, g: GateSpec, value: float, baseline: Ru
                     f"upper end {high:.3f} ({source}) reaches the limit {threshold:.3f}")
 
 
-def _damaged(run: Run, gates: list[GateSpec], which: str) -> list[GateResult]:
+def _damaged(run: Run, gates: list[GateSpec | DefaultGate], which: str) -> list[GateResult]:
     """Records that no longer match their rounds' digests (``speedbench verify``) leave
     every figure of the run unchecked: each gate fails on them instead of passing."""
     problems = run.record_problems
@@ -262,12 +281,12 @@ def _damaged(run: Run, gates: list[GateSpec], which: str) -> list[GateResult]:
     return _fail_every(gates, msg)
 
 
-def _fail_every(gates: list[GateSpec], msg: str) -> list[GateResult]:
+def _fail_every(gates: list[GateSpec | DefaultGate], msg: str) -> list[GateResult]:
     """One failed result per gate, for a fault of the whole run (damaged records, failed controls)."""
     return [GateResult(i, g, g.arm, g.concurrency, g.variant, "fail", math.nan, msg) for i, g in enumerate(gates)]
 
 
-def _controls(run: Run, gates: list[GateSpec]) -> list[GateResult]:
+def _controls(run: Run, gates: list[GateSpec | DefaultGate]) -> list[GateResult]:
     """A control whose result is impossible (metrics/controls.py) leaves no figure of the
     run trustworthy: every gate fails on it, naming the control and why."""
     failed = trust.controls_failed(run)
@@ -287,46 +306,51 @@ def _confounded(run: Run, row: SummaryRow, metric: str) -> str | None:
 
 def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
                    history: list[Run] | None = None) -> list[GateResult]:
-    """``history``: earlier runs; with at least 3 of the same scenario, a relative gate
+    """``gates`` and the run's default gates (:func:`default_gates`, after them).
+    ``history``: earlier runs; with at least 3 of the same scenario, a relative gate
     also needs the drop to exceed 2 night-to-night standard deviations."""
-    results = _damaged(run, gates, "run") + (_damaged(baseline, gates, "baseline run") if baseline else [])
-    results += _controls(run, gates)
+    defaults = default_gates(run)
+    every: list[GateSpec | DefaultGate] = [*gates, *defaults]
+    results = _damaged(run, every, "run") + (_damaged(baseline, every, "baseline run") if baseline else [])
+    results += _controls(run, every)
     for i, g in enumerate(gates):
         rows, problems = _select(run, g)
         for p in problems:
             results.append(GateResult(index=i, gate=g, arm=g.arm, concurrency=g.concurrency, variant=g.variant,
                                       status="fail", value=math.nan, message=p))
-        for row in rows:
-            ident = _ident(row)
-            value = metric_value(row, g.metric)
-            if row.status == "failed":
-                results.append(GateResult(i, g, *ident, "fail", value, f"arm failed: {row.failure or 'no message'}"))
-                continue
-            if not math.isfinite(value):
-                results.append(GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point"))
-                continue
-            why = _confounded(run, row, g.metric)
-            if why is not None:
-                results.append(GateResult(i, g, *ident, "fail", math.nan, why))
-                continue
-            fails: list[str] = []
-            notes: list[str] = []
-            if g.min is not None:
-                (fails if value < g.min else notes).append(
-                    f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}{clock_tag(row, g.metric)}")
-            if g.max is not None:
-                (fails if value > g.max else notes).append(
-                    f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}{clock_tag(row, g.metric)}")
-            status = "fail" if fails else "pass"
-            if g.max_regression is not None:
-                rel_status, rel_msg = _relative(run, row, g, value, baseline, history)
-                (fails if rel_status == "fail" else notes).append(rel_msg)
-                if rel_status == "fail":
-                    status = "fail"
-                elif rel_status == "skip" and g.min is None and g.max is None:
-                    status = "skip"
-            results.append(GateResult(i, g, *ident, status, value, "; ".join(fails or notes)))
-    return results
+        results += [_row_result(run, i, g, row, baseline, history) for row in rows]
+    return results + _default_results(run, defaults, len(gates))
+
+
+def _row_result(run: Run, i: int, g: GateSpec, row: SummaryRow, baseline: Run | None,
+                history: list[Run] | None) -> GateResult:
+    """One gate on one summary row."""
+    ident = _ident(row)
+    value = metric_value(row, g.metric)
+    if row.status == "failed":
+        return GateResult(i, g, *ident, "fail", value, f"arm failed: {row.failure or 'no message'}")
+    if not math.isfinite(value):
+        return GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point")
+    why = _confounded(run, row, g.metric)
+    if why is not None:
+        return GateResult(i, g, *ident, "fail", math.nan, why)
+    fails: list[str] = []
+    notes: list[str] = []
+    if g.min is not None:
+        (fails if value < g.min else notes).append(
+            f"{value:.4g} {'<' if value < g.min else '>='} min {g.min:g}{clock_tag(row, g.metric)}")
+    if g.max is not None:
+        (fails if value > g.max else notes).append(
+            f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}{clock_tag(row, g.metric)}")
+    status = "fail" if fails else "pass"
+    if g.max_regression is not None:
+        rel_status, rel_msg = _relative(run, row, g, value, baseline, history)
+        (fails if rel_status == "fail" else notes).append(rel_msg)
+        if rel_status == "fail":
+            status = "fail"
+        elif rel_status == "skip" and g.min is None and g.max is None:
+            status = "skip"
+    return GateResult(i, g, *ident, status, value, "; ".join(fails or notes))
 
 
 def exit_code(results: list[GateResult]) -> int:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from speedbench.errors import SpeedbenchError, UsageError
-from speedbench.report.gate import GateResult, evaluate_gates, exit_code, load_gates
+from speedbench.report.gate import GateResult, default_gates, evaluate_gates, exit_code, load_gates
 from speedbench.report.gate_files import junit_xml
 from speedbench.report.model import Report, build_report
 from speedbench.report.render import write_report
@@ -65,7 +65,8 @@ def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = T
                junit: Path | None = None) -> int:
     """Write summary.json/csv, Parquet and the reports, show the summary, then, for a
     ``complete`` run, check the scenario's gates (JUnit XML to ``junit``) and log the run to
-    MLflow. Returns the gates' exit code: 0 when all pass or there are none. An interrupted
+    MLflow. Returns the gates' exit code: 0 when all pass or there are none (the default
+    gates, docs/gates.md, count as the scenario's own). An interrupted
     run (not ``complete``) is summarised but neither gated nor logged: it will be resumed.
     A full or read-only folder raises OutputError (exit 3)."""
     t0 = time.monotonic()
@@ -75,7 +76,8 @@ def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = T
     if not complete:
         return 0
     code = 0
-    if sc.gates:
+    # the scenario's gates and the default gates the run has data for (lossless: outputs)
+    if sc.gates or default_gates(run):
         results = evaluate_gates(run, load_gates(run))
         out.gates(results)
         if junit:

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from speedbench.errors import ScenarioError
-from speedbench.metrics.gates import GATE_METRIC_NAMES
+from speedbench.errors import ScenarioError, did_you_mean
+from speedbench.metrics.gates import DEFAULT_GATES, GATE_METRIC_NAMES
 from speedbench.scenario.arms import ArmSpec
 from speedbench.scenario.base import ArgValue, EnvValue, Strict, env_strings, safe_name
 from speedbench.scenario.executor import ExecutorSpec
@@ -166,6 +166,9 @@ class Scenario(Strict):
     continue_on_arm_failure: bool = True
     reference: Reference = Field(default_factory=Reference)
     gates: list[GateSpec] = Field(default_factory=list)
+    # Default gates turned off by name (metrics/gates.py DEFAULT_GATES: "lossless"); every
+    # other one applies to every run it can judge (docs/gates.md, "Default gates").
+    gates_off: list[str] = Field(default_factory=list)
     # Where the arms run: this process (local) or one batch job per arm (slurm).
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     load: LoadSpec = Field(default_factory=LoadSpec)  # closed loop (default) or request rates
@@ -205,6 +208,15 @@ class Scenario(Strict):
     @classmethod
     def _name_chars(cls, v: str) -> str:
         return safe_name(v, "the scenario name is used as a folder name")
+
+    @field_validator("gates_off")
+    @classmethod
+    def _gates_off(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name not in DEFAULT_GATES:
+                raise ValueError(f"no default gate named {name!r}{did_you_mean(name, list(DEFAULT_GATES))} "
+                                 f"(default gates: {', '.join(DEFAULT_GATES)})")
+        return list(dict.fromkeys(v))
 
     @model_validator(mode="after")
     def _screen(self) -> "Scenario":
@@ -301,6 +313,8 @@ def resolved_dict(sc: Scenario) -> dict[str, Any]:
     data = sc.model_dump(mode="json", exclude_none=False)
     if data["server"]["engine"] == "vllm":  # the default stays unwritten: saved scenarios keep their bytes
         del data["server"]["engine"]
+    if not data["gates_off"]:  # likewise
+        del data["gates_off"]
     if sc.aa_arm:
         data["arms"] = [a for a in data["arms"] if a["name"] != sc.aa_arm]
     return data

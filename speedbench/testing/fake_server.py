@@ -31,6 +31,7 @@ from aiohttp import web
 
 from speedbench.testing.fake_args import config_from_argv
 from speedbench.testing.fake_state import Emission, ServerState
+from speedbench.testing.fake_tokens import check_logprobs, diverges, output_id, prompt_ids
 from speedbench.testing.script import (
     FakeConfig,
     Fault,
@@ -136,11 +137,18 @@ class _Handlers:
                 await asyncio.sleep(delay)
         n = sum(st.tokens for st in p.steps)
         em.tokens.append(n)
-        text = "".join(f" w{t}" for t in range(100, 100 + n))
+        affected = diverges(cfg, _last_text(body))
+        text = "".join(f" w{output_id(cfg, t, affected)}" for t in range(n))
         choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0,
                                                                                                   "text": text}
         choice.update({"logprobs": None, "finish_reason": "length"})
         pt = _prompt_tokens(body)
+        if not chat and body.get("logprobs") and isinstance(body.get("prompt"), list):
+            # the output check's request: one token after a prefix given as ids, and the
+            # target's top tokens there, in vLLM's shape for completions
+            top, choice["logprobs"] = check_logprobs(cfg, prompt_ids(body), int(body["logprobs"]),
+                                                     bool(body.get("return_tokens_as_token_ids")))
+            choice["text"], pt, n = f" w{top}", len(body["prompt"]), 1
         return web.json_response({"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
                                   "object": "chat.completion" if chat else "text_completion",
                                   "created": int(time.time()), "model": cfg.model, "choices": [choice],
@@ -154,15 +162,20 @@ class _Handlers:
         # StreamResponse sends its headers now, as uvicorn does for vLLM's streaming
         # responses: the client sees them long before the first token.
         await resp.prepare(request)
-        st = _Stream(resp=resp, cfg=cfg, em=em, p=p, chat=chat, ids_on=bool(body.get("return_token_ids")),
+        ids_on = bool(body.get("return_token_ids"))
+        st = _Stream(resp=resp, cfg=cfg, em=em, p=p, chat=chat, ids_on=ids_on,
+                     prompt_ids=prompt_ids(body) if ids_on else None, affected=diverges(cfg, _last_text(body)),
                      head={"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
                            "object": "chat.completion.chunk" if chat else "text_completion",
                            "created": int(time.time()), "model": cfg.model},
                      engine=seq % max(1, self.s.config.engines))
         # vLLM's chat role chunk (no output token) goes out when the first token is ready;
         # /v1/completions has none.
+        # With return_token_ids vLLM sends the prompt's ids once: chat at the role chunk's top
+        # level, completions in the first choice.
+        first = {"prompt_token_ids": st.prompt_ids} if st.prompt_ids is not None else {}
         st.role = _event({**st.head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                  "logprobs": None, "finish_reason": None}]}) if chat else b""
+                                                  "logprobs": None, "finish_reason": None}], **first}) if chat else b""
         for i, step in enumerate(st.p.steps):
             if fault and i == fault.at and fault.kind != "http_500" and await self._fault(request, st, fault):
                 return resp
@@ -260,6 +273,8 @@ class _Stream:
     p: Plan
     chat: bool
     ids_on: bool  # the request asked for token ids
+    prompt_ids: list[int] | None  # sent once, when the request asked for token ids
+    affected: bool  # wrong_after / tie_after touch this prompt
     head: dict
     engine: int  # which of the fake's engines counts this request's steps
     role: bytes = b""  # the chat role chunk, until it is written
@@ -269,7 +284,7 @@ class _Stream:
     sched_ns: int = 0  # with a step-cost model: the decode steps so far, from the first token
 
     def choice(self, i: int, step: Any) -> dict:
-        ids = list(range(100 + self.tok, 100 + self.tok + step.tokens))
+        ids = [output_id(self.cfg, pos, self.affected) for pos in range(self.tok, self.tok + step.tokens)]
         text = "".join(f" w{t}" for t in ids)
         last = i == len(self.p.steps) - 1
         choice: dict = {"index": 0}
@@ -280,6 +295,8 @@ class _Stream:
         choice.update({"logprobs": None, "finish_reason": "length" if last else None})
         if self.ids_on:
             choice["token_ids"] = ids
+            if i == 0 and not self.chat and self.prompt_ids is not None:
+                choice["prompt_token_ids"] = self.prompt_ids
         if last and self.cfg.spec_shape == "legacy" and self.p.legacy_payload():
             choice["speculative_decoding_stats"] = self.p.legacy_payload()
         return choice

@@ -80,6 +80,13 @@ class FakeConfig:
     # vLLM 0.32's synthetic acceptance (rejection_sample_method: synthetic): accept drafts
     # so that the mean tokens per step is this AL, spread evenly over the steps.
     synthetic_al: float | None = None
+    # The output check's departures (testing/fake_tokens.py): from this output position on,
+    # the prompts they touch get wrong ids (a lossy speculative path: acceptance and AL stay
+    # as scripted) or a near-tie's alternative, which this server's check answer lists just
+    # below the top token. diverge_share: the share of prompts touched, by prompt hash.
+    wrong_after: int | None = None
+    tie_after: int | None = None
+    diverge_share: float = 1.0
 
     @property
     def cost_model(self) -> bool:
