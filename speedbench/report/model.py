@@ -181,7 +181,9 @@ def _outputs(f: _Facts) -> Section:
     """Each point's outputs against its reference, the floors labelled (report/outputs.py);
     a folder from before outputs were compared says so in one line."""
     rows = outs.section_rows(f.run)
-    if f.run.summary.get("outputs") is None or not rows:
+    if f.run.summary.get("outputs") is None:
+        return Section("outputs", "Outputs", Lines((outs.OLD_FOLDER,)))
+    if not rows:
         return Section("outputs", "Outputs", Lines(tuple(outs.brief_lines(f.run))))
     return Section("outputs", "Outputs", table(list(outs.HEADERS), rows, "lll" + "l" + "r" * 4 + "l"),
                    outs.section_note(f.run))

@@ -42,6 +42,14 @@ def lossy_reason(run: Run, arm: str, concurrency: int, variant: str = "") -> str
     return str(e.get("reason") or "lossy") if is_lossy(e) else ""
 
 
+def mark(run: Run, row: Any) -> str:
+    """What follows a summary row's speedup in a table: " (outputs differ)" where the
+    point is lossy, "" otherwise."""
+    if row.arm is None or row.concurrency is None:
+        return ""
+    return f" ({DIFFER})" if lossy_reason(run, str(row.arm), int(row.concurrency), str(row.variant or "")) else ""
+
+
 def percent(e: dict[str, Any]) -> str:
     f = e.get("identical_fraction")
     return "" if f is None else f"{100 * float(f):.0f}% identical"
@@ -159,8 +167,8 @@ def brief_lines(run: Run) -> list[str]:
     """The terminal's few lines: per arm its verdict at each load, the floors, and each
     point that is not identical with its figures and reason."""
     block = _block(run)
-    if block is None:
-        return [OLD_FOLDER]
+    if block is None:  # the opening lines say why at length
+        return [f"Outputs: not checked ({NOT_RECORDED})."]
     if block.get("not_checked"):
         return [f"Outputs: not checked: {block['not_checked']}."]
     if not run.outputs:

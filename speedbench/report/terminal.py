@@ -105,7 +105,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
         head += f"  ({escape(report.created)})"
     console.print(head)
     for line in report.headlines:  # the verdict first: each arm's speedup, then how to read it
-        console.print(escape(line), soft_wrap=True)
+        print_wrapped(console, escape(line))
     for line in report.noise:
         console.print(f"[bold]{escape(line)}[/bold]")
     speedups = report.section("speedup")
