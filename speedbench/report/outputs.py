@@ -82,7 +82,7 @@ def _block(run: Run) -> dict[str, Any] | None:
 
 def _where(e: dict[str, Any]) -> str:
     key = PointKey(str(e.get("arm")), int(e.get("concurrency") or 0), str(e.get("variant") or ""))
-    floor = FLOORS.get(str(e.get("floor") or ""))
+    floor = FLOORS.get(str(e.get("floor") or ""), "").split(" (")[0]
     return key.label + (f" ({floor})" if floor else "")
 
 
@@ -165,7 +165,8 @@ def section_note(run: Run) -> str:
 
 def brief_lines(run: Run) -> list[str]:
     """The terminal's few lines: per arm its verdict at each load, the floors, and each
-    point that is not identical with its figures and reason."""
+    arm's point that is not identical with its figures and reason (report.md and
+    report.html give every point's, the floors' too)."""
     block = _block(run)
     if block is None:  # the opening lines say why at length
         return [f"Outputs: not checked ({NOT_RECORDED})."]
@@ -180,8 +181,8 @@ def brief_lines(run: Run) -> list[str]:
         groups.setdefault(name, []).append(where + (f" [{e['variant']}]" if e.get("variant") else "")
                                            + " " + short(e))
     out = [f"Outputs {name}: " + ", ".join(cells) for name, cells in groups.items()]
-    for e in _arms_first(run):
-        if verdict(e) != cmp.IDENTICAL:
+    for e in _arms_first(run):  # the arms' points that are not identical, with their figures
+        if verdict(e) != cmp.IDENTICAL and not e.get("floor"):
             out.append(f"  {_where(e)}: {verdict(e)}: {e.get('reason')}; identical {_identical(e)}, divergences "
                        f"{_count(e, 'divergences')}, first at token {_first(e)}, checked / near-ties {_checked(e)}")
     return out
