@@ -13,6 +13,7 @@ from speedbench.metrics.registry import (BY_KEY, DEFAULT_PERCENTILES, LATENCY_LA
                                          percentile_tag)
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey, rate_label
+from speedbench.report import outputs
 from speedbench.report.tables import TPS_CLIENT, count, fmt, fmt_speedup, headline_cell, label, ok, spec_arms
 from speedbench.results import Run
 
@@ -32,6 +33,12 @@ DETAIL_HEADERS = [
 ]
 
 
+def _speedup(run: Run, r: SummaryRow) -> str:
+    """A point's headline speedup, marked where its outputs differ from the baseline's."""
+    cell = headline_cell(r)
+    return cell if cell == "–" else cell + outputs.mark(run, r)
+
+
 def detail_rows(run: Run) -> list[list[str]]:
     out = []
     for r in run.rows:
@@ -41,7 +48,7 @@ def detail_rows(run: Run) -> list[list[str]]:
             (f"{fmt(r.per_user_tps_mean, 1)} ({fmt(r.per_user_tps_p10, 1)}–"
              f"{fmt(r.per_user_tps_p90, 1)})"),
             fmt(r.output_tps, 1), fmt(r.ttft_ms_median, 1), fmt(r.tpot_ms_median, 2),
-            headline_cell(r),
+            _speedup(run, r),
             " / ".join(fmt(x, 3) for x in (r.al_tokens, r.al_requests, r.al_prometheus)),
             fmt(r.draft_acceptance_rate, 3),
         ])
@@ -182,7 +189,7 @@ def rate_table(run: Run) -> list[list[str]]:
     return [[label(str(r.arm), _workload_variant(r)), fmt(r.request_rate, 3).rstrip("0").rstrip("."),
              fmt(r.burstiness, 2), f"{count(r.n_ok)}/{count(r.n_requests)}",
              fmt(r.per_user_tps_mean, 1),
-             headline_cell(r), fmt(r.goodput, 3),
+             _speedup(run, r), fmt(r.goodput, 3),
              fmt(num(r.goodput_share) * 100, 0, "%")] for r in rows]
 
 

@@ -8,14 +8,16 @@ of a scenario (over the checkpoints, then within each). ``speedbench compare
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.analysis import checkpoints as stats
+from speedbench.metrics import outputs as cmp
 from speedbench.metrics.headline import headline, headline_clock
 from speedbench.errors import UsageError
-from speedbench.report import html, tables
+from speedbench.report import html, outputs, tables
 from speedbench.report.nightly import checkpoint, pooled_al
 from speedbench.results import Run
 
@@ -39,6 +41,22 @@ class CheckpointResult:
     verdict: str = ""
     # the clocks a speedup figure was read from over its nights: each night's headline clock
     clocks: dict[Figure, set[str]] = field(default_factory=dict)
+    # each night's outputs entry of a speedup figure (results/output_summary.py), in night order
+    outputs: dict[Figure, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def outputs_text(self, fig: Figure) -> str:
+        """The figure's outputs over its nights ("outputs identical on 3 of 3 nights"), a
+        lossy night first and marked, with the lowest identical fraction where some differ."""
+        entries = self.outputs.get(fig) or []
+        n = len(entries)
+        counts = Counter(outputs.word(e) for e in entries)
+        lossy = counts.pop(outputs.SHORT[cmp.LOSSY], 0)
+        parts = ([f"{outputs.DIFFER.upper()}: LOSSY on {lossy} of {n} nights"] if lossy else []) + [
+            f"{w} on {k} of {n} nights" for w, k in counts.items()]
+        fractions = [float(e["identical_fraction"]) for e in entries if e.get("identical_fraction") is not None]
+        if fractions and min(fractions) < 1:
+            parts.append(f"lowest {100 * min(fractions):.0f}% identical")
+        return "outputs " + ", ".join(parts) if parts else ""
 
     def metric(self, fig: Figure) -> str:
         """The figure's metric, a speedup's clock named (the headline's: engine where the client's
@@ -121,11 +139,12 @@ def compare_scenario(scenario: str, runs: Sequence[Run], reference: str | None =
     if not names:
         return None
     ref = resolve(reference, names)
-    clocks = _clocks(runs)
+    clocks, verdicts = _clocks(runs), _outputs(runs)
     results = []
     for name in names:
         figs = sorted({f for night in nights for f in night.get(name, {})}, key=_order)
-        res = CheckpointResult(name, sum(name in night for night in nights), clocks=clocks.get(name, {}))
+        res = CheckpointResult(name, sum(name in night for night in nights), clocks=clocks.get(name, {}),
+                               outputs=verdicts.get(name, {}))
         for fig in figs:
             res.pooled[fig] = stats.pool([night[name][fig] for night in nights if fig in night.get(name, {})])
             if name != ref:
@@ -146,6 +165,19 @@ def _clocks(runs: Sequence[Run]) -> dict[str, dict[Figure, set[str]]]:
                 ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
                 fig = ("speedup", f"c={int(r.concurrency or 0)}")
                 out.setdefault(ck, {}).setdefault(fig, set()).add(headline_clock(r))
+    return out
+
+
+def _outputs(runs: Sequence[Run]) -> dict[str, dict[Figure, list[dict[str, Any]]]]:
+    """Checkpoint -> speedup figure -> each night's outputs entry (Run.outputs_of)."""
+    out: dict[str, dict[Figure, list[dict[str, Any]]]] = {}
+    for run in runs:
+        for r in run.rows:
+            if tables.is_speculative(r) and r.status != "failed":
+                ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
+                fig = ("speedup", f"c={int(r.concurrency or 0)}")
+                e = run.outputs_of(str(r.arm), int(r.concurrency or 0), str(r.variant or ""))
+                out.setdefault(ck, {}).setdefault(fig, []).append(e)
     return out
 
 
@@ -196,6 +228,8 @@ def text_lines(comparisons: Sequence[ScenarioComparison]) -> list[str]:
             for fig, pooled in r.pooled.items():
                 line = f"    {r.metric(fig)} {fig[1]}: {_ci(pooled)} over {pooled.nights} nights"
                 c = comps.get(fig)
+                if r.outputs_text(fig):
+                    line += f"; {r.outputs_text(fig)}"
                 if c is not None:
                     line += (f"; vs reference {_ci(c.contrast, True)} over {c.contrast.nights} nights, "
                              f"q={c.q:.3g}: {c.call}" if math.isfinite(c.q) else f"; {c.call}")
@@ -213,7 +247,9 @@ def as_json(comparisons: Sequence[ScenarioComparison]) -> list[dict[str, Any]]:
         cks = []
         for r in sc.checkpoints:
             pooled = [{"metric": f[0], "point": f[1], "clocks": sorted(r.clocks.get(f, ())), "value": _finite(p.value),
-                       "low": _finite(p.low), "high": _finite(p.high), "nights": p.nights} for f, p in r.pooled.items()]
+                       "low": _finite(p.low), "high": _finite(p.high), "nights": p.nights,
+                       **({"outputs": [_night_outputs(e) for e in r.outputs[f]]} if f in r.outputs else {})}
+                      for f, p in r.pooled.items()]
             comps = [{"metric": c.figure[0], "point": c.figure[1], "ratio": _finite(c.contrast.ratio),
                       "low": _finite(c.contrast.low), "high": _finite(c.contrast.high), "p": _finite(c.contrast.p),
                       "q": _finite(c.q), "nights": c.contrast.nights, "call": c.call} for c in r.comparisons]
@@ -222,6 +258,10 @@ def as_json(comparisons: Sequence[ScenarioComparison]) -> list[dict[str, Any]]:
         out.append({"scenario": sc.scenario, "reference": sc.reference, "fdr_q": stats.Q, "level": stats.LEVEL,
                     "min_nights": stats.MIN_NIGHTS, "checkpoints": cks})
     return out
+
+
+def _night_outputs(e: dict[str, Any]) -> dict[str, Any]:
+    return {k: e.get(k) for k in ("verdict", "reason", "identical_fraction")}
 
 
 def _cell(r: CheckpointResult, fig: Figure) -> Any:

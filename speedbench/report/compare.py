@@ -20,7 +20,7 @@ from rich.table import Table
 from speedbench.metrics.cells import al_of
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.metrics.registry import SummaryRow
-from speedbench.report import trust
+from speedbench.report import outputs, trust
 from speedbench.report import significance
 from speedbench.report.fit import print_table
 from speedbench.report import tables
@@ -70,7 +70,18 @@ def _shown(row: SummaryRow, run: Run) -> str:
         return cell
     if row.arm is not None and trust.confounded(run, str(row.arm), int(row.concurrency or 0), str(row.variant or "")):
         cell += " CONFOUNDED"
+    if row.arm is not None and outputs.lossy_reason(run, str(row.arm), int(row.concurrency or 0),
+                                                    str(row.variant or "")):
+        cell += f" ({outputs.DIFFER})"
     return cell + (" (controls failed)" if trust.controls_failed(run) else "")
+
+
+def _outputs(row: SummaryRow, run: Run) -> str:
+    """The point's outputs verdict with its identical fraction (report/outputs.py); "–"
+    for a point the run lacks."""
+    if row.arm is None:
+        return "–"
+    return outputs.cell(run, str(row.arm), int(row.concurrency or 0), str(row.variant or ""))
 
 
 def _ci_diff(a: SummaryRow, b: SummaryRow) -> significance.Interval:
@@ -125,15 +136,17 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
     headers = ["c"] + [f"{lab} speedup [95% CI]" for lab in present]
     diffs = [lab for lab in present if lab != "R1"] if "R1" in present else []
     headers += [f"Δ speedup {lab}−R1 [95% CI]" for lab in diffs] + [f"significant {lab}" for lab in diffs]
-    headers += [f"Δ {tables.TPS_CLIENT} {lab}−R1" for lab in diffs]
+    headers += [f"Δ {tables.TPS_CLIENT} {lab}−R1" for lab in diffs] + [f"{lab} outputs" for lab in present]
     sec = Section(title=f"Speedup: {arm}", headers=headers, rows=[])
     keys = sorted({k for lab, r in labels if lab in present for k in _keys(r, arm)})
     for c, v in keys:
         row = [f"{c}" + (f" [{v}]" if v else "")]
+        verdicts = []
         for lab, r in labels:
             if lab in present:
                 x = r.row(arm, c, v) or SummaryRow()  # a point the run lacks: a row of Nones
                 row.append(_shown(x, r))
+                verdicts.append(_outputs(x, r))
         sig_cells, tps_cells, any_sig = [], [], False
         for lab in diffs:
             iv, tv, base_row = _diff(runs, rec, int(lab[1:]) - 1, arm, (c, v))
@@ -144,7 +157,7 @@ def _arm_section(runs: list[Run], rec: list[bool], arm: str, present: list[str])
             sec.note = f"test: {iv.test}" if math.isfinite(iv.value) else sec.note
         if any_sig:
             sec.significant_rows.add(len(sec.rows))
-        sec.rows.append(row + sig_cells + tps_cells)
+        sec.rows.append(row + sig_cells + tps_cells + verdicts)
     return sec
 
 
@@ -210,7 +223,7 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
     cmp = Comparison(title=f"{arm_b} vs {arm_a} in run {run.run_id}", runs=[("", run)], sections=[])
     headers = ["c", f"{arm_a} speedup [95% CI]", f"{arm_b} speedup [95% CI]", f"Δ speedup {arm_b}−{arm_a} [95% CI]",
                "significant", f"{arm_a} {tables.TPS_CLIENT}", f"{arm_b} {tables.TPS_CLIENT}", f"{arm_a} AL",
-               f"{arm_b} AL"]
+               f"{arm_b} AL", f"{arm_a} outputs", f"{arm_b} outputs"]
     sec = Section(title="Speedup (headline clock), from each point's stored interval", headers=headers, rows=[])
     for c, v in sorted(set(_keys(run, arm_a)) & set(_keys(run, arm_b))):
         ra = run.row(arm_a, c, v) or SummaryRow()  # a point the run lacks: a row of Nones
@@ -224,7 +237,7 @@ def compare_arms(run: Run, arm_a: str, arm_b: str) -> Comparison:
                          _shown(ra, run), _shown(rb, run),
                          _fmt_diff(iv), _sig(iv), tables.fmt(ra.per_user_tps_mean, 1),
                          tables.fmt(rb.per_user_tps_mean, 1), tables.fmt(al_of(ra)[0], 3),
-                         tables.fmt(al_of(rb)[0], 3)])
+                         tables.fmt(al_of(rb)[0], 3), _outputs(ra, run), _outputs(rb, run)])
     cmp.sections.append(sec)
     for t in tables.speedup_tables(run):
         if t.arm in (arm_a, arm_b):

@@ -1,6 +1,7 @@
 """The verdict that opens ``report`` and ``gate``: one headline line per arm.
 
-"eagle3.1 (EAGLE 3.1): 1.43× [1.12, 1.83] at c=1, engine clock; 21 of 21 gates pass".
+"eagle3.1 (EAGLE 3.1): 1.43× [1.12, 1.83] at c=1, engine clock; 21 of 21 gates pass"; an
+arm whose outputs differ from the baseline's at any load says so before its tally.
 The figure is the point's stored headline (metrics/headline.py) at the arm's lowest
 concurrency with a speedup, the point the dashboard's run list leads with too.
 """
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from speedbench.metrics import controls
-from speedbench.report import tables
+from speedbench.report import outputs, tables
 from speedbench.results import Run
 
 
@@ -38,6 +39,9 @@ def arm_headlines(run: Run, results: Sequence[_Result] | None = None,
                                        f"c={first.concurrency}, {first.clock} clock"
                                        + (", CONFOUNDED (conditions differed)" if first.confounded else "")
                                        if first else "no speedup measured")
+        lossy = [str(r.concurrency) for r in t.rows if r.lossy]
+        # outputs that differ from the target's make the speedup no speedup: the verdict line says so
+        line += f"; {outputs.DIFFER.upper()} (lossy at c={', '.join(lossy)})" if lossy else ""
         if results is not None:
             line += "; " + _tally([r for r in results if r.arm == t.arm and r.variant in (None, t.variant)])
         lines.append(line)

@@ -57,6 +57,7 @@ a{color:var(--accent)}
 .v-reg{background:#fdecea;color:var(--bad)}.v-imp{background:#e6f4ea;color:var(--good)}
 .v-sus{background:#fff3e0;color:var(--warn)}.counts{font-size:15px;margin:2px 0 8px}
 .counts b{font-size:18px}p.why{margin:12px 0 4px;overflow-wrap:anywhere}
+td.bad{color:var(--bad);font-weight:600}
 """
 
 
@@ -137,16 +138,21 @@ def run_plots(p: Plots) -> list[tuple[str, str]]:
     ]
 
 
+def outputs_cell(r: tables.SpeedupRow) -> Any:
+    """The compact outputs verdict beside a speedup; a lossy one in red, its reason on hover."""
+    return Cell(r.outputs, cls="bad", title=r.lossy) if r.lossy else r.outputs
+
+
 def speedup_card(t: tables.SpeedupTable, baseline: str | None) -> Safe:
     headers, has_ref = tables.speedup_headers(t, baseline)
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, tables.fmt(r.base_tps, 1), pill("failed"), "–", "–"] + ["–"] * t.has_other
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), pill("failed"), "–", "–", "–"] + ["–"] * t.has_other
         else:
             al = tables.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
             row = [r.concurrency, tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1),
-                   Cell(r.speedup_cell, cls="big")]
+                   Cell(r.speedup_cell, cls="big bad" if r.lossy else "big", title=r.lossy), outputs_cell(r)]
             row += [r.other_cell] * t.has_other + [al]
         if has_ref:
             row.append(tables.fmt(r.reference, 2, "×"))
@@ -168,7 +174,7 @@ def render_html(report: Report, drift_html: str = "") -> str:
 
 
 # Every section but the terminal's per-arm fallback.
-SHOWN = ("speedup", "screening", "warnings", "measured", "rate", "plots", "points", "failures", "latency",
+SHOWN = ("speedup", "outputs", "screening", "warnings", "measured", "rate", "plots", "points", "failures", "latency",
          "category_al", "category", "prompts", "positions")
 
 
@@ -218,6 +224,11 @@ def _table_blocks(s: Section, c: Table) -> list[str]:
         return [_h2(s), card(table(c.headers, rows, left=1))]
     if s.key == "failures":  # the message is text
         return [card(table(c.headers, [[*row[:-1], Cell(row[-1], cls="l")] for row in c.rows], left=c.left), s.title)]
+    if s.key == "outputs":  # a lossy point in red; the reason is text
+        marked: list[list[Any]] = [
+            [*(Cell(x, cls="l bad" if i < c.left else "bad") if "LOSSY" in row[3] else x
+               for i, x in enumerate(row[:-1])), Cell(row[-1], cls="l")] for row in c.rows]
+        return [_h2(s), card(Safe(_muted(s) + table(c.headers, marked, left=c.left)))]
     if s.key == "screening":
         return [card(Safe(f"<p>{esc(s.page_note)}</p>" + table(c.headers, c.rows, left=c.left)), s.title)]
     return [_h2(s), card(Safe(_muted(s) + table(c.headers, c.rows, left=c.left)))]

@@ -42,11 +42,11 @@ def speedup_table_md(t: tables.SpeedupTable, baseline: str | None) -> str:
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            row = [r.concurrency, tables.fmt(r.base_tps, 1), "failed", "–", "–"] + ["–"] * t.has_other
+            row = [r.concurrency, tables.fmt(r.base_tps, 1), "failed", "–", "–", "–"] + ["–"] * t.has_other
         else:
             al = tables.fmt(r.al, 2) + (" (Prometheus)" if r.al_source == "prometheus" else "")
             row = [r.concurrency, tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1),
-                   r.speedup_cell]
+                   r.speedup_cell, r.outputs]
             row += [r.other_cell] * t.has_other + [al]
         if has_ref:
             row.append(tables.fmt(r.reference, 2, "×"))
@@ -70,8 +70,8 @@ def render_markdown(report: Report, drift_md: str = "") -> str:
 
 
 # The sections report.md shows (the plots, failures and per-question tables are report.html's).
-SHOWN = ("speedup", "screening", "warnings", "measured", "rate", "points", "latency", "category_al", "category",
-         "positions")
+SHOWN = ("speedup", "outputs", "screening", "warnings", "measured", "rate", "points", "latency", "category_al",
+         "category", "positions")
 
 
 def _section(s: Section, baseline: str | None) -> list[str]:

@@ -18,6 +18,7 @@ from functools import cached_property
 
 from speedbench.metrics.cells import al_of, num
 from speedbench.report import breakdowns, header, headlines, tables
+from speedbench.report import outputs as outs
 from speedbench.results import Run
 
 REPORT_TITLE = "speedbench report"
@@ -176,6 +177,23 @@ def _speedup(f: _Facts) -> Section:
     return Section("speedup", "Speedup", Speedups(()), NO_SPEEDUP_NOTE, NO_SPEEDUP_NOTE_HTML)
 
 
+def _outputs(f: _Facts) -> Section:
+    """Each point's outputs against its reference, the floors labelled (report/outputs.py);
+    a folder from before outputs were compared says so in one line."""
+    rows = outs.section_rows(f.run)
+    if f.run.summary.get("outputs") is None:
+        return Section("outputs", "Outputs", Lines((outs.OLD_FOLDER,)))
+    if not rows:
+        return Section("outputs", "Outputs", Lines(tuple(outs.brief_lines(f.run))))
+    return Section("outputs", "Outputs", table(list(outs.HEADERS), rows, "lll" + "l" + "r" * 4 + "l"),
+                   outs.section_note(f.run))
+
+
+def _outputs_brief(f: _Facts) -> Section:
+    """The terminal's few lines on outputs (report.md and report.html show the table)."""
+    return Section("outputs_brief", "Outputs", Lines(tuple(outs.brief_lines(f.run))))
+
+
 def _per_arm(f: _Facts) -> Section | None:
     """The terminal's table when there is no speedup to show."""
     if f.speedups:
@@ -282,7 +300,8 @@ def _positions(f: _Facts) -> Section | None:
 
 # Every section, in report order; each builder returns None when the run has nothing for it.
 SECTIONS: tuple[tuple[str, Callable[[_Facts], Section | None]], ...] = (
-    ("speedup", _speedup), ("per_arm", _per_arm), ("screening", _screening), ("warnings", _warnings),
+    ("speedup", _speedup), ("outputs", _outputs), ("outputs_brief", _outputs_brief),
+    ("per_arm", _per_arm), ("screening", _screening), ("warnings", _warnings),
     ("measured", _measured), ("rate", _rate), ("plots", _plots), ("points", _points), ("failures", _failures),
     ("latency", _latency), ("category_al", _category_al), ("category", _category), ("prompts", _prompts),
     ("positions", _positions),

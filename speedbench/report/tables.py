@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from speedbench.analysis.al_trend import al_trends
+from speedbench.report import outputs
 from speedbench.report.trust import confounded
 from speedbench.metrics.cells import al_of, cell, num, pool_by_n_ok
 from speedbench.metrics.headline import (
@@ -121,8 +122,6 @@ def reference_arm(run: Run) -> str | None:
     return ref.get("arm") or (arms[0] if len(arms) == 1 else None)
 
 
-
-
 @dataclass
 class SpeedupRow:
     concurrency: int
@@ -147,6 +146,8 @@ class SpeedupRow:
     predicted_ci_low: float = math.nan
     predicted_ci_high: float = math.nan
     confounded: str = ""  # why the arms' conditions differed (report/trust.py); "" when they did not
+    outputs: str = ""  # the outputs verdict, compact (report/outputs.py): shown beside the speedup
+    lossy: str = ""  # why the outputs differ from the baseline's; "" when they do not
 
     @property
     def other_clock(self) -> str:
@@ -157,7 +158,8 @@ class SpeedupRow:
         """The headline figure, with its clock named when it is not the client's."""
         cell = fmt_speedup(self.speedup, self.ci_low, self.ci_high)
         cell += f" ({self.clock})" if self.clock == ENGINE and ok(self.speedup) else ""
-        return cell + (" CONFOUNDED" if self.confounded and ok(self.speedup) else "")
+        cell += " CONFOUNDED" if self.confounded and ok(self.speedup) else ""
+        return cell + (f" ({outputs.DIFFER})" if self.lossy and ok(self.speedup) else "")
 
     @property
     def other_cell(self) -> str:
@@ -207,7 +209,6 @@ def speedup_tables(run: Run) -> list[SpeedupTable]:
             for r in sorted(rows, key=lambda r: int(r.concurrency)):
                 c = int(r.concurrency)
                 base = run.row(run.baseline, c, v) if run.baseline else None
-                al, src = al_of(r)
                 t.rows.append(_speedup_row(run, r, base, c))
             tables.append(t)
     return tables
@@ -228,7 +229,9 @@ def _speedup_row(run: Run, r: SummaryRow, base: SummaryRow | None, c: int) -> Sp
         other_speedup=om, other_ci_low=olo, other_ci_high=ohi,
         predicted=num(r.speedup_predicted), predicted_ci_low=num(r.speedup_predicted_ci_low),
         predicted_ci_high=num(r.speedup_predicted_ci_high),
-        confounded=confounded(run, str(r.arm), c, str(r.variant or "")) or "")
+        confounded=confounded(run, str(r.arm), c, str(r.variant or "")) or "",
+        outputs=outputs.cell(run, str(r.arm), c, str(r.variant or "")),
+        lossy=outputs.lossy_reason(run, str(r.arm), c, str(r.variant or "")))
 
 
 def measured_lines(run: Run) -> list[str]:
@@ -380,7 +383,7 @@ def label(arm: str, variant: str) -> str:
 def speedup_headers(t: "SpeedupTable", baseline: str | None) -> tuple[list[str], bool]:
     """Column headers of the published-shape table; the reference column only when known."""
     headers = ["concurrency", f"{baseline or 'baseline'} {TPS_CLIENT}", f"{t.arm} {TPS_CLIENT}",
-               "speedup [95% CI] (headline clock)"]
+               "speedup [95% CI] (headline clock)", "outputs"]
     if t.has_other:
         headers.append("other clock [95% CI]")
     headers.append(metric_label("al_tokens"))

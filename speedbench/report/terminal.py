@@ -15,6 +15,7 @@ from rich.table import Table
 
 from speedbench.report import model, tables
 from speedbench.report.fit import print_table
+from speedbench.report.wrap import print_wrapped
 from speedbench.report.model import Lines, Report, Section, Speedups, build_report
 from speedbench.results import Run, RunDir, load_run
 
@@ -56,7 +57,7 @@ def _speedup_cells(t: tables.SpeedupTable, baseline: str | None) -> tuple[list[s
     """Headers (rich markup; "\n" where the wide table may break them) and each row's cells."""
     tps = tables.TPS_CLIENT.replace(" (", "\n(", 1)  # the wide table may break before the clock
     heads = ["concurrency", f"{escape(baseline or 'baseline')}\n{tps}", f"{escape(t.arm)}\n{tps}",
-             "speedup [95% CI]\n(headline clock)"]
+             "speedup [95% CI]\n(headline clock)", "outputs"]
     if t.has_other:
         heads.append("other clock\n[95% CI]")
     heads.append("AL")
@@ -68,16 +69,19 @@ def _speedup_cells(t: tables.SpeedupTable, baseline: str | None) -> tuple[list[s
     rows = []
     for r in t.rows:
         if r.status == "failed":
-            cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), "[red]failed[/red]", "–",
+            cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), "[red]failed[/red]", "–", "–",
                      "–"] + ["–"] * t.has_other
         else:
             sp = escape(r.speedup_cell)
-            if math.isfinite(r.reference) and math.isfinite(r.speedup):
+            if r.lossy:  # outputs differ: no speedup, whatever the reference says
+                sp = f"[red]{sp}[/red]"
+            elif math.isfinite(r.reference) and math.isfinite(r.speedup):
                 # green when the reference lies inside (or below) our interval
                 style = "green" if (math.isfinite(r.ci_high) and r.ci_high >= r.reference) else "yellow"
                 sp = f"[{style}]{sp}[/{style}]"
             al = tables.fmt(r.al, 2) + (" [dim](prom)[/dim]" if r.al_source == "prometheus" else "")
-            cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1), sp]
+            cells = [str(r.concurrency), tables.fmt(r.base_tps, 1), tables.fmt(r.spec_tps, 1), sp,
+                     f"[bold red]{escape(r.outputs)}[/bold red]" if r.lossy else escape(r.outputs)]
             if t.has_other:
                 cells.append(escape(r.other_cell))
             cells.append(al)
@@ -90,7 +94,7 @@ def _speedup_cells(t: tables.SpeedupTable, baseline: str | None) -> tuple[list[s
 
 
 # The sections the terminal shows: the verdict and how to read it; the rest is in report.md / report.html.
-SHOWN = ("speedup", "per_arm", "screening", "measured", "warnings")
+SHOWN = ("speedup", "outputs_brief", "per_arm", "screening", "measured", "warnings")
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
@@ -101,12 +105,15 @@ def print_report(report: Report, console: Console | None = None) -> None:
         head += f"  ({escape(report.created)})"
     console.print(head)
     for line in report.headlines:  # the verdict first: each arm's speedup, then how to read it
-        console.print(escape(line), soft_wrap=True)
+        print_wrapped(console, escape(line))
     for line in report.noise:
         console.print(f"[bold]{escape(line)}[/bold]")
     speedups = report.section("speedup")
     for t in speedups.content.tables if speedups and isinstance(speedups.content, Speedups) else ():
         print_table(console, speedup_table(t, report.baseline, console.width))
+    for line in _lines(report, "outputs_brief"):  # beside the speedups: were the outputs the target's?
+        style = "bold red" if "LOSSY" in line else "dim"
+        print_wrapped(console, f"[{style}]{escape(line)}[/{style}]")
     per_arm = _table(report, "per_arm")
     if per_arm:
         print_table(console, _plain_table(*per_arm))

@@ -2,11 +2,13 @@
 impossible result marks the whole run "controls failed") and its conditions (which were
 checked, which could not be, and each comparison whose arms ran under materially
 different ones: confounded). metrics/controls.py and metrics/conditions.py decide; this
-module only words it for the report's opening lines and the gate."""
+module only words it for the report's opening lines and the gate. The outputs check
+(report/outputs.py) follows them: a speedup whose outputs differ is no speedup."""
 
 from __future__ import annotations
 
 from speedbench.metrics import conditions, controls
+from speedbench.report import outputs
 from speedbench.results import Run
 
 
@@ -54,5 +56,5 @@ def _condition_lines(run: Run) -> list[str]:
 
 
 def trust_lines(run: Run) -> list[str]:
-    """The report's opening lines on trust: controls first, then conditions."""
-    return _control_lines(run) + _condition_lines(run)
+    """The report's opening lines on trust: controls first, then conditions, then outputs."""
+    return _control_lines(run) + _condition_lines(run) + outputs.opening_lines(run)

@@ -74,7 +74,7 @@ def test_arm_missing_from_a_run(tmp_path):
     b = load_run(make_run(tmp_path / "b", seed=1, arms=DEFAULT_ARMS[:2]).path)
     cmp = compare_runs([a, b])
     assert "arm eagle3.1 is missing from R2" in cmp.notes
-    assert section(cmp, "Speedup: eagle3.1").headers == ["c", "R1 speedup [95% CI]"]
+    assert section(cmp, "Speedup: eagle3.1").headers == ["c", "R1 speedup [95% CI]", "R1 outputs"]
 
 
 def test_two_arms_in_one_run(tmp_path):

@@ -46,7 +46,7 @@ def test_render_report_contents(run):
     md, html = render_report(run)
     assert md.startswith("# speedbench report: cpu\\_tiny")
     assert ("| concurrency | baseline per-user TPS (client clock) | eagle3.1 per-user TPS (client clock) "
-            "| speedup \\[95% CI\\] (headline clock) | AL (pooled over steps) | reference speedup |") in md
+            "| speedup \\[95% CI\\] (headline clock) | outputs | AL (pooled over steps) | reference speedup |") in md
     row = run.row("eagle3.1", 1)
     assert f"{row.speedup_mean:.2f}× \\[{row.speedup_ci_low:.2f}, {row.speedup_ci_high:.2f}\\]" in md
     assert "2.03×" in md  # reference figure beside the measured one
