@@ -140,6 +140,8 @@ class _Collector:
         # a night that cannot vouch for a speedup (a failed control, or arms measured under
         # different loads) is a missing night for it, never a change (docs/metrics.md, "Trust")
         vouched = not trust.controls_failed(run)
+        # sampled above temperature 0 (the block's not_checked): who matched whom is chance, no series
+        sampled = bool((run.summary.get("outputs") or {}).get("not_checked"))
         for r in run.rows:
             if r.status == "failed":
                 continue
@@ -147,7 +149,8 @@ class _Collector:
             name, fl = tables.label(arm, v), floors.get((c, v), math.nan)
             self.add(idx, name, "per-user TPS", f"c={c}", (arm,), num(r.per_user_tps_mean), floor=fl)
             outputs = run.outputs_of(arm, c, v)
-            self._outputs(idx, name, arm, c, outputs)
+            if not sampled:
+                self._outputs(idx, name, arm, c, outputs)
             # a lossy point's speedup is not the same computation made faster: like a
             # confounded one, it is a missing night for the speedup series
             if tables.is_speculative(r) and vouched and not trust.confounded(run, arm, c, v) \

@@ -79,6 +79,16 @@ def test_steady_identical_outputs_are_no_change(tmp_path):
     assert len(mine) == 3 and {v.status for v in mine} == {"no change"}
 
 
+def test_sampled_nights_add_no_identical_outputs_series(tmp_path):
+    folders = write_history(tmp_path / "r", 6, [])
+    _with_outputs(folders, drop=3)
+    for f in folders:  # sampled at temperature 0.7: outputs cannot be compared token for token
+        s = json.loads((f / "summary.json").read_text())
+        s["outputs"]["not_checked"] = "sampling at temperature 0.7: outputs cannot be compared token for token"
+        (f / "summary.json").write_text(json.dumps(s))
+    assert not any(s.metric == nightly.IDENTICAL_OUTPUTS for s in nightly.collect("cpu_tiny", load_nights(folders)))
+
+
 def test_nights_from_before_the_outputs_block_load_as_not_recorded(tmp_path):
     ns = load_nights(write_history(tmp_path / "r", 6, []))
     run = ns[-1].run
