@@ -104,6 +104,21 @@ def test_vllm_files_profiles_and_mlflow_carry_the_verdict(runs, tmp_path):
     assert mlflow_export.arm_tags(new, "baseline")["speedbench.outputs"] == "not checked"
 
 
+def test_the_category_matrix_names_each_point_s_verdict(runs, tmp_path):
+    import csv
+
+    from speedbench.results.category_matrix import export_matrix
+
+    new, old = runs
+    export_matrix([new, old], tmp_path, concurrency=4)
+    with open(tmp_path / "checkpoints.csv", newline="") as f:
+        got = {(r["run_path"] == str(new.path), r["arm"]): r for r in csv.DictReader(f)}
+    assert (got[(True, "eagle3")]["outputs_verdict"], got[(True, "eagle3")]["outputs_identical_fraction"]) == \
+        ("lossy", "0.5")
+    assert (got[(False, "eagle3")]["outputs_verdict"], got[(False, "eagle3")]["outputs_identical_fraction"]) == \
+        ("not checked", "")
+
+
 def test_a_folder_from_before_the_block_exports_not_recorded(runs, tmp_path):
     _, old = runs
     assert old.dir is not None and "outputs" not in old.summary
