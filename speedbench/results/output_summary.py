@@ -117,17 +117,19 @@ THE_REFERENCE = {"verdict": cmp.NOT_CHECKED, "reason": "the reference: the basel
 def point_outputs(summary: dict[str, Any]) -> dict[PointKey, dict[str, Any]]:
     """Each point's ``outputs`` entry from a summary, by point; the one reader every view
     uses. A point missing here (a folder from before outputs were kept) is
-    :data:`NOT_RECORDED`: use ``point_outputs(s).get(key, NOT_RECORDED)``. Where the block
-    exists, the baseline's reference points are :data:`THE_REFERENCE` rather than missing."""
+    :data:`NOT_RECORDED`: use ``point_outputs(s).get(key) or missing(s, key)``."""
     block = summary.get("outputs") or {}
-    out = {PointKey(e["arm"], int(e["concurrency"]), e.get("variant") or ""): e
-           for e in block.get("points") or [] if isinstance(e, dict) and "arm" in e}
-    if isinstance(block.get("points"), list) and summary.get("baseline"):
-        for r in summary.get("rows") or []:
-            if isinstance(r, dict) and r.get("arm") == summary["baseline"]:
-                key = PointKey(str(r["arm"]), int(r.get("concurrency") or 0), str(r.get("variant") or ""))
-                out.setdefault(key, THE_REFERENCE)
-    return out
+    return {PointKey(e["arm"], int(e["concurrency"]), e.get("variant") or ""): e
+            for e in block.get("points") or [] if isinstance(e, dict) and "arm" in e}
+
+
+def missing(summary: dict[str, Any], key: PointKey) -> dict[str, Any]:
+    """What a point without an entry reads: :data:`THE_REFERENCE` for the baseline's point
+    in a summary that has the block (its lowest, held against nothing), else :data:`NOT_RECORDED`."""
+    block = summary.get("outputs")
+    if isinstance(block, dict) and isinstance(block.get("points"), list) and key.arm == summary.get("baseline"):
+        return THE_REFERENCE
+    return NOT_RECORDED
 
 
 # The columns every table export adds per point (formats.table_rows), from its entry.
@@ -149,6 +151,7 @@ def outputs_reader(summary: dict[str, Any]) -> Callable[[str, int, str], dict[st
     found = point_outputs(summary)
 
     def of(arm: str, concurrency: int, variant: str = "") -> dict[str, Any]:
-        return found.get(PointKey(arm, int(concurrency), variant or ""), NOT_RECORDED)
+        key = PointKey(arm, int(concurrency), variant or "")
+        return found.get(key) or missing(summary, key)
 
     return of
