@@ -35,6 +35,7 @@ from speedbench.results.files import ensure_dir
 from speedbench.report.render import render_report
 
 MAX_LATEST = 50  # rows in the "latest runs" table
+DIFFER = plots.OUTPUTS_DIFFER  # a checkpoint's lossy nights on the speedup chart: "<checkpoint> (outputs differ)"
 
 
 @dataclass
@@ -138,7 +139,10 @@ class _Trends:
         ck = tables.label(checkpoint(sr.run, arm), v)
         self.tps.setdefault(c, {}).setdefault(ck, []).append((sr.created, tables.num(r.per_user_tps_mean)))
         if tables.is_speculative(r) and measured:
-            self.speed.setdefault(c, {}).setdefault(ck, []).append((sr.created, *headline(r)))
+            # a lossy night is drawn apart, marked, and left out of the line's levels and change
+            # points, as the verdicts leave it out of the speedup series (report/nightly.py)
+            name = ck + DIFFER if nightly.lossy(sr.run.outputs_of(arm, c, v)) else ck
+            self.speed.setdefault(c, {}).setdefault(name, []).append((sr.created, *headline(r)))
             pred = tables.num(r.speedup_predicted)
             if math.isfinite(pred):  # a calibrated full run: the model's figure beside the measured one
                 self.speed[c].setdefault(ck + " (predicted)", []).append(
@@ -158,7 +162,8 @@ def _scenario_section(name: str, runs: list[SiteRun], idx: int, colors: dict[str
     charts = [
         ("Speedup in per-user TPS over time (each run's headline clock): bars are each run's 95% interval, "
          "shading each level's "
-         "night-to-night noise band (mean ± 2 sd of its own nights), triangles the change points",
+         "night-to-night noise band (mean ± 2 sd of its own nights), triangles the change points; crosses: "
+         "nights whose outputs differ from the baseline's (lossy), left out of the line",
          plots.trend(by_c(speed), "speedup (×)", colors, bands=True)),
         ("Acceptance length over time (triangles: change points)",
          plots.trend(al, "AL pooled over steps (tokens/step)", colors, bands=True)),
@@ -213,6 +218,15 @@ def screening_heads(run: Run) -> list[str]:
     return out
 
 
+_DIFFER_PILL = html.Safe('<span class="pill v-reg">outputs differ</span>')
+
+
+def lossy_points(run: Run) -> list[str]:
+    """The run's points whose outputs differ from their reference's (verdict lossy)."""
+    return [tables.label(str(r.arm), str(r.variant or "")) + f" c={r.concurrency}" for r in run.rows
+            if nightly.lossy(run.outputs_of(str(r.arm), int(r.concurrency), str(r.variant or "")))]
+
+
 def _latest_table(runs: list[SiteRun]) -> str:
     rows = []
     for sr in sorted(runs, key=lambda r: r.created, reverse=True)[:MAX_LATEST]:
@@ -221,10 +235,11 @@ def _latest_table(runs: list[SiteRun]) -> str:
         for t in tables.speedup_tables(run):
             first = next((x for x in t.rows if math.isfinite(x.speedup)), None)
             if first:
-                heads.append(f"{tables.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency} measured")
+                heads.append(f"{tables.label(t.arm, t.variant)} {first.speedup:.2f}× @c={first.concurrency} measured"
+                             + (DIFFER if nightly.lossy(run.outputs_of(t.arm, first.concurrency, t.variant)) else ""))
         heads += screening_heads(run)
         failed = sorted({str(r.arm) for r in run.rows if r.status == "failed"})
-        status = html.pill("failed") if failed else html.pill("ok")
+        status = html.pill("failed") if failed else (_DIFFER_PILL if lossy_points(run) else html.pill("ok"))
         link = html.Safe(f'<a href="{html.esc(sr.report)}">{html.esc(run.run_id)}</a>') if sr.report else run.run_id
         rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, tables.hardware(run),
                      "; ".join(heads) or "–", status, ", ".join(failed)])
@@ -244,7 +259,8 @@ def checkpoint_colors(runs: list[SiteRun]) -> dict[str, str]:
                 if name not in names:
                     names.append(name)
     colors = {name: plots.color_for(i) for i, name in enumerate(names)}
-    return colors | {name + " (predicted)": c for name, c in colors.items()}
+    return colors | {name + " (predicted)": c for name, c in colors.items()} | {
+        name + DIFFER: c for name, c in colors.items()}
 
 
 def _verdicts(by_scenario: dict[str, list[SiteRun]], results: Path, problems: list[str],

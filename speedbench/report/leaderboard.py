@@ -18,7 +18,8 @@ from speedbench.metrics.cells import num, pool_by_n_ok
 from speedbench.metrics.headline import headline, headline_clock
 from speedbench.metrics.registry import SummaryRow
 from speedbench.report import html, significance, tables
-from speedbench.report.nightly import checkpoint
+from speedbench.report.nightly import checkpoint, lossy
+from speedbench.report.plots import OUTPUTS_DIFFER
 from speedbench.results import Run
 
 MAX_PAIRS = 15  # pairwise rows per concurrency (6 checkpoints)
@@ -61,8 +62,11 @@ def _main_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> str
             m, lo, hi = headline(r)  # the clock that holds: the star goes to the figure every report shows
             text = tables.fmt_speedup(m, lo, hi) + (" (engine)" if headline_clock(r) == "engine" else "")
             pred = num(r.speedup_predicted)
-            row.append(text + (f" (predicted {pred:.2f})" if math.isfinite(pred) else ""))
-            vals.append(m)
+            # outputs that differ from the baseline's: no speedup of the same computation, no star
+            differ = lossy(run.outputs_of(arm, c, v))
+            row.append(text + (f" (predicted {pred:.2f})" if math.isfinite(pred) else "")
+                       + (OUTPUTS_DIFFER if differ else ""))
+            vals.append(math.nan if differ else m)
         for key in ("al_tokens", "al_requests"):
             al = _pooled(run, arm, v, key)
             row.append(tables.fmt(al, 3))

@@ -2,8 +2,11 @@
 real, since which night, and what else changed that night.
 
 A *series* is one figure of one arm at one point, night by night, within one scenario:
-speedup and per-user TPS at each concurrency (the baseline arm's TPS too), AL pooled over
-concurrency and per category, and per-position (joint) acceptance. A series follows the
+speedup and per-user TPS at each concurrency (the baseline arm's TPS too), the share of
+prompts whose outputs were identical to the reference's (``identical outputs``), AL pooled
+over concurrency and per category, and per-position (joint) acceptance. A night whose
+point cannot vouch for its speedup (a failed control, a confounded point, outputs that
+differ: lossy) is a missing night of that speedup series. A series follows the
 arm, not the draft it loads: a nightly slot that starts loading another draft is exactly
 the change a reader must see, so the draft shows up as what changed, not as a new line.
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 
 from speedbench.metrics.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.headline import headline
+from speedbench.metrics.outputs import LOSSY
 from speedbench.report import trust
 from speedbench.analysis.changepoints import (
     IMPROVEMENT,
@@ -39,6 +43,7 @@ from speedbench.report import tables, whatchanged
 from speedbench.results import Run
 
 NO_CHANGE, INSUFFICIENT = "no change", "insufficient data"
+IDENTICAL_OUTPUTS = "identical outputs"  # the series of a point's identical fraction
 STATUSES = (REGRESSION, IMPROVEMENT, SUSPICIOUS, NO_CHANGE, INSUFFICIENT)
 HISTORY_NIGHTS = 60  # nights a series is judged over (older ones are settled); plots.JUDGED_NIGHTS too
 RECENT_NIGHTS = 7  # a change that began within these last nights is still news
@@ -54,7 +59,7 @@ class Night:
 class Series:
     scenario: str
     arm: str  # arm label (with its variant)
-    metric: str  # "speedup", "per-user TPS", "AL", "acceptance (joint)"
+    metric: str  # "speedup", "per-user TPS", "identical outputs", "AL", "acceptance (joint)"
     point: str  # "c=4", "pooled", a category, "position 2"
     deps: tuple[str, ...]  # arms whose provenance the figure depends on
     nights: list[int] = field(default_factory=list)  # indices into the scenario's nights
@@ -135,13 +140,21 @@ class _Collector:
         # a night that cannot vouch for a speedup (a failed control, or arms measured under
         # different loads) is a missing night for it, never a change (docs/metrics.md, "Trust")
         vouched = not trust.controls_failed(run)
+        # sampled above temperature 0 (the block's not_checked): who matched whom is chance, no series
+        sampled = bool((run.summary.get("outputs") or {}).get("not_checked"))
         for r in run.rows:
             if r.status == "failed":
                 continue
             arm, v, c = str(r.arm), str(r.variant or ""), int(r.concurrency or 0)
             name, fl = tables.label(arm, v), floors.get((c, v), math.nan)
             self.add(idx, name, "per-user TPS", f"c={c}", (arm,), num(r.per_user_tps_mean), floor=fl)
-            if tables.is_speculative(r) and vouched and not trust.confounded(run, arm, c, v):
+            outputs = run.outputs_of(arm, c, v)
+            if not sampled:
+                self._outputs(idx, name, arm, c, outputs)
+            # a lossy point's speedup is not the same computation made faster: like a
+            # confounded one, it is a missing night for the speedup series
+            if tables.is_speculative(r) and vouched and not trust.confounded(run, arm, c, v) \
+                    and not lossy(outputs):
                 m, lo, hi = headline(r)
                 self.add(idx, name, "speedup", f"c={c}", (arm, base), m, (hi - lo) / 2, fl)
         for arm in tables.spec_arms(run):
@@ -153,6 +166,22 @@ class _Collector:
         for (arm, v), (joint, _cond) in tables.position_curves(run).items():
             for i, p in enumerate(joint):
                 self.add(idx, tables.label(arm, v), "acceptance (joint)", f"position {i + 1}", (arm,), num(p))
+
+
+    def _outputs(self, idx: int, name: str, arm: str, c: int, entry: dict) -> None:
+        """The point's identical fraction (results/output_summary.py), a series like the
+        speedup's; it depends on the arm and the arm its outputs are held against. No
+        interval: the nights' own spread is its noise. Not checked: a missing night."""
+        frac = entry.get("identical_fraction")
+        if not isinstance(frac, (int, float)):
+            return
+        ref = str((entry.get("reference") or {}).get("arm") or arm)
+        self.add(idx, name, IDENTICAL_OUTPUTS, f"c={c}", (arm,) if ref == arm else (arm, ref), float(frac))
+
+
+def lossy(entry: dict) -> bool:
+    """The point's outputs differ from its reference's beyond numerics (metrics/outputs.py)."""
+    return entry.get("verdict") == LOSSY
 
 
 def collect(scenario: str, nights: Sequence[Night]) -> list[Series]:

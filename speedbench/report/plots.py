@@ -248,6 +248,8 @@ def _date_axis(ax, times: list[dt.datetime]) -> None:
 
 
 JUDGED_NIGHTS = 60
+# A trend series of nights whose outputs differed (the dashboard's lossy speedups): drawn as crosses alone
+OUTPUTS_DIFFER = " (outputs differ)"
 
 
 def _bands_and_marks(ax, ts: list, ys: list[float], hws: list[float], color: str) -> None:
@@ -289,6 +291,10 @@ def _trend_line(ax: Any, name: str, raw: list[tuple], color: str, bands: bool) -
     if not pts:
         return []
     ts, ys = [p[0] for p in pts], [p[1] for p in pts]
+    if name.endswith(OUTPUTS_DIFFER):  # lossy nights: marks alone, no line, no levels
+        ax.plot(ts, ys, marker="x", markersize=7, markeredgewidth=1.8, color=color, linestyle="none",
+                label=_label(name, 60))
+        return ts
     style = "--" if name.endswith("(predicted)") else "-"
     ax.plot(ts, ys, marker="o", markersize=3.5, color=color, linestyle=style, label=_label(name, 60))
     bars = [(t, lo, hi) for t, _, lo, hi in pts if math.isfinite(lo) and math.isfinite(hi)]
@@ -308,7 +314,7 @@ def trend(panels: dict[str, dict[str, list[tuple]]], ylabel: str,
     ``(time, value, ci_low, ci_high)``; the interval is drawn as a bar. ``bands``: shade
     each level's night-to-night noise band and mark its change points (triangles: filled
     for a change seen on 2+ nights, hollow for one seen on the last night only). A series
-    named "... (predicted)" is drawn dashed."""
+    named "... (predicted)" is drawn dashed; one named "... (outputs differ)" as crosses alone."""
     names: list[str] = []
     for series in panels.values():
         names += [n for n in series if n not in names]

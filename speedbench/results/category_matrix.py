@@ -37,6 +37,7 @@ from rich.table import Table
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.errors import UsageError
 from speedbench.results.files import atomic_write, ensure_dir
+from speedbench.results.output_summary import output_columns
 from speedbench.results.run import Run
 
 # AIPerf's qualitative SPEED-Bench categories in its column order; others follow sorted.
@@ -210,12 +211,17 @@ def _matrix_value(v: Any, fig: str) -> Any:
 
 
 def write_checkpoints(cps: list[Checkpoint], path: Path) -> Path:
-    """What each label stands for: run, arm, point, draft, and the clock of its speedups (the
-    AIPerf-layout speedup file has no room to name it)."""
+    """What each label stands for: run, arm, point, draft, the clock of its speedups (the
+    AIPerf-layout speedup file has no room to name it), and the point's outputs verdict and
+    identical fraction (a lossy point's speedups are not of the same computation)."""
     rows: list[list[Any]] = [["label", "run_id", "scenario", "run_path", "arm", "concurrency", "variant", "draft",
-                              "speedup_clock"]]
-    rows += [[cp.label, cp.run.run_id, cp.run.scenario_name, str(cp.run.path or ""), cp.arm, cp.concurrency,
-              cp.variant, cp.draft, cp.cells.get(ALL, {}).get("speedup_clock") or ""] for cp in cps]
+                              "speedup_clock", "outputs_verdict", "outputs_identical_fraction"]]
+    for cp in cps:
+        out = output_columns(cp.run.outputs_of(cp.arm, cp.concurrency, cp.variant))
+        frac = out["outputs_identical_fraction"]
+        rows.append([cp.label, cp.run.run_id, cp.run.scenario_name, str(cp.run.path or ""), cp.arm, cp.concurrency,
+                     cp.variant, cp.draft, cp.cells.get(ALL, {}).get("speedup_clock") or "", out["outputs_verdict"],
+                     "" if frac is None else frac])
     return _write_csv(path, rows)
 
 

@@ -31,6 +31,7 @@ from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, wall_s
 from speedbench.results.files import atomic_write, atomic_write_with, ensure_dir, finite, safe_part
 from speedbench.results.formats import data_frame, table_rows, write_parquet
+from speedbench.results.output_summary import output_columns
 from speedbench.results.run import Run
 from speedbench.results.profile import write_profiles
 
@@ -198,6 +199,9 @@ def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any
             "label": key.arm + (f" [{key.variant}]" if key.variant else ""),
             "model_id": model, "tokenizer_id": str(workload.get("tokenizer") or server.get("tokenizer") or model),
             "num_prompts": len(recs),
+            # where `vllm bench serve --metadata KEY=VALUE` puts its keys: tools that read
+            # vLLM's files pass them through (same outputs or no speedup travels with the point)
+            **output_columns(run.outputs_of(*key)),
             "request_rate": rate if isinstance(rate, (int, float)) and math.isfinite(rate) else "inf",
             "burstiness": row.burstiness if row.burstiness is not None else 1.0,
             "max_concurrency": None if isinstance(rate, (int, float)) and math.isfinite(rate) else key.concurrency,
@@ -244,7 +248,8 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) ->
         p = out / "summary.json"
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
-    tables = {"summary": table_rows([r.to_dict() for r in run.rows]), "categories": table_rows(run.categories)}
+    tables = {"summary": table_rows([r.to_dict() for r in run.rows], run.outputs_of),
+              "categories": table_rows(run.categories)}
     for name, rows in tables.items():
         df = data_frame(rows)
         p = out / f"{name}.{fmt}"

@@ -10,11 +10,13 @@ import io
 import json
 import math
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from speedbench.metrics.headline import headline_of
 from speedbench.records import RequestRecord
 from speedbench.results.files import atomic_write, atomic_write_with, finite
+from speedbench.results.output_summary import OUTPUT_COLUMNS, output_columns, outputs_reader
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,35 +31,49 @@ HEADLINE_COLUMNS = {"speedup_headline_mean": "speedup", "speedup_headline_clock"
 CLIENT_COLUMNS = {k: "speedup_client_" + k.removeprefix("speedup_")
                   for k in ("speedup_mean", "speedup_median", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
                             "speedup_mean_all", "speedup_by_repeat", "speedup_between_sd", "speedup_lag_bound")}
+Outputs = Callable[[str, int, str], dict[str, Any]]  # (arm, concurrency, variant) -> outputs entry (Run.outputs_of)
 
 
-def table_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def table_rows(rows: list[dict[str, Any]], outputs: Outputs | None = None) -> list[dict[str, Any]]:
     """Summary (or per-category) rows as the table files hold them: the headline's columns
     where the speedup columns begin, the client's renamed, every other key as it is, in
-    first-seen order. A row without headline keys (an old folder's) has them derived."""
+    first-seen order. A row without headline keys (an old folder's) has them derived.
+    ``outputs`` (``Run.outputs_of``; point rows only): each point's outputs verdict, its
+    identical fraction and reason, right after the headline's columns (same outputs or no
+    speedup: the two are read together); "not checked" / "not recorded" for an old folder."""
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]
     if not any(k in CLIENT_COLUMNS for k in keys):
-        return rows  # no speedup here to lead with
+        return rows  # no speedup here to lead with (nor for a verdict to qualify)
+    extra = list(OUTPUT_COLUMNS) if outputs is not None else []
     first = min(i for i, k in enumerate(keys) if k in CLIENT_COLUMNS or k in HEADLINE_COLUMNS)
-    rest = [k for k in keys if k not in HEADLINE_COLUMNS]
-    order = rest[:first] + list(HEADLINE_COLUMNS) + rest[first:]
+    rest = [k for k in keys if k not in HEADLINE_COLUMNS and k not in extra]
+    order = rest[:first] + list(HEADLINE_COLUMNS) + extra + rest[first:]
     out = []
     for r in rows:
         full = r if "speedup_headline_clock" in r else {**r, **headline_of(r)}
+        full = {**full, **_outputs_of(r, outputs)}
         out.append({_column(k): full.get(k) for k in order if k in full})
     return out
+
+
+def _outputs_of(row: dict[str, Any], outputs: Outputs | None) -> dict[str, Any]:
+    if outputs is None:
+        return {}
+    return output_columns(outputs(str(row.get("arm")), int(row.get("concurrency") or 0), str(row.get("variant") or "")))
 
 
 def _column(key: str) -> str:
     return HEADLINE_COLUMNS.get(key) or CLIENT_COLUMNS.get(key) or key
 
 
-def write_summary_csv(path: Path, rows: list[dict[str, Any]], fsync: bool = False) -> Path:
+def write_summary_csv(path: Path, rows: list[dict[str, Any]], fsync: bool = False,
+                      summary: dict[str, Any] | None = None) -> Path:
     """Columns: every key of every row, in first-seen order, the speedups named and ordered
-    by :func:`table_rows`; lists and dicts as JSON."""
-    rows = table_rows(rows)
+    by :func:`table_rows`, each point's outputs verdict beside them (from ``summary``'s
+    ``outputs`` block); lists and dicts as JSON."""
+    rows = table_rows(rows, outputs_reader(summary or {}))
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]

@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.metrics.outputs import IDENTICAL, LOSSY, NOT_CHECKED, NUMERICS
+from speedbench.results.output_summary import output_columns
 from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.mlflow_uri import artifact_location, check_uri, setup_error, shown
@@ -92,6 +94,9 @@ def arm_metrics(run: Run, arm: str) -> dict[str, float]:
             if key in NOT_METRICS or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 continue
             out[f"{key}{_point_suffix(row)}"] = float(v)
+        frac = run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or "")).get("identical_fraction")
+        if isinstance(frac, (int, float)) and math.isfinite(frac):
+            out[f"outputs_identical_fraction{_point_suffix(row)}"] = float(frac)
     for entry in run.summary.get("screening") or []:
         if entry.get("arm") != arm:
             continue
@@ -116,7 +121,29 @@ def arm_tags(run: Run, arm: str) -> dict[str, str]:
             # specdec_bench's tags: same names, so a search across both tools lines up
             "model": _leaf(str(prov.get("model") or "")), "algorithm": method.upper() or "NONE", "engine": "VLLM",
             "dataset": dataset_name(workload), "draft_model": _leaf(str(spec.get("model") or ""))}
-    return {k: v for k, v in tags.items() if v}
+    return {k: v for k, v in {**tags, **outputs_tags(run, arm)}.items() if v}
+
+
+# Worst first: the arm's tag is its worst point's verdict, so one search finds a lossy arm.
+_VERDICT_ORDER = (LOSSY, NOT_CHECKED, NUMERICS, IDENTICAL)
+
+
+def outputs_tags(run: Run, arm: str) -> dict[str, str]:
+    """Each point's outputs verdict and reason as tags (``outputs_verdict/c<C>[/<variant>]``,
+    ``outputs_reason/...``), and ``speedbench.outputs``: the arm's worst verdict. Tags, not
+    params: a verdict can change when a run is summarised again, and MLflow keeps params."""
+    out: dict[str, str] = {}
+    seen: list[str] = []
+    for row in run.rows:
+        if row.arm != arm:
+            continue
+        e = output_columns(run.outputs_of(arm, int(row.concurrency), str(row.variant or "")))
+        out[f"outputs_verdict{_point_suffix(row)}"] = e["outputs_verdict"]
+        out[f"outputs_reason{_point_suffix(row)}"] = e["outputs_reason"][:PARAM_MAX]
+        seen.append(e["outputs_verdict"])
+    if seen:
+        out["speedbench.outputs"] = min(seen, key=lambda v: _VERDICT_ORDER.index(v) if v in _VERDICT_ORDER else 1)
+    return out
 
 
 def experiment_id(client, name: str, artifacts: str | None = None) -> str:

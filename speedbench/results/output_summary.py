@@ -8,6 +8,7 @@ recorded)``; so does a point whose engine sent no token ids, with that reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -107,12 +108,50 @@ def _figures(c: cmp.Comparison | None, checks: list[dict[str, Any]]) -> dict[str
 
 
 NOT_RECORDED = {"verdict": cmp.NOT_CHECKED, "reason": "not recorded", "identical_fraction": None}
+# The baseline's lowest point of each workload has no entry of its own: it is what the
+# baseline's other points are held against (results/outputs.py's ``reference``).
+THE_REFERENCE = {"verdict": cmp.NOT_CHECKED, "reason": "the reference: the baseline's other points are held against it",
+                 "identical_fraction": None}
 
 
 def point_outputs(summary: dict[str, Any]) -> dict[PointKey, dict[str, Any]]:
     """Each point's ``outputs`` entry from a summary, by point; the one reader every view
     uses. A point missing here (a folder from before outputs were kept) is
-    :data:`NOT_RECORDED`: use ``point_outputs(s).get(key, NOT_RECORDED)``."""
+    :data:`NOT_RECORDED`: use ``point_outputs(s).get(key) or missing(s, key)``."""
     block = summary.get("outputs") or {}
     return {PointKey(e["arm"], int(e["concurrency"]), e.get("variant") or ""): e
             for e in block.get("points") or [] if isinstance(e, dict) and "arm" in e}
+
+
+def missing(summary: dict[str, Any], key: PointKey) -> dict[str, Any]:
+    """What a point without an entry reads: :data:`THE_REFERENCE` for the baseline's point
+    in a summary that has the block (its lowest, held against nothing), else :data:`NOT_RECORDED`."""
+    block = summary.get("outputs")
+    if isinstance(block, dict) and isinstance(block.get("points"), list) and key.arm == summary.get("baseline"):
+        return THE_REFERENCE
+    return NOT_RECORDED
+
+
+# The columns every table export adds per point (formats.table_rows), from its entry.
+OUTPUT_COLUMNS = ("outputs_verdict", "outputs_identical_fraction", "outputs_reason")
+
+
+def output_columns(entry: dict[str, Any]) -> dict[str, Any]:
+    """A point's outputs entry as the exports' columns: verdict, identical fraction (None
+    where nothing was compared), reason."""
+    frac = entry.get("identical_fraction")
+    return {"outputs_verdict": str(entry.get("verdict") or cmp.NOT_CHECKED),
+            "outputs_identical_fraction": float(frac) if isinstance(frac, (int, float)) else None,
+            "outputs_reason": str(entry.get("reason") or "")}
+
+
+def outputs_reader(summary: dict[str, Any]) -> Callable[[str, int, str], dict[str, Any]]:
+    """``(arm, concurrency, variant) -> entry`` over a summary dict: ``Run.outputs_of`` for
+    a writer that holds no Run (RunDir.write_summary's summary.csv)."""
+    found = point_outputs(summary)
+
+    def of(arm: str, concurrency: int, variant: str = "") -> dict[str, Any]:
+        key = PointKey(arm, int(concurrency), variant or "")
+        return found.get(key) or missing(summary, key)
+
+    return of

@@ -27,6 +27,7 @@ from typing import Any
 
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.files import atomic_write, finite, safe_part
+from speedbench.results.output_summary import output_columns
 from speedbench.results.run import Run
 
 SCHEMA_VERSION = "1.0"
@@ -174,7 +175,16 @@ def _extension(run: Run, row: SummaryRow, marginal: list[float], chain: bool,
             "accept_length_extrapolated_by_k": extrapolate_over_k(marginal) if chain and per_step is not None
             else None,
             "per_step_vs_per_request": {"per_step": per_step, "per_request": per_request,
-                                        "abs_delta": delta}}
+                                        "abs_delta": delta},
+            # a profile of a draft that changed the target's outputs describes a lossy draft
+            "outputs": _outputs(run, row)}
+
+
+def _outputs(run: Run, row: SummaryRow) -> dict[str, Any]:
+    """The point's outputs verdict (results/output_summary.py): verdict, identical fraction, reason."""
+    e = output_columns(run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or "")))
+    return {"verdict": e["outputs_verdict"], "identical_fraction": e["outputs_identical_fraction"],
+            "reason": e["outputs_reason"]}
 
 
 def profile_rows(run: Run) -> list[SummaryRow]:

@@ -13,7 +13,7 @@ from speedbench.metrics.registry import SummaryRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
-from speedbench.results.output_summary import NOT_RECORDED, point_outputs
+from speedbench.results.output_summary import missing, point_outputs
 from speedbench.results.verify import Verification, verify_run
 
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
@@ -109,8 +109,10 @@ class Run:
 
     def outputs_of(self, arm: str, concurrency: int, variant: str = "") -> dict[str, Any]:
         """The point's outputs verdict (results/output_summary.py), ``not checked (not
-        recorded)`` where the summary has none."""
-        return self.outputs.get(PointKey(arm, int(concurrency), variant or ""), NOT_RECORDED)
+        recorded)`` where the summary has none (``the reference`` for the baseline's point
+        its other points are held against)."""
+        key = PointKey(arm, int(concurrency), variant or "")
+        return self.outputs.get(key) or missing(self.summary, key)
 
     def arms(self) -> list[str]:
         """Arm names in summary order (scenario order as written by the runner)."""

@@ -343,7 +343,7 @@ class RunDir(PointLog):
         summary = {"schema_version": SCHEMA_VERSION, **summary}
         summary.setdefault("run_id", self.name)
         self.write_json("summary.json", summary)
-        write_summary_csv(self.summary_csv_path, summary.get("rows") or [], self.fsync)
+        write_summary_csv(self.summary_csv_path, summary.get("rows") or [], self.fsync, summary)
 
     def load_summary(self) -> dict[str, Any]:
         data = self.read_json("summary.json")

@@ -13,6 +13,7 @@ import pytest
 from speedbench.cli import main
 from speedbench.engine.vllm import VllmEngine
 from speedbench.results.exports import export_run, vllm_result
+from speedbench.results.output_summary import OUTPUT_COLUMNS
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.results import load_run
 from tests.helpers.runfactory import make_run
@@ -82,7 +83,9 @@ def test_vllm_export_keys_are_vllm_serve_keys(vllm_export):
     assert len(files) == 3 * 2  # arms x concurrency levels
     for f in files:
         data = json.loads(f.read_text())
-        unknown = [k for k in data if k not in fields["always"] | fields["optional"]
+        # ours beside vLLM's: the outputs verdict, as `vllm bench serve --metadata KEY=VALUE` would add it
+        assert set(OUTPUT_COLUMNS) <= set(data)
+        unknown = [k for k in data if k not in fields["always"] | fields["optional"] | set(OUTPUT_COLUMNS)
                    and not _stat_key(k, fields["metrics"])]
         assert not unknown, f"{f.name}: keys vLLM does not write: {unknown}"
         missing = sorted(fields["always"] - set(data))
