@@ -78,9 +78,10 @@ def _pair(run_dir: Any, rounds: dict, e: dict, ref: PointKey, rep: int):
 
 def _checks(run_dir: Any, key: PointKey, rep: int, c: cmp.Comparison) -> list[dict[str, Any]]:
     """The check pass's answers for this round's divergences (matched by request)."""
-    saved = run_dir.read_json(files.checks_path(key.arm, rep), []) or []
+    saved = run_dir.read_json(files.CHECKS, []) or []
     mine = {(e.get("prompt_index"), e.get("turn")): e for e in saved
-            if e.get("concurrency") == key.concurrency and e.get("variant", "") == key.variant}
+            if (e.get("arm"), e.get("concurrency"), e.get("variant", ""), e.get("repeat")) ==
+            (key.arm, key.concurrency, key.variant, rep)}
     out = []
     for d in c.divergences:
         e = mine.get((d.prompt_index, d.turn))

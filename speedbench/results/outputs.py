@@ -3,7 +3,8 @@
 A round of a point writes one file, ``outputs/<arm>/c<C>[-<variant>].r<R>.npz``, when it
 ends: every measured request that finished well and whose stream carried token ids, as
 numpy arrays (compressed): ``prompt_index``, ``turn``, ``lengths`` and all the ids end to
-end (``uint16`` when every id fits, else ``uint32``). The round's entry in points.json holds
+end (``uint16`` when every id fits, else ``uint32``). The prompts' ids as the server
+tokenised them go in too (``prompt_lengths``, ``prompt_ids``), for the check pass. The round's entry in points.json holds
 the file's name, its request and token counts and its SHA-256, so ``verify`` can check it
 and ``resume`` re-runs a round whose file is missing or changed. Text (for an engine that
 sends no ids) is already in the record lines (``output_text``).
@@ -34,55 +35,73 @@ def relative_path(key: PointKey, repeat: int) -> str:
 
 def kept(records: Iterable[RequestRecord]) -> Outputs:
     """The round's outputs worth keeping: measured, ok, with ids; the first of any repeat."""
-    out: Outputs = {}
+    return {k: v[0] for k, v in _kept(records).items()}
+
+
+def _kept(records: Iterable[RequestRecord]) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+    out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     for r in records:
         if r.warmup or not r.ok or not r.output_ids:
             continue
-        out.setdefault((r.prompt_index, r.turn), np.asarray(r.output_ids, dtype=np.int64))
+        out.setdefault((r.prompt_index, r.turn), (np.asarray(r.output_ids, dtype=np.int64),
+                                                   np.asarray(r.prompt_ids or [], dtype=np.int64)))
     return out
 
 
-def encode(outputs: Outputs) -> bytes:
-    keys = sorted(outputs)
-    seqs = [outputs[k] for k in keys]
+def _ends(seqs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths, all ids end to end) in the narrowest unsigned type that holds them."""
     ids = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
     dtype = np.uint16 if ids.size == 0 or (ids.min() >= 0 and ids.max() < 1 << 16) else np.uint32
+    return np.asarray([len(s) for s in seqs], dtype=np.int32), ids.astype(dtype)
+
+
+def encode(kept: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]) -> bytes:
+    """The prompts' ids go in too: the check pass at the run's end (or a resumed run's)
+    sends them back to the baseline's server."""
+    keys = sorted(kept)
+    lengths, ids = _ends([kept[k][0] for k in keys])
+    prompt_lengths, prompt_ids = _ends([kept[k][1] for k in keys])
     buf = io.BytesIO()
     np.savez_compressed(buf, prompt_index=np.asarray([k[0] for k in keys], dtype=np.int32),
-                        turn=np.asarray([k[1] for k in keys], dtype=np.int16),
-                        lengths=np.asarray([len(s) for s in seqs], dtype=np.int32), ids=ids.astype(dtype))
+                        turn=np.asarray([k[1] for k in keys], dtype=np.int16), lengths=lengths, ids=ids,
+                        prompt_lengths=prompt_lengths, prompt_ids=prompt_ids)
     return buf.getvalue()
 
 
-def decode(data: bytes) -> Outputs:
-    with np.load(io.BytesIO(data)) as z:
-        index, turn, lengths, ids = z["prompt_index"], z["turn"], z["lengths"], z["ids"].astype(np.int64)
+def _split(lengths: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
     ends = np.cumsum(lengths)
-    starts = ends - lengths
-    return {(int(i), int(t)): ids[a:b] for i, t, a, b in zip(index, turn, starts, ends)}
+    return [ids[a:b].astype(np.int64) for a, b in zip(ends - lengths, ends)]
+
+
+def decode(data: bytes, prompts: bool = False) -> Outputs:
+    """{(prompt index, turn): output ids}, or with ``prompts`` the prompts' ids."""
+    with np.load(io.BytesIO(data)) as z:
+        keys = list(zip(z["prompt_index"].tolist(), z["turn"].tolist()))
+        seqs = _split(z["prompt_lengths"], z["prompt_ids"]) if prompts else _split(z["lengths"], z["ids"])
+    return dict(zip(keys, seqs))
 
 
 def write_round(root: Path, key: PointKey, repeat: int, records: Iterable[RequestRecord],
                 fsync: bool = False) -> dict[str, Any]:
     """Write the round's file; returns its entry for points.json (``outputs``). A round whose
     stream carried no token ids writes nothing and says so."""
-    outputs = kept(records)
+    outputs = _kept(records)
     if not outputs:
         return {"requests": 0, "why": "no token ids in the stream"}
     data = encode(outputs)
     rel = relative_path(key, repeat)
     atomic_write_with(root / rel, lambda f: f.write(data), fsync)
-    return {"file": rel, "requests": len(outputs), "tokens": int(sum(len(v) for v in outputs.values())),
+    return {"file": rel, "requests": len(outputs), "tokens": int(sum(len(v[0]) for v in outputs.values())),
             "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def read_round(root: Path, entry: dict[str, Any] | None) -> Outputs | None:
-    """A round's outputs from its points.json entry; None when it has none or the file is
-    missing or damaged (verify names which)."""
+def read_round(root: Path, entry: dict[str, Any] | None, prompts: bool = False) -> Outputs | None:
+    """A round's outputs (or with ``prompts`` its prompts' ids) from its points.json entry;
+    None when it has none or the file is missing or damaged (verify names which)."""
     if not entry or not entry.get("file"):
         return None
     try:
-        return decode((root / entry["file"]).read_bytes())
+        return decode((root / entry["file"]).read_bytes(), prompts)
     except (OSError, ValueError, KeyError, EOFError):
         return None
 
@@ -101,8 +120,7 @@ def problem(root: Path, entry: dict[str, Any] | None) -> str | None:
     return None
 
 
-def checks_path(arm: str, repeat: int) -> str:
-    return f"{FOLDER}/{safe_part(arm)}/checks.r{int(repeat)}.json"
+CHECKS = f"{FOLDER}/checks.json"  # the check pass's answers, every arm's (run/output_check.py)
 
 
 def reference(key: PointKey, baseline: str | None, points: list[PointKey]) -> PointKey | None:

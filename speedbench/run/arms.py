@@ -23,7 +23,6 @@ from speedbench.run.plan import ArmPlan
 from speedbench.records import PointKey
 from speedbench.run.context import RunContext
 from speedbench.run.cost import arm_gpus
-from speedbench.run.output_check import check_arm
 from speedbench.run.point import readiness_request, run_point
 from speedbench.run.reuse import reuse_baseline
 
@@ -132,7 +131,6 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
                     ctx.failures[arm.name] = failure
                     _mark_failed(ctx, todo[i + 1:], failure, repeat)
                     return
-            check_arm(ctx, server, arm.name, repeat)  # untimed, on this server before it stops
     except OutputError as e:  # leaving `with server` stops it; the session says how to resume
         ctx.output_failed(e)
     except ServerError as e:

@@ -9,7 +9,7 @@ from typing import Any
 from speedbench.engine import Server
 from speedbench.errors import OutputError
 from speedbench.run.plan import Plan
-from speedbench.records import PointKey, RequestRecord
+from speedbench.records import PointKey
 from speedbench.run.live import LiveProgress
 from speedbench.results import RunDir
 from speedbench.scenario import Scenario
@@ -47,9 +47,6 @@ class RunContext:
     output_error: OutputError | None = None
     # Sequential stopping: the baseline's records, read as they grow, shared by every look.
     base_records: RecordTail | None = None
-    # Each round's measured records of the arms running now, kept for the output check after
-    # the arm's last point (their prompt ids); dropped once it ran (run/output_check.py).
-    round_records: dict[tuple[PointKey, int], list[RequestRecord]] = field(default_factory=dict)
 
     def output_failed(self, e: OutputError) -> None:
         with self.lock:

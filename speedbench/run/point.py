@@ -67,7 +67,7 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
     builder, cfg = client_side(ctx, server, key, job)
     ctx.live.point_started(key, sum(len(p.turns) for p in job.prompts))  # one request per turn
     # Each arm runs in its own thread, so each point gets its own event loop.
-    kept: list[RequestRecord] = []  # this round's records, for its outputs file and the output check
+    kept: list[RequestRecord] = []  # this round's measured records, for its outputs file
     target = Target(client=cfg, builder=builder, server_alive=_alive(ctx, server),
                     on_record=_record_sink(ctx, kept))
     stop = point_stop(sc, key, repeat, len(job.prompts), ctx.base_records)
@@ -92,7 +92,6 @@ def run_point(ctx: RunContext, server: Server, key: PointKey, repeat: int = 0) -
         **(stop.marks(len(job.prompts)) if stop is not None else {}),
     }
     facts["outputs"] = outputs.write_round(ctx.run_dir.path, key, repeat, kept, ctx.run_dir.fsync)
-    ctx.round_records[(key, repeat)] = kept
     failure = _mark(ctx, key, repeat, m, facts)
     ctx.live.point_done(key)
     return failure

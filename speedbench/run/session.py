@@ -24,7 +24,8 @@ from speedbench.results import RunDir
 from speedbench.results.rundir import HOST_FILE
 from speedbench.results.files import free_space
 from speedbench.results.mlflow_export import check_tracking
-from speedbench.run.arms import run_arms
+from speedbench.run.arms import interrupt, run_arms
+from speedbench.run.output_check import check_pass
 from speedbench.run.cost import output_bytes
 from speedbench.run.context import Prepared, RunContext
 from speedbench.run.finish import finish_run
@@ -152,11 +153,23 @@ def _execute(plan: Plan, run_dir: RunDir, progress: Progress, prepared: Prepared
         ctx = RunContext(scenario=sc, plan=plan, run_dir=run_dir, live=live, prepared=prepared, done_points=done,
                          base_records=baseline_tail(sc, run_dir))
         interrupted = run_arms(ctx)
+        if summarize and not interrupted:
+            interrupted = _check_outputs(ctx)  # untimed: the baseline's server, only where outputs differ
     if ctx.output_error is not None:
         return _output_stop(run_dir, ctx.output_error, progress)
     if not summarize:
         return _finish_job(ctx, progress, interrupted)
     return _finish(ctx, progress, interrupted)
+
+
+def _check_outputs(ctx: RunContext) -> bool:
+    """The output check pass (run/output_check.py); True when Ctrl-C stopped it."""
+    try:
+        check_pass(ctx)
+    except KeyboardInterrupt:
+        interrupt(ctx)
+        return True
+    return False
 
 
 def _finish_job(ctx: RunContext, progress: Progress, interrupted: bool) -> int:

@@ -8,8 +8,9 @@ token there is ``100 + p``. Two scripted departures from it (FakeConfig):
 
 - ``wrong_after``: a lossy speculative path, emitting ``WRONG + p`` from position N on,
   a token the target never ranks (the check's answer does not list it);
-- ``tie_after``: a near-tie, emitting ``TIE + p``, which the same server's check answer
-  lists a few hundredths of a nat below the top token, as numerics flip real ties.
+- ``tie_after``: a near-tie, emitting ``TIE + p``, which every server's check answer lists
+  a few hundredths of a nat below the top token (the fake target's runner-up everywhere),
+  as numerics flip real ties.
 
 Pure arithmetic, so tests compute what the fake will say from the same functions.
 """
@@ -25,8 +26,7 @@ from speedbench.testing.script import FakeConfig
 OUTPUT = 100  # the first output id; every prompt id is below it
 WRONG = 50000
 TIE = 60000
-# the check answer's logprobs: a clear lead of the top token over the fillers, or a near-tie
-TOP_LP = math.log(0.9)
+# the check answer's logprobs: the top token and its near-tie runner-up, far above the fillers
 TIE_TOP_LP, TIE_ALT_LP = math.log(0.48), math.log(0.47)  # 0.021 nats apart
 FILLER_LP = -5.0
 
@@ -84,12 +84,9 @@ def position(prompt: list[int]) -> int:
 
 def target_top(cfg: FakeConfig, pos: int, k: int) -> dict[int, float]:
     """The target's ``k`` most likely next tokens at output position ``pos``, best first: the
-    honest token, on a tie server its alternative just below, then fillers (prompt-side ids)."""
-    top: dict[int, float] = {}
-    if cfg.tie_after is not None and pos >= cfg.tie_after:
-        top[OUTPUT + pos], top[TIE + pos] = TIE_TOP_LP, TIE_ALT_LP
-    else:
-        top[OUTPUT + pos] = TOP_LP
+    honest token, its near-tie alternative just below, then fillers (prompt-side ids). The
+    same on every server, as one target's distribution is: the check pass asks the baseline's."""
+    top: dict[int, float] = {OUTPUT + pos: TIE_TOP_LP, TIE + pos: TIE_ALT_LP}
     filler = 0
     while len(top) < max(1, k):
         top[filler] = FILLER_LP - 0.25 * filler

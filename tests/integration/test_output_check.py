@@ -60,7 +60,7 @@ def test_honest_and_tied_arms_pass_and_the_wrong_one_is_lossy(checked):
     honest, tie, wrong = _entries(run, "honest"), _entries(run, "tie"), _entries(run, "wrong")
     assert [e["verdict"] for e in honest] == [cmp.IDENTICAL] * 2, honest
     assert all(e["pairs"] == PROMPTS == e["identical"] for e in honest)
-    # every tie checked on the tie arm's own server, each a near-tie of 0.02 nats
+    # every tie checked on the baseline's server, each a near-tie of 0.02 nats
     assert [e["verdict"] for e in tie] == [cmp.NUMERICS] * 2, tie
     assert all(e["checked"] == e["near_ties"] == e["divergences"] == PROMPTS for e in tie), tie
     assert all(0 < m["margin"] < 0.05 and m["exact"] and m["position"] == AFTER
@@ -73,12 +73,16 @@ def test_honest_and_tied_arms_pass_and_the_wrong_one_is_lossy(checked):
     assert load_run(run).outputs_of("base", 2)["verdict"] == cmp.IDENTICAL
 
 
-def test_the_check_pass_asked_each_arms_own_server(checked):
-    run, _, _ = checked
-    ties = json.loads((run / "outputs" / "tie" / "checks.r0.json").read_text())
+def test_the_check_pass_asked_the_baseline_once_and_only_where_outputs_differ(checked):
+    run, out, _ = checked
+    checks = json.loads((run / "outputs" / "checks.json").read_text())
+    ties = [c for c in checks if c["arm"] == "tie"]
     assert len(ties) == PROMPTS * len(LEVELS)
     assert {(c["ref_token"], c["arm_token"]) for c in ties} == {(OUTPUT + AFTER, TIE + AFTER)}
-    assert not (run / "outputs" / "honest" / "checks.r0.json").exists()  # nothing diverged: nothing to ask
+    assert {c["arm"] for c in checks} == {"tie", "wrong"}  # nothing else diverged: nothing else asked
+    # one more start of the baseline's server, after every arm, logged apart
+    assert (run / "logs" / "base.check.log").exists()
+    assert out.count("output check: the baseline's server ready") == 1, out[-3000:]
 
 
 def test_the_run_exits_1_on_the_lossless_gate(checked):
