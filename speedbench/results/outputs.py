@@ -5,9 +5,10 @@ ends: every measured request that finished well and whose stream carried token i
 numpy arrays (compressed): ``prompt_index``, ``turn``, ``lengths`` and all the ids end to
 end (``uint16`` when every id fits, else ``uint32``). The prompts' ids as the server
 tokenised them go in too (``prompt_lengths``, ``prompt_ids``), for the check pass. The
-round's entry in points.json holds the file's name, its request and token counts and its SHA-256, so ``verify`` can check it
-and ``resume`` re-runs a round whose file is missing or changed. Text (for an engine that
-sends no ids) is already in the record lines (``output_text``).
+round's entry in points.json holds the file's name, its request and token counts and its
+SHA-256, so ``verify`` can check it and ``resume`` re-runs a round whose file is missing
+or changed. Text (for an engine that sends no ids) is already in the record lines
+(``output_text``).
 """
 
 from __future__ import annotations
