@@ -256,3 +256,48 @@ def test_plain_answer_shape_matches_the_fake(server):
     assert real["choices"][0]["message"]["role"] == faked["choices"][0]["message"]["role"] == "assistant"
     assert {"index", "message", "finish_reason"} <= set(real["choices"][0]) & set(faked["choices"][0])
     assert real["usage"]["completion_tokens"] == faked["usage"]["completion_tokens"] == 1
+
+
+def test_the_output_checks_request_reads_the_targets_own_tokens(server):
+    """The output check's request (engine/vllm/logprobs.py) on a speculative server: the
+    prompt's ids from the stream (speedbench's client, vLLM's engine reader) plus any
+    prefix of the output, asking for the top tokens, must give the token the server
+    generated at that position as the most likely one. Its answer's shape is the fake's."""
+    import asyncio
+
+    from speedbench.client.http import ClientConfig, make_session, stream_request
+    from speedbench.engine.vllm import VllmEngine
+    from speedbench.engine.probe import http_json
+    from speedbench.metrics.outputs import TOP
+    from speedbench.records import RequestRecord
+    from speedbench.testing import FakeConfig
+    from speedbench.testing.hosting import FakeServer
+
+    engine = VllmEngine()
+    body = {"model": server.model_name, "max_tokens": 40, "temperature": 0, "stream": True, "ignore_eos": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "Write a function that merges two sorted lists."}]}
+    rec = RequestRecord(arm="a", concurrency=1, prompt_index=0, prompt_id="p0")
+
+    async def one() -> None:
+        cfg = ClientConfig(base_url=server.base_url, stream=engine)
+        async with make_session(cfg, 1) as session:
+            await stream_request(session, cfg, "/v1/chat/completions", body, rec)
+
+    asyncio.run(one())
+    assert rec.ok and len(rec.output_ids) == 40 and rec.prompt_ids, rec
+    answers = []
+    for pos in (0, 7, 39):
+        path, req = engine.margin_request(server.model_name, rec.prompt_ids, rec.output_ids[:pos], TOP)
+        status, got = http_json("POST", server.base_url + path, req, timeout=60)
+        assert status == 200, got
+        top = engine.read_top(got)
+        assert top is not None and len(top) == TOP
+        assert max(top, key=top.__getitem__) == rec.output_ids[pos], (pos, top)
+        answers.append(got)
+    with FakeServer(FakeConfig()) as fake:
+        path, req = engine.margin_request("fake-model", [7, 8], [100], TOP)
+        _, faked = http_json("POST", fake.base_url + path, req, timeout=10)
+    real_lp, fake_lp = answers[0]["choices"][0]["logprobs"], faked["choices"][0]["logprobs"]
+    assert set(real_lp) == set(fake_lp), (real_lp.keys(), fake_lp.keys())
+    assert real_lp["tokens"][0].startswith("token_id:") and fake_lp["tokens"][0].startswith("token_id:")
