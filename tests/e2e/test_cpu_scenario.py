@@ -30,7 +30,7 @@ import pytest
 
 from speedbench.metrics.noise_floor import noise_floor
 from tests.helpers.bounds import high
-from tests.helpers.sockets import tmp_sockets
+from tests.helpers.sockets import tmp_dist_files, tmp_sockets
 from tests.helpers.trust import assert_run_ok_or_controls_failed
 from speedbench.results.rundir import RunDir
 
@@ -64,7 +64,7 @@ def only_run(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def run(vllm_slot, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    sockets = tmp_sockets()
+    sockets, dist = tmp_sockets(), tmp_dist_files()
     # one round, no A/A twin: the checks below are about acceptance and mechanics. Every
     # server also guards its API with a key, which must reach the client and nowhere else.
     proc = speedbench("run", "scenarios/cpu_tiny.yaml", "-o", str(out), "--arms", ",".join(("baseline", *SPEC_ARMS)),
@@ -74,6 +74,7 @@ def run(vllm_slot, tmp_path_factory):
     path = only_run(out)
     assert_run_ok_or_controls_failed(proc, path)  # the untrained control (tests/helpers/trust.py)
     return {"dir": path, "stdout": proc.stdout, "stderr": proc.stderr, "new_sockets": tmp_sockets() - sockets,
+            "new_dist_files": tmp_dist_files() - dist,
             "summary": json.loads((path / "summary.json").read_text())}
 
 
@@ -163,6 +164,20 @@ def test_every_request_has_engine_timing_and_bursts_are_counted_from_the_records
         assert row["per_user_tps_engine_mean"] > 0 and row["tps_agree"] in (True, False, None)
 
 
+def test_every_speculative_point_kept_its_outputs_and_matched_the_baseline(run):
+    """At temperature 0 each speculative arm must give the target's own tokens: every point's
+    outputs were kept and compared with the baseline's, prompt by prompt, and none is lossy
+    (identical, or diverging only at near-ties the check pass read on the baseline's server)."""
+    from speedbench.metrics.outputs import IDENTICAL, NUMERICS
+    points = {(e["arm"], e["concurrency"]): e for e in run["summary"]["outputs"]["points"]}
+    for arm in SPEC_ARMS:
+        for c in (1, 4, 16):
+            e = points[(arm, c)]
+            assert e["pairs"] >= 8 and e["verdict"] in (IDENTICAL, NUMERICS), e
+            assert (run["dir"] / "outputs" / arm / f"c{c}.r0.npz").is_file()
+    assert points[("baseline", 16)]["floor"] == "batch shape"
+
+
 def test_provenance_tells_eagle_versions_apart(run):
     prov = json.loads((run["dir"] / "provenance.json").read_text())
     assert prov["eagle3.1"]["eagle_version"] == "3.1"
@@ -182,8 +197,10 @@ def test_the_servers_key_reaches_the_client_and_is_written_nowhere(run):
 
 
 def test_the_servers_left_no_sockets_in_tmp(run):
-    # vLLM's IPC sockets went to each server's own folder, removed when it stopped
+    # vLLM's IPC sockets and distributed-init files went to each server's own folder
+    # (VLLM_RPC_BASE_PATH, TMPDIR), removed when it stopped
     assert run["new_sockets"] == set(), sorted(run["new_sockets"])
+    assert run["new_dist_files"] == set(), sorted(run["new_dist_files"])
 
 
 def test_no_server_process_left(run):

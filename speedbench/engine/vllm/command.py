@@ -148,8 +148,10 @@ def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> La
         port=sc.server.port,
         gpus=gpus if gpus is not None else arm.gpus,
         base_url=arm.base_url,
-        # vLLM's ZMQ IPC sockets (uuid-named, one set per start) otherwise stay in /tmp for good
-        scratch_env=("VLLM_RPC_BASE_PATH",),
+        # vLLM's ZMQ IPC sockets (uuid-named, one set per start) and its distributed-init file
+        # (vllm_dist_<uuid>, under tempfile.gettempdir()) otherwise stay in /tmp for good. vLLM
+        # points inductor's cache at its own cache root, so a per-server TMPDIR costs no compile.
+        scratch_env=("VLLM_RPC_BASE_PATH", "TMPDIR"),
         served_model=None if arm.base_url else (flag_value(argv, "--served-model-name") or sc.server.model or None),
         server_key=None if arm.base_url else (flag_value(argv, "--api-key") or env.get("VLLM_API_KEY") or None),
     )
