@@ -289,7 +289,7 @@ def test_a_servers_sockets_live_in_its_own_folder_and_go_with_it(fake, tmp_path)
     assert not scratch.exists()
     assert tmp_sockets() - before == set()
     assert launch_spec(validate_data({"name": "t", "server": {"model": "m"}, "arms": [{"name": "a"}]}),
-                       ArmSpec(name="a")).scratch_env == ("VLLM_RPC_BASE_PATH",)
+                       ArmSpec(name="a")).scratch_env == ("VLLM_RPC_BASE_PATH", "TMPDIR")
 
 
 def test_a_command_that_cannot_start_leaves_no_folder(tmp_path):
