@@ -3,6 +3,6 @@ run's engine adds to the stream) and the Prometheus scrape. Import the submodule
 Nothing here names an engine: the engine's fields and counter names are engine/<name>/'s.
 
 - http.py        aiohttp streaming client; raw perf_counter_ns stamps only
-- extensions.py  StreamExtensions: the engine's token-ids field and its usage / choice figures
+- extensions.py  StreamExtensions: the engine's request fields (token ids, length, usage) and figures
 - scrape.py      Prometheus text parser, the /metrics scrape, spec-decode counter deltas
 """

@@ -1,9 +1,11 @@
-"""What an engine adds to the OpenAI stream, as the client sees it.
+"""What an engine adds to the OpenAI request and stream, as the client sees it.
 
 The client speaks plain OpenAI streaming (text deltas, the final ``usage`` counts). An
 engine may add a request field that asks for each chunk's token ids, and figures beside
 ``usage`` or inside a choice (engine timing, spec-decode stats); the run hands the client
 its engine (``Engine`` satisfies :class:`StreamExtensions`; vLLM's: engine/vllm/payload.py).
+Generic code states what a request needs (an exact output length, a prompt already
+templated, usage once at the end) and the engine names the fields that say so.
 """
 
 from __future__ import annotations
@@ -18,6 +20,17 @@ class StreamExtensions(Protocol):
     # The request field asking for per-chunk token ids ("": the engine has none). A server
     # that refuses it answers 400 naming it; the client asks again without it.
     token_ids_field: str
+
+    def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
+        """The body fields that ask for exactly ``max_tokens`` tokens (``exact_length``) and
+        for a prompt taken as it is, special tokens included (``templated``: the client
+        rendered the chat template); ``{}`` where plain OpenAI already means that."""
+        ...
+
+    def usage_options(self, per_chunk: bool) -> dict[str, Any]:
+        """The ``stream_options`` fields beside ``include_usage`` that ask for usage with
+        every chunk (``per_chunk``) or once at the end."""
+        ...
 
     def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
         """The engine's figures in the usage event (``obj``), beside the token counts."""
@@ -36,6 +49,13 @@ class PlainOpenAI:
     """No extension: token counts from text deltas and ``usage`` only."""
 
     token_ids_field: str = ""
+
+    def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
+        # OpenAI has no way to ask either: the body says nothing more
+        return {}
+
+    def usage_options(self, per_chunk: bool) -> dict[str, Any]:
+        return {}  # OpenAI sends usage once, at the end
 
     def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
         return None

@@ -106,9 +106,7 @@ async def stream_request(
 ) -> RequestRecord:
     """Send one streaming request and fill ``rec`` in place (also returned)."""
     url = cfg.base_url.rstrip("/") + path
-    payload = dict(body)
-    payload["stream"] = True
-    payload["stream_options"] = {"include_usage": True, "continuous_usage_stats": False}
+    payload = stream_payload(body, cfg.stream)
     # sock_read is aiohttp's per-read timer, re-armed on every received packet: one
     # timer re-arm per read, and it fires only when the stream really stalls.
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(30.0, cfg.request_timeout_s),
@@ -139,6 +137,15 @@ async def stream_request(
     except Exception as e:  # noqa: BLE001 -- the contract: a request never raises into the runner
         _fail(rec, "connection", f"unexpected {type(e).__name__}: {e}")
     return rec
+
+
+def stream_payload(body: dict, stream: StreamExtensions) -> dict:
+    """``body`` as a streaming request: usage once, in the last event (one per chunk
+    would be parsed on the hot path for nothing), in whatever fields the engine says so."""
+    payload = dict(body)
+    payload["stream"] = True
+    payload["stream_options"] = {"include_usage": True, **stream.usage_options(per_chunk=False)}
+    return payload
 
 
 @dataclass

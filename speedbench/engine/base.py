@@ -3,7 +3,7 @@ launch spec every launcher (local process, docker, external endpoint) starts fro
 
 The run holds one engine (``Plan.engine``, from :func:`speedbench.engine.engine_for`)
 and reaches the engine's specifics only through it: the launch command and measurement
-flags, the per-request stream (the token-ids field, its usage and choice figures), the
+flags, the per-request fields and stream (the token-ids field, its usage and choice figures), the
 Prometheus scrape and spec-decode counters, the speculative config's flag, provenance,
 the hardware record and the doctor's checks. Packages below engine/ (client/, loadgen/,
 results/) declare the part they call as a Protocol of their own and are handed the engine.
@@ -101,6 +101,15 @@ class Engine(Protocol):
 
     # -- the per-request stream (client/extensions.py's StreamExtensions)
     token_ids_field: str  # the request field asking for per-chunk token ids ("" if it has none)
+
+    def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
+        """The body fields asking for exactly ``max_tokens`` tokens and for a prompt taken
+        as it is (the chat template rendered by the client); workload/chat.py adds them."""
+        ...
+
+    def usage_options(self, per_chunk: bool) -> dict[str, Any]:
+        """The ``stream_options`` fields beside ``include_usage``: usage per chunk or once."""
+        ...
 
     def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
         """The engine's own figures beside the usage counts (engine timing, spec stats)."""

@@ -31,7 +31,7 @@ def client_side(ctx: RunContext, server: Server, key: PointKey, job: PointJob) -
     sc = ctx.scenario
     variant = next((v for v in sc.workload.variants if v.name == key.workload), None)
     builder = RequestBuilder(sc.workload, server.model_name, variant, ctx.prepared.tokenizer,
-                             trust_remote_code=trust_remote_code(sc))
+                             trust_remote_code=trust_remote_code(sc), fields=ctx.plan.engine)
     builder.prepare([*job.warmup, *job.prompts])  # padding / templating work stays off the timed path
     cfg = ClientConfig(
         base_url=server.base_url,
@@ -54,7 +54,7 @@ def readiness_request(ctx: RunContext, model: str | None) -> tuple[str, dict] | 
     vname, prompts = found
     variant = next((v for v in sc.workload.variants if v.name == vname), None)
     builder = RequestBuilder(sc.workload, model or "", variant, ctx.prepared.tokenizer,
-                             trust_remote_code=trust_remote_code(sc))
+                             trust_remote_code=trust_remote_code(sc), fields=ctx.plan.engine)
     builder.prepare([prompts[0]])
     return ready_request(*builder.build(prompts[0], 0, []))
 

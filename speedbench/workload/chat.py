@@ -7,20 +7,22 @@ Three request shapes, chosen by ``workload.chat_template`` and ``workload.api``:
   ``chat_template_kwargs`` travel in the body (a vLLM extension).
 * ``chat_template: client`` (either api): the template is rendered here with the model's
   tokenizer (``add_generation_prompt=True``, as SPEED-Bench does) and sent as ``prompt``
-  to ``/v1/completions`` with ``add_special_tokens: false``. The rendered template already
-  holds the BOS token; vLLM's completions endpoint would add a second one otherwise,
-  which shifts every position and changes what the draft sees.
+  to ``/v1/completions``, with the engine's fields that take it as it is: the rendered
+  template already holds the BOS token, and a completions endpoint that added a second
+  one would shift every position and change what the draft sees.
 * ``chat_template: server``, ``api: completions``: no template at all (base models); the
   conversation's plain text, parts joined by blank lines, goes to ``/v1/completions``.
 
 The body is semantic only: stream flags and token-id extensions are the client's job.
+What a request needs beyond OpenAI's fields (an exact output length, a templated prompt)
+the builder states, and the run's engine names the fields (``RequestFields``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol
 
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
@@ -78,12 +80,30 @@ def workload_tokenizer(workload: WorkloadSpec, model: str | None, variants: Iter
 _LOAD: Any = object()
 
 
+class RequestFields(Protocol):
+    """The part of the run's engine the builder asks (``Engine.request_fields``)."""
+
+    def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
+        """The body fields asking for exactly ``max_tokens`` tokens and for a templated prompt."""
+        ...
+
+
+class _PlainFields:
+    def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
+        return {}  # plain OpenAI has no field for either
+
+
+_PLAIN_FIELDS = _PlainFields()
+
+
 class RequestBuilder:
     """Builds the requests of one (workload, variant); one instance per arm is fine.
 
     ``tokenizer``: a Hugging Face tokenizer (or None) to use instead of loading one with
     :func:`workload_tokenizer`; a run loads it once and passes it to every builder.
     Padding uses it when available and otherwise estimates by characters.
+    ``fields``: the run's engine, which names the body fields for what a request needs;
+    None: plain OpenAI, no fields beyond its own.
     """
 
     def __init__(
@@ -94,6 +114,7 @@ class RequestBuilder:
         tokenizer=_LOAD,
         *,
         trust_remote_code: bool = False,
+        fields: RequestFields | None = None,
     ):
         self.workload = workload
         self.model = model
@@ -116,6 +137,11 @@ class RequestBuilder:
         self._padder = Padder(self.input_tokens, seed=workload.seed, tokenizer=tokenizer) if self.input_tokens else None
         self._padded: dict[str, str] = {}
         self._hashes: set[str] = set()
+        # Asked once, each where the body held it before (a templated prompt's field beside
+        # the prompt, the length's last), so an engine's request keeps its bytes.
+        ask = fields if fields is not None else _PLAIN_FIELDS
+        self._templated_fields = ask.request_fields(exact_length=False, templated=True) if self.client_side else {}
+        self._length_fields = ask.request_fields(exact_length=True, templated=False) if workload.ignore_eos else {}
 
     # ---- public --------------------------------------------------------------------
 
@@ -149,7 +175,7 @@ class RequestBuilder:
                                            sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         elif self.client_side:
             body["prompt"] = self._render(messages)
-            body["add_special_tokens"] = False
+            body.update(self._templated_fields)
             rendered_for_hash = self._render(hash_messages) if turn else body["prompt"]
         else:
             body["prompt"] = "\n\n".join(m["content"] for m in messages)
@@ -160,8 +186,7 @@ class RequestBuilder:
         body["seed"] = w.seed
         if w.top_p is not None:
             body["top_p"] = w.top_p
-        if w.ignore_eos:
-            body["ignore_eos"] = True
+        body.update(self._length_fields)
         entry = f"{prompt.id}\x1f{turn}\x1f{rendered_for_hash}"
         self._hashes.add(hashlib.sha256(entry.encode("utf-8")).hexdigest())
         return self.path, body

@@ -136,7 +136,7 @@ def test_rate_mode_point_reports_goodput(server, scenario):
     from speedbench.workload.chat import RequestBuilder
 
     wl = load_workload(scenario.workload)
-    builder = RequestBuilder(scenario.workload, server.model_name, None, None)
+    builder = RequestBuilder(scenario.workload, server.model_name, None, None, fields=engine_for(scenario))
     builder.prepare([*wl.warmup, *wl.measured])
     rate, seed = 4.0, 0
     arrivals = arrival_offsets(len(wl.measured), rate, 1.0, seed)

@@ -63,6 +63,14 @@ class FakeEngine:
     def gpus_per_server(self, argv: list[str], env: Mapping[str, str]) -> int:
         return 0  # the fake runs on the CPU
 
+    def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
+        # the fake copies vLLM's wire, so it is sent vLLM's fields, as a run on vLLM sends them
+        fields: dict[str, Any] = {"add_special_tokens": False} if templated else {}
+        return {**fields, "ignore_eos": True} if exact_length else fields
+
+    def usage_options(self, per_chunk: bool) -> dict[str, Any]:
+        return {"continuous_usage_stats": per_chunk}
+
     def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
         spec = (obj.get("metrics") or {}).get("speculative_decoding")
         if isinstance(spec, dict):

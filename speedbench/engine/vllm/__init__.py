@@ -1,7 +1,7 @@
 """vLLM, the one engine (the Engine interface: engine/base.py).
 
 - command.py     the launch command and the measurement flags speedbench adds
-- payload.py     the per-request stream: return_token_ids, engine timing, spec-decode stats
+- payload.py     the per-request fields and stream: return_token_ids, ignore_eos, engine timing, spec stats
 - prometheus.py  its Prometheus counter names, one scrape -> spec-decode totals
 - provenance.py  vLLM version, argv, env (redacted), draft config + EAGLE version, hardware
 - checks.py      the doctor's vLLM checks (build, features, server args)
@@ -47,6 +47,12 @@ class VllmEngine:
 
     def gpus_per_server(self, argv: list[str], env: Mapping[str, str]) -> int:
         return command.gpus_per_server(argv, env)
+
+    def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
+        return payload.request_fields(exact_length, templated)
+
+    def usage_options(self, per_chunk: bool) -> dict[str, Any]:
+        return payload.usage_options(per_chunk)
 
     def read_usage(self, obj: dict, usage: dict, rec: RequestRecord) -> None:
         payload.read_usage(obj, usage, rec)

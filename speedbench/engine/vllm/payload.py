@@ -1,6 +1,7 @@
-"""vLLM's per-request payload: the token-ids request field, and what vLLM adds to the
-usage chunk and to each choice (engine timing, spec-decode stats). The client calls these
-through the engine (client/extensions.py); the OpenAI parts are the client's own.
+"""vLLM's per-request payload: its request fields (token ids, exact length, templated
+prompts, usage once), and what vLLM adds to the usage chunk and to each choice (engine
+timing, spec-decode stats). The client and the request builder call these through the
+engine (client/extensions.py, workload/chat.py); the OpenAI parts are the client's own.
 
 vLLM 0.32 sends ``metrics.speculative_decoding`` next to the final ``usage`` (accepted
 inside ``usage`` too); older servers sent ``speculative_decoding_stats`` per choice.
@@ -20,6 +21,24 @@ from speedbench.records import EngineTiming, RequestRecord, SpecStats
 # tokenizer). Servers without it may answer 400 naming the field; the client then asks again
 # without it and counts text deltas instead (client/http.py).
 TOKEN_IDS_FIELD = "return_token_ids"
+
+
+
+def request_fields(exact_length: bool, templated: bool) -> dict[str, Any]:
+    """``ignore_eos`` generates exactly ``max_tokens``; ``add_special_tokens: false`` keeps
+    /v1/completions from adding a second BOS to a prompt whose rendered template already
+    holds one (a shifted prompt changes what the draft sees, and so acceptance)."""
+    fields: dict[str, Any] = {}
+    if templated:
+        fields["add_special_tokens"] = False
+    if exact_length:
+        fields["ignore_eos"] = True
+    return fields
+
+
+def usage_options(per_chunk: bool) -> dict[str, Any]:
+    """vLLM's switch for usage in every chunk, stated either way rather than left to its default."""
+    return {"continuous_usage_stats": per_chunk}
 
 
 # vLLM 0.32's per-request timing fields (``--enable-per-request-metrics``) -> EngineTiming

@@ -7,6 +7,9 @@ import json
 import pytest
 
 from speedbench.cli import main
+from speedbench.client.extensions import PLAIN
+from speedbench.client.http import stream_payload
+from speedbench.engine.vllm import VllmEngine
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
 from speedbench.scenario import VariantSpec, WorkloadSpec
@@ -50,6 +53,9 @@ P1 = Prompt(id="p1", turns=("Write a sort function.",), category="coding")
 P2 = Prompt(id="p2", turns=("First question?", "Second question?", "Third question?"), category="coding")
 
 
+VLLM = VllmEngine()  # the engine names the request fields; these tests name vLLM's
+
+
 def wl(**kw) -> WorkloadSpec:
     return WorkloadSpec(**{"max_tokens": 64, **kw})
 
@@ -59,7 +65,7 @@ def wl(**kw) -> WorkloadSpec:
 
 def test_server_chat_body():
     b = RequestBuilder(wl(seed=3, top_p=0.9, ignore_eos=True, system_prompt="Be terse.",
-                          chat_template_kwargs={"enable_thinking": False}), "my-model")
+                          chat_template_kwargs={"enable_thinking": False}), "my-model", fields=VLLM)
     path, body = b.build(P1, 0, [])
     assert path == CHAT_PATH
     assert body == {
@@ -91,7 +97,8 @@ def test_multiturn_history_order():
 
 
 def test_plain_completions_without_template():
-    path, body = RequestBuilder(wl(api="completions", system_prompt="S"), "m").build(P2, 1, [("First question?", "A1")])
+    b = RequestBuilder(wl(api="completions", system_prompt="S"), "m", fields=VLLM)
+    path, body = b.build(P2, 1, [("First question?", "A1")])
     assert path == COMPLETIONS_PATH
     assert body["prompt"] == "S\n\nFirst question?\n\nA1\n\nSecond question?"
     assert "messages" not in body and "add_special_tokens" not in body
@@ -160,7 +167,7 @@ def test_variant_template_kwargs_merge_over_workload():
 def test_client_side_template(tok_dir, tokenizer):
     spec = wl(chat_template="client", tokenizer=str(tok_dir), system_prompt="S",
               chat_template_kwargs={"enable_thinking": False})
-    b = RequestBuilder(spec, "served-name")
+    b = RequestBuilder(spec, "served-name", fields=VLLM)
     path, body = b.build(P2, 1, [("First question?", "A1")])
     assert path == COMPLETIONS_PATH and body["model"] == "served-name"
     assert body["add_special_tokens"] is False and "messages" not in body
@@ -170,11 +177,29 @@ def test_client_side_template(tok_dir, tokenizer):
     )
     assert body["prompt"].count("<s>") == 1
     # a tokenizer object passed in is used as is, with the same result
-    same = RequestBuilder(spec, "served-name", tokenizer=tokenizer)
+    same = RequestBuilder(spec, "served-name", tokenizer=tokenizer, fields=VLLM)
     assert same.build(P2, 1, [("First question?", "A1")]) == (path, body)
     think = VariantSpec(name="think", chat_template_kwargs={"enable_thinking": True})
     variant = RequestBuilder(spec, "served-name", think)
     assert "<think>" not in variant.build(P1, 0, [])[1]["prompt"]
+
+
+def test_the_engine_names_the_request_fields(tokenizer):
+    """A run's request on vLLM is byte for byte what it was when the builder and the client
+    wrote vLLM's fields themselves; a plain OpenAI engine adds none of them."""
+    spec = wl(chat_template="client", ignore_eos=True, top_p=0.9)
+    _, body = RequestBuilder(spec, "m", tokenizer=tokenizer, fields=VLLM).build(P1, 0, [])
+    sent = json.dumps(stream_payload(body, VLLM))
+    prompt = json.dumps(body["prompt"])
+    assert sent == (
+        f'{{"model": "m", "prompt": {prompt}, "add_special_tokens": false, "max_tokens": 64, "temperature": 0.0, '
+        '"seed": 0, "top_p": 0.9, "ignore_eos": true, "stream": true, '
+        '"stream_options": {"include_usage": true, "continuous_usage_stats": false}}'
+    )
+    _, plain = RequestBuilder(spec, "m", tokenizer=tokenizer, fields=PLAIN).build(P1, 0, [])
+    assert plain == {k: v for k, v in body.items() if k not in ("add_special_tokens", "ignore_eos")}
+    assert stream_payload(plain, PLAIN)["stream_options"] == {"include_usage": True}
+    assert RequestBuilder(spec, "m", tokenizer=tokenizer).build(P1, 0, []) == ("/v1/completions", plain)
 
 
 def test_client_side_hash_matches_across_arms(tok_dir):
