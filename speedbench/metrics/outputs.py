@@ -110,8 +110,9 @@ def verdict(cmp: Comparison | None, checks: list[dict], why_not: str = "") -> tu
         return NOT_CHECKED, why_not or "no outputs to compare"
     if not cmp.divergences:
         return IDENTICAL, f"{cmp.pairs} of {cmp.pairs} identical"
-    losses = [c for c in checks if "error" not in c and is_loss(c.get("margin"), bool(c.get("exact")))]
-    ties = [c for c in checks if "error" not in c and is_loss(c.get("margin"), bool(c.get("exact"))) is False]
+    called = [(c, is_loss(c.get("margin"), bool(c.get("exact")))) for c in checks if "error" not in c]
+    losses = [c for c, loss in called if loss]
+    ties = [c for c, loss in called if loss is False]
     n = len(cmp.divergences)
     if losses:
         worst = max(float(c["margin"]) for c in losses)

@@ -1,7 +1,8 @@
 """summary.json's ``outputs`` block: each point's outputs against its reference, and a verdict.
 
 Read from the run folder alone: each round's outputs file (results/outputs.py), its
-reference's (run/output_check.py's ``reference``), and the check pass's answers. Rounds are
+reference's (results/outputs.py's ``reference`` and ``round_pair``), and the check pass's
+answers (outputs/checks.json, read once). Rounds are
 pooled per point. A folder from before outputs were kept loads with ``not checked (not
 recorded)``; so does a point whose engine sent no token ids, with that reason.
 """
@@ -28,17 +29,19 @@ def outputs_block(run_dir: Any, baseline: str | None, temperature: float, aa_arm
     if temperature > 0:
         block["not_checked"] = (f"sampling at temperature {temperature:g}: outputs cannot be compared token "
                                 "for token")
+    checks = run_dir.read_json(files.CHECKS, []) or []  # every arm's, read once
     for key in every:
         ref = files.reference(key, baseline, every)
         if ref is None:
             continue
-        entry = _point(run_dir, rounds, key, ref, block.get("not_checked", ""))
+        entry = _point(run_dir, rounds, key, ref, block.get("not_checked", ""), checks)
         entry["floor"] = "A/A" if key.arm == aa_arm else ("batch shape" if key.arm == baseline else "")
         block["points"].append(entry)
     return block
 
 
-def _point(run_dir: Any, rounds: dict, key: PointKey, ref: PointKey, why_not: str) -> dict[str, Any]:
+def _point(run_dir: Any, rounds: dict, key: PointKey, ref: PointKey, why_not: str,
+           saved: list[dict[str, Any]]) -> dict[str, Any]:
     pairs = same = 0
     divs: list[cmp.Divergence] = []
     checks: list[dict[str, Any]] = []
@@ -46,13 +49,13 @@ def _point(run_dir: Any, rounds: dict, key: PointKey, ref: PointKey, why_not: st
     for (k, rep), e in sorted(rounds.items(), key=lambda kv: kv[0][1]):
         if k != key or e.get("status") not in ("ok", "partial"):
             continue
-        mine, theirs, missing = _pair(run_dir, rounds, e, ref, rep)
+        mine, theirs, missing = files.round_pair(run_dir.path, rounds, e, ref, rep)
         if mine is None or theirs is None:
             why = why or missing
             continue
         c = cmp.compare(mine, theirs)
         pairs, same, divs = pairs + c.pairs, same + c.identical, divs + list(c.divergences)
-        checks += _checks(run_dir, key, rep, c)
+        checks += _checks(saved, key, rep, c)
     pooled = cmp.Comparison(pairs, same, tuple(divs)) if pairs else None
     verdict, reason = cmp.verdict(pooled, [] if why_not else checks, why or "not recorded")
     return {"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant,
@@ -60,25 +63,8 @@ def _point(run_dir: Any, rounds: dict, key: PointKey, ref: PointKey, why_not: st
             "verdict": verdict, "reason": reason, **_figures(pooled, checks)}
 
 
-def _pair(run_dir: Any, rounds: dict, e: dict, ref: PointKey, rep: int):
-    """(this round's outputs, its reference's, why one is missing)."""
-    if not e.get("outputs"):
-        return None, None, "not recorded"
-    if not e["outputs"].get("file"):
-        return None, None, e["outputs"].get("why") or "not recorded"
-    rr = files.reference_round(rounds, ref, rep)
-    if rr is None:
-        return None, None, f"{ref.label} has no recorded outputs"
-    mine = files.read_round(run_dir.path, e["outputs"])
-    theirs = files.read_round(run_dir.path, rounds[(ref, rr)]["outputs"])
-    if mine is None or theirs is None:
-        return None, None, "an outputs file is missing or damaged (speedbench verify names it)"
-    return mine, theirs, ""
-
-
-def _checks(run_dir: Any, key: PointKey, rep: int, c: cmp.Comparison) -> list[dict[str, Any]]:
-    """The check pass's answers for this round's divergences (matched by request)."""
-    saved = run_dir.read_json(files.CHECKS, []) or []
+def _checks(saved: list[dict[str, Any]], key: PointKey, rep: int, c: cmp.Comparison) -> list[dict[str, Any]]:
+    """The check pass's answers (``saved``) for this round's divergences (matched by request)."""
     mine = {(e.get("prompt_index"), e.get("turn")): e for e in saved
             if (e.get("arm"), e.get("concurrency"), e.get("variant", ""), e.get("repeat")) ==
             (key.arm, key.concurrency, key.variant, rep)}

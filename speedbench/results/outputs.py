@@ -34,11 +34,6 @@ def relative_path(key: PointKey, repeat: int) -> str:
     return f"{FOLDER}/{safe_part(arm)}/c{int(c)}{tail}.r{int(repeat)}.npz"
 
 
-def kept(records: Iterable[RequestRecord]) -> Outputs:
-    """The round's outputs worth keeping: measured, ok, with ids; the first of any repeat."""
-    return {k: v[0] for k, v in _kept(records).items()}
-
-
 def _kept(records: Iterable[RequestRecord]) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
     out: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     for r in records:
@@ -142,3 +137,21 @@ def reference_round(rounds: dict[tuple[PointKey, int], dict[str, Any]], ref: Poi
     if not have:
         return None
     return repeat if repeat in have else have[0]
+
+
+def round_pair(root: Path, rounds: dict[tuple[PointKey, int], dict[str, Any]], entry: dict[str, Any],
+               ref: PointKey, repeat: int) -> tuple[Outputs | None, Outputs | None, str]:
+    """(a round's outputs, its reference's, why one is missing: "" when both are there); the
+    one pairing the summary's verdicts and the check pass both read."""
+    own = entry.get("outputs")
+    if not own:
+        return None, None, "not recorded"
+    if not own.get("file"):
+        return None, None, own.get("why") or "not recorded"
+    rr = reference_round(rounds, ref, repeat)
+    if rr is None:
+        return None, None, f"{ref.label} has no recorded outputs"
+    mine, theirs = read_round(root, own), read_round(root, rounds[(ref, rr)]["outputs"])
+    if mine is None or theirs is None:
+        return None, None, "an outputs file is missing or damaged (speedbench verify names it)"
+    return mine, theirs, ""

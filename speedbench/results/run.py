@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from speedbench.metrics.registry import SummaryRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
-from speedbench.results.output_summary import missing, point_outputs
+from speedbench.results.output_summary import outputs_reader, point_outputs
 from speedbench.results.verify import Verification, verify_run
 
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
@@ -111,8 +112,11 @@ class Run:
         """The point's outputs verdict (results/output_summary.py), ``not checked (not
         recorded)`` where the summary has none (``the reference`` for the baseline's point
         its other points are held against)."""
-        key = PointKey(arm, int(concurrency), variant or "")
-        return self.outputs.get(key) or missing(self.summary, key)
+        return self._outputs_reader(arm, concurrency, variant)
+
+    @cached_property
+    def _outputs_reader(self) -> Callable[[str, int, str], dict[str, Any]]:
+        return outputs_reader(self.summary)
 
     def arms(self) -> list[str]:
         """Arm names in summary order (scenario order as written by the runner)."""

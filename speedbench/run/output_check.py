@@ -45,11 +45,11 @@ class Pending:
     prefix: np.ndarray  # the outputs both sides shared
 
     def ident(self) -> tuple:
-        return (self.key.arm, self.key.concurrency, self.key.variant, self.repeat, self.div.prompt_index,
-                self.div.turn, self.div.position)
+        return entry_ident(_entry(self, {}))
 
 
 def entry_ident(e: dict[str, Any]) -> tuple:
+    """Which divergence a saved check answers (a resumed run skips those already checked)."""
     return (e.get("arm"), e.get("concurrency"), e.get("variant", ""), e.get("repeat"), e.get("prompt_index"),
             e.get("turn"), e.get("position"))
 
@@ -62,11 +62,9 @@ def pending(run_dir: Any, baseline: str | None) -> list[Pending]:
     per_point: dict[PointKey, int] = {}
     for (key, rep), e in sorted(rounds.items(), key=lambda kv: (kv[0][0].arm, kv[0][0].concurrency, kv[0][1])):
         ref = files.reference(key, baseline, every)
-        rr = files.reference_round(rounds, ref, rep) if ref is not None else None
-        if rr is None or e.get("status") not in ("ok", "partial"):
+        if ref is None or e.get("status") not in ("ok", "partial"):
             continue
-        mine = files.read_round(run_dir.path, e.get("outputs"))
-        theirs = files.read_round(run_dir.path, rounds[(ref, rr)].get("outputs"))  # type: ignore[index]
+        mine, theirs, _ = files.round_pair(run_dir.path, rounds, e, ref, rep)
         if mine is None or theirs is None:
             continue
         divs = cmp.compare(mine, theirs).divergences
