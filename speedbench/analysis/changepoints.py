@@ -24,6 +24,14 @@ Two steps, kept apart on purpose:
    seen only on the last night is suspicious. A one-night excursion in the middle of the
    series that went back is noise, and its night is left out of later baselines.
 
+3. Known change points: nights where the provenance says the arm's draft changed (another
+   draft, config or weights under the same arm name) are candidates whether or not PELT
+   proposes them, and are judged with as few as ``MIN_KNOWN_BASELINE`` nights before
+   them. With fewer than ``MIN_BASELINE`` the night-to-night spread is not known: the
+   change must stand outside the nights' own intervals, the A/A floor and
+   ``Z_CALL`` standard errors of the floored spread (a normal's level, no t), and it is
+   called suspicious at most, never a regression, however long it has held.
+
 Everything here is pure (lists of floats in, dataclasses out).
 """
 
@@ -37,6 +45,7 @@ import numpy as np
 
 WINDOW = 14  # baseline / new-level nights compared at most
 MIN_BASELINE = 5  # nights before a change needed to judge it (fewer: their sd is a guess)
+MIN_KNOWN_BASELINE = 1  # ... at a night where the provenance says the draft changed
 K_SIGMA = 2.0  # a change smaller than this many night-to-night sds is not worth a look
 # The smallest night-to-night sd, relative to the level: identical nights (copies, a
 # cached result) have a spread of zero, and a change's size in sds then became
@@ -59,6 +68,7 @@ class Change:
     noise_sd: float  # night-to-night sd the change was judged against
     nights: int  # nights seen at the new level
     kind: str  # REGRESSION, IMPROVEMENT or SUSPICIOUS
+    baseline_nights: int = MIN_BASELINE  # nights it was judged against (fewer only at a known change)
 
     @property
     def delta(self) -> float:
@@ -106,7 +116,8 @@ def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_al
     # night-to-night sd: the baseline's and the new level's nights, each about its own
     # mean (so the step itself widens nothing), no smaller than the series' robust spread
     df = len(b) - 1 + len(a) - 1
-    pooled = math.sqrt((float(((b - b.mean()) ** 2).sum()) + float(((a - a.mean()) ** 2).sum())) / df)
+    ss = float(((b - b.mean()) ** 2).sum()) + float(((a - a.mean()) ** 2).sum())
+    pooled = math.sqrt(ss / df) if df > 0 else 0.0  # one night each side: no spread of their own
     sd = max(pooled, sd_all if math.isfinite(sd_all) else 0.0)
     d = float(a.mean() - b.mean())
     sd = floored_sd(sd, float(b.mean()))
@@ -119,8 +130,9 @@ def _judge(y: np.ndarray, hw: np.ndarray, base: list[int], new: list[int], sd_al
     if math.isfinite(floor_rel) and abs(d) <= floor_rel * abs(float(b.mean())):
         return None  # inside the A/A noise floor
     direction = IMPROVEMENT if (d > 0) == higher_is_better else REGRESSION
-    kind = SUSPICIOUS if len(a) == 1 else direction
-    return Change(new[0], float(b.mean()), float(a.mean()), b_hw, a_hw, sd, len(a), kind)
+    short = len(b) < MIN_BASELINE  # only at a known change: too few nights to call more
+    kind = SUSPICIOUS if len(a) == 1 or short else direction
+    return Change(new[0], float(b.mean()), float(a.mean()), b_hw, a_hw, sd, len(a), kind, len(b))
 
 
 def _holds_without_any_one_night(new: list[int], last: int, change: Change,
@@ -144,22 +156,42 @@ def _holds_without_any_one_night(new: list[int], last: int, change: Change,
     return True
 
 
-def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = None,
-                 floor_rel: float = math.nan, higher_is_better: bool = True) -> list[Change]:
-    """Every real change in the series, oldest first. ``half_widths``: each night's own
-    95% interval half-width (NaN where unknown); ``floor_rel``: the A/A noise floor as a
-    fraction of the value (NaN when the runs had no A/A arm)."""
-    y = np.asarray(values, dtype=float)
-    hw = np.asarray(half_widths if half_widths is not None else [math.nan] * len(y), dtype=float)
-    sd_all = robust_sd(y)
+def _candidates(y: np.ndarray, sd_all: float, known: Sequence[int]) -> list[int]:
+    """PELT's proposals (with enough nights) and the known change points, in night order."""
+    known = [k for k in known if MIN_KNOWN_BASELINE <= k < len(y)]
     if len(y) <= MIN_BASELINE:
-        return []  # no night has MIN_BASELINE nights before it (and no need to load PELT)
+        return sorted(set(known))  # no night has MIN_BASELINE nights before it: no need to load PELT
     # function-local: ruptures and scipy take about half a second to import, and this module
     # is loaded at `speedbench --help` (commands/gate -> report/gate -> report/noise)
     from speedbench.analysis import pelt
 
     # floored: identical nights (sd 0) would give PELT no penalty scale and no candidates
-    cands = pelt.candidates(y, floored_sd(sd_all, float(np.median(y))))
+    return sorted(set(pelt.candidates(y, floored_sd(sd_all, float(np.median(y))))) | set(known))
+
+
+def _critical(z: float, base: int, new: int) -> float:
+    """Student's t for the two windows at a normal's ``z`` level. Before ``MIN_BASELINE``
+    nights (only at a known change) the spread is the floor's, not the nights' (they are
+    too few to estimate one), so the normal's own ``z``: t's few degrees of freedom would
+    price an estimate that is not being made."""
+    if base < MIN_BASELINE or base + new - 2 < 1:
+        return z
+    from speedbench.analysis import pelt  # function-local: see _candidates
+
+    return pelt.t_critical(z, base + new - 2)
+
+
+def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = None,
+                 floor_rel: float = math.nan, higher_is_better: bool = True,
+                 known: Sequence[int] = ()) -> list[Change]:
+    """Every real change in the series, oldest first. ``half_widths``: each night's own
+    95% interval half-width (NaN where unknown); ``floor_rel``: the A/A noise floor as a
+    fraction of the value (NaN when the runs had no A/A arm); ``known``: nights where the
+    provenance says the figure's draft changed (judged with fewer nights before them)."""
+    y = np.asarray(values, dtype=float)
+    hw = np.asarray(half_widths if half_widths is not None else [math.nan] * len(y), dtype=float)
+    sd_all = robust_sd(y)
+    cands = _candidates(y, sd_all, known)
     ends = [c for c in cands if c != len(y) - 1] + [len(y)]  # the last night alone never cuts a window
     changes: list[Change] = []
     start, outliers = 0, set()
@@ -167,14 +199,14 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
         end = min(e for e in ends if e > tau)
         base = [i for i in range(start, tau) if i not in outliers][-WINDOW:]
         new = list(range(tau, min(end, tau + WINDOW)))
-        if len(base) < MIN_BASELINE:
+        if len(base) < (MIN_KNOWN_BASELINE if tau in known else MIN_BASELINE):
             continue
-        critical = pelt.t_critical(Z_CALL, len(base) + len(new) - 2)
-        change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better, critical)
+        change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better,
+                        _critical(Z_CALL, len(base), len(new)))
 
         def judge(nights: list[int], z: float, base: list[int] = base) -> Change | None:
             return _judge(y, hw, base, nights, sd_all, floor_rel, higher_is_better,
-                          pelt.t_critical(z, len(base) + len(nights) - 2))
+                          _critical(z, len(base), len(nights)))
 
         if change is None or not _holds_without_any_one_night(new, len(y) - 1, change, judge):
             continue

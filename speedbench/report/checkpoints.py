@@ -18,6 +18,7 @@ from speedbench.metrics import outputs as cmp
 from speedbench.metrics.headline import headline, headline_clock
 from speedbench.errors import UsageError
 from speedbench.report import html, outputs, tables
+from speedbench.report.facts import draft_weights
 from speedbench.report.nightly import checkpoint, pooled_al
 from speedbench.results import Run
 
@@ -72,19 +73,39 @@ class ScenarioComparison:
     checkpoints: list[CheckpointResult]
 
 
-def _figures(run: Run) -> dict[str, dict[Figure, float]]:
+class Names:
+    """What a checkpoint is called over a scenario's nights: the arm and the draft it loads,
+    and, where those loaded more than one set of weights over the nights (a retraining into
+    the same folder, a bad upload), the weights' sha256 too: two weight sets under one name
+    are two checkpoints, never pooled as one."""
+
+    def __init__(self, runs: Sequence[Run]):
+        seen: dict[str, set[str]] = {}
+        for run in runs:
+            for arm in tables.spec_arms(run):
+                seen.setdefault(checkpoint(run, arm), set()).add(draft_weights(run, arm))
+        self.split = {ck for ck, sums in seen.items() if len(sums - {""}) > 1}
+
+    def __call__(self, run: Run, arm: str, variant: str = "") -> str:
+        ck = checkpoint(run, arm)
+        if ck in self.split:
+            ck = f"{ck} (weights {draft_weights(run, arm)[:8] or 'unknown'})"
+        return tables.label(ck, variant)
+
+
+def _figures(run: Run, names: Names) -> dict[str, dict[Figure, float]]:
     """Checkpoint -> figure -> the night's value (a speedup: the point's stored headline)."""
     out: dict[str, dict[Figure, float]] = {}
     for r in run.rows:
         if tables.is_speculative(r) and r.status != "failed":
-            ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
+            ck = names(run, str(r.arm), str(r.variant or ""))
             out.setdefault(ck, {})[("speedup", f"c={int(r.concurrency or 0)}")] = headline(r)[0]
     for arm in tables.spec_arms(run):
         for v in tables.variants(run):
-            out.setdefault(tables.label(checkpoint(run, arm), v), {})[("AL", "pooled")] = pooled_al(run, arm, v)
+            out.setdefault(names(run, arm, v), {})[("AL", "pooled")] = pooled_al(run, arm, v)
     for (arm, v), by_cat in tables.category_al(run)[1].items():
         for cat, al in by_cat.items():
-            out.setdefault(tables.label(checkpoint(run, arm), v), {})[("AL", cat)] = al
+            out.setdefault(names(run, arm, v), {})[("AL", cat)] = al
     return out
 
 
@@ -95,12 +116,14 @@ def _order(fig: Figure) -> tuple[int, int, str]:
     return (1, 0 if point == "pooled" else 1, point)
 
 
-def resolve(name: str | None, names: Sequence[str]) -> str:
+def resolve(name: str | None, names: Sequence[str], default: str | None = None) -> str:
     """The reference: a checkpoint's full name, its arm name or its draft path; default the
-    first checkpoint seen (the earliest night's first arm)."""
+    scenario's ``checkpoint_reference`` arm (``default``), else the first checkpoint seen
+    (the earliest night's first arm). An arm that loaded two weight sets names the first."""
     if not name:
-        return names[0]
-    hits = [n for n in names if name in (n, n.split(" · ")[0], n.split(" · ")[-1].split(" [")[0])]
+        hits = [n for n in names if default and n.split(" · ")[0] == default]
+        return hits[0] if hits else names[0]
+    hits = [n for n in names if name in (n, n.split(" · ")[0], n.split(" · ")[-1].split(" [")[0].split(" (weights")[0])]
     if not hits:
         raise UsageError(f"--reference {name!r}: no such checkpoint (have: {', '.join(names)})")
     return hits[0]
@@ -134,12 +157,13 @@ def _verdict(comps: list[Comparison]) -> str:
 
 def compare_scenario(scenario: str, runs: Sequence[Run], reference: str | None = None) -> ScenarioComparison | None:
     """``runs`` in time order; None when no night has a speculative arm."""
-    nights = [_figures(r) for r in runs]
+    label = Names(runs)
+    nights = [_figures(r, label) for r in runs]
     names = list(dict.fromkeys(ck for night in nights for ck in night))
     if not names:
         return None
-    ref = resolve(reference, names)
-    clocks, verdicts = _clocks(runs), _outputs(runs)
+    ref = resolve(reference, names, runs[-1].scenario.get("checkpoint_reference"))
+    clocks, verdicts = _clocks(runs, label), _outputs(runs, label)
     results = []
     for name in names:
         figs = sorted({f for night in nights for f in night.get(name, {})}, key=_order)
@@ -156,25 +180,25 @@ def compare_scenario(scenario: str, runs: Sequence[Run], reference: str | None =
     return ScenarioComparison(scenario, ref, results)
 
 
-def _clocks(runs: Sequence[Run]) -> dict[str, dict[Figure, set[str]]]:
+def _clocks(runs: Sequence[Run], names: Names) -> dict[str, dict[Figure, set[str]]]:
     """Checkpoint -> speedup figure -> the headline clocks its nights were read from."""
     out: dict[str, dict[Figure, set[str]]] = {}
     for run in runs:
         for r in run.rows:
             if tables.is_speculative(r) and r.status != "failed" and math.isfinite(headline(r)[0]):
-                ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
+                ck = names(run, str(r.arm), str(r.variant or ""))
                 fig = ("speedup", f"c={int(r.concurrency or 0)}")
                 out.setdefault(ck, {}).setdefault(fig, set()).add(headline_clock(r))
     return out
 
 
-def _outputs(runs: Sequence[Run]) -> dict[str, dict[Figure, list[dict[str, Any]]]]:
+def _outputs(runs: Sequence[Run], names: Names) -> dict[str, dict[Figure, list[dict[str, Any]]]]:
     """Checkpoint -> speedup figure -> each night's outputs entry (Run.outputs_of)."""
     out: dict[str, dict[Figure, list[dict[str, Any]]]] = {}
     for run in runs:
         for r in run.rows:
             if tables.is_speculative(r) and r.status != "failed":
-                ck = tables.label(checkpoint(run, str(r.arm)), str(r.variant or ""))
+                ck = names(run, str(r.arm), str(r.variant or ""))
                 fig = ("speedup", f"c={int(r.concurrency or 0)}")
                 e = run.outputs_of(str(r.arm), int(r.concurrency or 0), str(r.variant or ""))
                 out.setdefault(ck, {}).setdefault(fig, []).append(e)

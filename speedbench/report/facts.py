@@ -48,6 +48,12 @@ def draft_model(run: Run, arm: str) -> str:
     return str(m) if m else ""
 
 
+def draft_weights(run: Run, arm: str) -> str:
+    """The sha256 of the arm's draft weight files, as the run read them ("" when not recorded)."""
+    draft = (run.provenance.get(arm) or {}).get("draft")
+    return str(draft.get("weights_sha256") or "") if isinstance(draft, dict) else ""
+
+
 def hardware(run: Run) -> str:
     if run.summary.get("hardware"):
         return str(run.summary["hardware"])

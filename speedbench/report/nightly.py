@@ -196,14 +196,28 @@ def _arm_of(series: Series) -> str:
     return series.deps[0] if series.deps else series.arm
 
 
-def changes(series: Series) -> tuple[list[Change], list[int], float]:
+def draft_changes(series: Series, nights: Sequence[Night]) -> list[int]:
+    """Positions in the series where its arm's draft changed from the night before: another
+    draft, config or weights under the same arm name (provenance; unknown is no change)."""
+    arm, out = _arm_of(series), []
+    ids = [whatchanged.draft_identity(nights[i].run, arm) for i in series.nights]
+    for pos in range(1, len(ids)):
+        if ids[pos] and ids[pos - 1] and ids[pos] != ids[pos - 1]:
+            out.append(pos)
+    return out
+
+
+def changes(series: Series, nights: Sequence[Night] = ()) -> tuple[list[Change], list[int], float]:
     """Every real change of the series over its last ``HISTORY_NIGHTS`` nights, the night
-    index of each of those nights, and the A/A floor (median over the nights) used."""
+    index of each of those nights, and the A/A floor (median over the nights) used. With
+    the ``nights``, the nights where the arm's draft changed are known change points."""
     keep = slice(-HISTORY_NIGHTS, None)
     idx = series.nights[keep]
     floors = [f for f in series.floors[keep] if math.isfinite(f)]
     floor = statistics.median(floors) if floors else math.nan
-    return find_changes(series.values[keep], series.half_widths[keep], floor_rel=floor), idx, floor
+    skipped = len(series.nights) - len(idx)
+    known = [p - skipped for p in draft_changes(series, nights) if p >= skipped] if nights else []
+    return find_changes(series.values[keep], series.half_widths[keep], floor_rel=floor, known=known), idx, floor
 
 
 def _latest_real(found: Sequence[Change]) -> Change | None:
@@ -247,9 +261,9 @@ def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = N
     (default: within the last ``RECENT_NIGHTS`` of the scenario's nights)."""
     last = nights[series.nights[-1]]
     ck = checkpoint(last.run, _arm_of(series))
-    if len(series.values) < MIN_BASELINE + 1:
+    if len(series.values) < MIN_BASELINE + 1 and not draft_changes(series, nights):
         return Verdict(series, INSUFFICIENT, ck)
-    found, idx, floor = changes(series)
+    found, idx, floor = changes(series, nights)
     cutoff = since if since is not None else nights[max(len(nights) - RECENT_NIGHTS, 0)].created
     recent = [c for c in found if nights[idx[c.index]].created >= cutoff]
     # a series no longer measured in the recent nights (an arm taken out) cannot recover: not open
@@ -299,5 +313,8 @@ def describe(v: Verdict) -> str:
     floor = f", A/A floor ±{100 * v.floor_rel:.1f}%" if math.isfinite(v.floor_rel) else ""
     when = f" from {v.began:%Y-%m-%d}" if v.began else ""
     nights = "1 night" if ch.nights == 1 else f"{ch.nights} nights"
+    if ch.baseline_nights < MIN_BASELINE:  # a known draft change, judged on fewer nights before it
+        nights += (f"; {ch.baseline_nights} night{'s' if ch.baseline_nights > 1 else ''} before it, "
+                   f"{MIN_BASELINE} needed to call more than suspicious")
     return (f"{head}: {_interval(ch.before, ch.before_hw, digits)} → {_interval(ch.after, ch.after_hw, digits)} "
             f"({size}, {sig}{floor}; {nights}){when}")

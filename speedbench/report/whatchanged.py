@@ -70,6 +70,14 @@ def facts(run: Run, arm: str) -> dict[str, str]:
     return out
 
 
+def draft_identity(run: Run, arm: str) -> tuple[str, ...]:
+    """The arm's draft as the run loaded it: model, config and weights hashes (empty when
+    the run recorded no draft: a baseline arm, an old folder)."""
+    f = facts(run, arm)
+    ident = tuple(f.get(k, "–") for k in ("draft", "draft config sha256", "draft weights sha256"))
+    return () if all(v == "–" for v in ident) else ident
+
+
 def diff(before: Run, after: Run, arms: tuple[str, ...]) -> list[str]:
     """One line per fact that differs, e.g. ``eagle3.1 vLLM: 0.32.0 → 0.33.0``; facts of
     the whole run (scenario, hardware when every arm agrees) are named once."""

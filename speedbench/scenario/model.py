@@ -165,6 +165,9 @@ class Scenario(Strict):
     # Keep running the remaining arms when one arm fails to start or dies.
     continue_on_arm_failure: bool = True
     reference: Reference = Field(default_factory=Reference)
+    # The checkpoint the others are held against across nights (`compare --checkpoints`
+    # and the dashboard default to it): the arm that plays "production".
+    checkpoint_reference: str | None = None
     gates: list[GateSpec] = Field(default_factory=list)
     # Default gates turned off by name (metrics/gates.py DEFAULT_GATES: "lossless"); every
     # other one applies to every run it can judge (docs/gates.md, "Default gates").
@@ -245,6 +248,9 @@ class Scenario(Strict):
         needs_model = any(a.base_url is None for a in self.arms) and self.server.launcher != "external"
         if needs_model and not self.server.model:
             raise ValueError("server.model is required when speedbench launches servers")
+        if self.checkpoint_reference is not None and self.checkpoint_reference not in names:
+            raise ValueError(f"checkpoint_reference '{self.checkpoint_reference}' is not an arm"
+                             f"{did_you_mean(self.checkpoint_reference, names)}; arms are {names}")
         if self.stop is not None and self.load.mode == "rate":
             raise ValueError("stop (sequential stopping) needs the closed loop: an arrival schedule is one "
                              "whole pass, it cannot end at a look")

@@ -74,3 +74,20 @@ def test_the_dashboard_has_a_checkpoint_section_with_nights(tmp_path):
     i = page.index("Checkpoints across nights · cpu_tiny")
     assert page.index("Checkpoints side by side") < i < page.index("Latest runs")
     assert "(4 nights)" in page and "reference <b>eagle3 · .fixtures/tiny/eagle3</b>" in page
+
+
+def test_two_weight_sets_under_one_name_are_two_checkpoints(tmp_path):
+    # a bad upload: from night 3 the eagle3.1 slot loads other weights at the same path
+    weights = {"_arm_only": True, "draft": {"model": ".fixtures/tiny/eagle3.1", "weights_sha256": "a" * 64}}
+    swapped = {"_arm_only": True, "draft": {"model": ".fixtures/tiny/eagle3.1", "weights_sha256": "b" * 64}}
+    sc = _compare(tmp_path, 6, [Plant("eagle3.1", 0, size=0.0, provenance=weights),
+                                Plant("eagle3.1", 3, "al", -0.10, provenance=swapped)], reference=None)
+    names = {r.name: r for r in sc.checkpoints}
+    first = "eagle3.1 · .fixtures/tiny/eagle3.1 (weights aaaaaaaa)"
+    second = "eagle3.1 · .fixtures/tiny/eagle3.1 (weights bbbbbbbb)"
+    assert names[first].nights == 3 and names[second].nights == 3
+    assert "eagle3 · .fixtures/tiny/eagle3" in names  # one weight set: named as before
+    # the arm names the first weight set; the default reference is the scenario's checkpoint_reference
+    assert checkpoints.resolve("eagle3.1", list(names)) == first
+    assert checkpoints.resolve(None, list(names), default="eagle3-untrained").startswith("eagle3-untrained ·")
+    assert checkpoints.resolve(None, list(names)) == next(iter(names))

@@ -157,3 +157,18 @@ def test_a_retrained_draft_at_the_same_path_is_named_by_its_weights_hash(tmp_pat
     assert v.status == "regression" and v.began == ns[17].created
     assert f"eagle3.1 draft weights sha256: {'a' * 12} → {'b' * 12}" in v.what_changed
     assert not any("draft config sha256" in line for line in v.what_changed)
+
+
+def test_weights_swapped_under_the_same_name_are_called_on_the_second_night_with_their_cause(tmp_path):
+    # two nights only: the second loads other weights at the same path, and AL drops 10%
+    weights = {"_arm_only": True, "draft": {"model": ".fixtures/tiny/eagle3.1", "weights_sha256": "a" * 64}}
+    swapped = {"_arm_only": True, "draft": {"model": ".fixtures/tiny/eagle3.1", "weights_sha256": "b" * 64}}
+    ns = load_nights(write_history(tmp_path, 2, [Plant("eagle3.1", 0, size=0.0, provenance=weights),
+                                                 Plant("eagle3.1", 1, "al", -0.10, provenance=swapped)]))
+    vs = {v.series.key: v for v in nightly.verdicts({"cpu_tiny": ns})}
+    v = vs[("cpu_tiny", "eagle3.1", "AL", "pooled")]
+    assert v.status == "suspicious" and v.began == ns[1].created
+    assert v.what_changed == [f"eagle3.1 draft weights sha256: {'a' * 12} → {'b' * 12}"]
+    assert "1 night before it, 5 needed to call more than suspicious" in nightly.describe(v)
+    # the arm whose draft did not change has no known change point: two nights are too few
+    assert vs[("cpu_tiny", "eagle3", "AL", "pooled")].status == "insufficient data"
