@@ -26,11 +26,14 @@ Two steps, kept apart on purpose:
 
 3. Known change points: nights where the provenance says the arm's draft changed (another
    draft, config or weights under the same arm name) are candidates whether or not PELT
-   proposes them, and are judged with as few as ``MIN_KNOWN_BASELINE`` nights before
-   them. With fewer than ``MIN_BASELINE`` the night-to-night spread is not known: the
-   change must stand outside the nights' own intervals, the A/A floor and
-   ``Z_CALL`` standard errors of the floored spread (a normal's level, no t), and it is
-   called suspicious at most, never a regression, however long it has held.
+   proposes them. For a figure that does not vary from night to night with the same
+   draft (acceptance at temperature 0: ``short=True``) they are judged with as few as
+   ``MIN_KNOWN_BASELINE`` nights before them. With fewer than ``MIN_BASELINE`` the
+   spread is not measured: the change must stand outside the nights' own intervals, the
+   A/A floor and ``Z_CALL`` standard errors of the floored spread (a normal's level, no
+   t), and it is called suspicious at most, never a regression, however long it has held.
+   A timed figure (speedup, TPS) moves from night to night by itself, so it always needs
+   ``MIN_BASELINE`` nights.
 
 Everything here is pure (lists of floats in, dataclasses out).
 """
@@ -183,15 +186,16 @@ def _critical(z: float, base: int, new: int) -> float:
 
 def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = None,
                  floor_rel: float = math.nan, higher_is_better: bool = True,
-                 known: Sequence[int] = ()) -> list[Change]:
+                 known: Sequence[int] = (), short: bool = False) -> list[Change]:
     """Every real change in the series, oldest first. ``half_widths``: each night's own
     95% interval half-width (NaN where unknown); ``floor_rel``: the A/A noise floor as a
     fraction of the value (NaN when the runs had no A/A arm); ``known``: nights where the
-    provenance says the figure's draft changed (judged with fewer nights before them)."""
+    provenance says the figure's draft changed; ``short``: the figure is the same every
+    night for the same draft, so a known change is judged with fewer nights before it."""
     y = np.asarray(values, dtype=float)
     hw = np.asarray(half_widths if half_widths is not None else [math.nan] * len(y), dtype=float)
     sd_all = robust_sd(y)
-    cands = _candidates(y, sd_all, known)
+    cands = _candidates(y, sd_all, known if short else [k for k in known if k >= MIN_BASELINE])
     ends = [c for c in cands if c != len(y) - 1] + [len(y)]  # the last night alone never cuts a window
     changes: list[Change] = []
     start, outliers = 0, set()
@@ -199,7 +203,7 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
         end = min(e for e in ends if e > tau)
         base = [i for i in range(start, tau) if i not in outliers][-WINDOW:]
         new = list(range(tau, min(end, tau + WINDOW)))
-        if len(base) < (MIN_KNOWN_BASELINE if tau in known else MIN_BASELINE):
+        if len(base) < (MIN_KNOWN_BASELINE if short and tau in known else MIN_BASELINE):
             continue
         change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better,
                         _critical(Z_CALL, len(base), len(new)))

@@ -44,7 +44,7 @@ def register(sub) -> None:
     p.add_argument("--checkpoints", metavar="RESULTS_DIR",
                    help="compare checkpoints across the nights (run folders) under RESULTS_DIR")
     p.add_argument("--reference", metavar="NAME", help="with --checkpoints: the reference checkpoint (arm, draft "
-                   "path or full name; default the first seen)")
+                   "path or full name; default the scenario's checkpoint_reference, else the first seen)")
     p.add_argument("--json", action="store_true", help="with --checkpoints: print JSON")
     p.add_argument("-o", "--output", "--html", dest="html", metavar="OUT",
                    help="also write a self-contained HTML comparison to this file (--html: the old spelling)")

@@ -217,7 +217,17 @@ def changes(series: Series, nights: Sequence[Night] = ()) -> tuple[list[Change],
     floor = statistics.median(floors) if floors else math.nan
     skipped = len(series.nights) - len(idx)
     known = [p - skipped for p in draft_changes(series, nights) if p >= skipped] if nights else []
-    return find_changes(series.values[keep], series.half_widths[keep], floor_rel=floor, known=known), idx, floor
+    return find_changes(series.values[keep], series.half_widths[keep], floor_rel=floor, known=known,
+                        short=bool(nights) and steady(series, nights)), idx, floor
+
+
+def steady(series: Series, nights: Sequence[Night]) -> bool:
+    """The figure is the same every night for the same draft: acceptance (not a timed
+    figure) of a greedy workload (sampling above temperature 0 moves it by chance)."""
+    if series.metric not in ("AL", "acceptance (joint)"):
+        return False
+    temps = {(nights[i].run.scenario.get("workload") or {}).get("temperature", 0) for i in series.nights}
+    return all(isinstance(t, (int, float)) and t == 0 for t in temps)
 
 
 def _latest_real(found: Sequence[Change]) -> Change | None:
@@ -261,7 +271,7 @@ def judge(series: Series, nights: Sequence[Night], since: dt.datetime | None = N
     (default: within the last ``RECENT_NIGHTS`` of the scenario's nights)."""
     last = nights[series.nights[-1]]
     ck = checkpoint(last.run, _arm_of(series))
-    if len(series.values) < MIN_BASELINE + 1 and not draft_changes(series, nights):
+    if len(series.values) < MIN_BASELINE + 1 and not (steady(series, nights) and draft_changes(series, nights)):
         return Verdict(series, INSUFFICIENT, ck)
     found, idx, floor = changes(series, nights)
     cutoff = since if since is not None else nights[max(len(nights) - RECENT_NIGHTS, 0)].created

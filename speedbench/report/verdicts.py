@@ -97,6 +97,7 @@ def as_json(vs: Sequence[Verdict]) -> list[dict[str, Any]]:
             item.update(before=ch.before, after=ch.after, before_half_width=_finite(ch.before_hw),
                         after_half_width=_finite(ch.after_hw), relative=ch.relative,
                         noise_sd=ch.noise_sd, sigmas=_finite(ch.sigmas), nights=ch.nights,
+                        baseline_nights=ch.baseline_nights,
                         began=v.began.isoformat() if v.began else None,
                         before_run=v.before.run.run_id if v.before else None,
                         after_run=v.after.run.run_id if v.after else None,

@@ -134,20 +134,24 @@ def test_steps_held_two_nights_or_more_are_still_found():
 
 def test_a_known_draft_change_is_judged_with_one_night_before_it_and_called_suspicious_at_most():
     # a swapped checkpoint: AL 2.90 -> 2.60 from night 1; no history to speak of
-    (ch,) = find_changes([2.90, 2.60], known=[1])
+    (ch,) = find_changes([2.90, 2.60], known=[1], short=True)
     assert ch.kind == "suspicious" and ch.index == 1 and ch.baseline_nights == 1
     assert find_changes([2.90, 2.60]) == []  # the same figures with no known change: too few nights
     # held for three nights, still with fewer than MIN_BASELINE before it: suspicious, not a regression
-    (ch,) = find_changes([2.90, 2.91, 2.60, 2.61, 2.60], known=[2])
+    (ch,) = find_changes([2.90, 2.91, 2.60, 2.61, 2.60], known=[2], short=True)
     assert ch.kind == "suspicious" and ch.nights == 3 and ch.baseline_nights == 2
     # with enough nights before it, the same change is a regression
-    (ch,) = find_changes([2.90, 2.91, 2.90, 2.89, 2.90, 2.91, 2.60, 2.61], known=[6])
+    (ch,) = find_changes([2.90, 2.91, 2.90, 2.89, 2.90, 2.91, 2.60, 2.61], known=[6], short=True)
     assert ch.kind == "regression" and ch.index == 6
 
 
 def test_a_known_draft_change_that_moves_nothing_is_no_change():
-    assert find_changes([2.90, 2.905], known=[1]) == []  # inside the 0.5% floor's 3.5 standard errors
-    # a speedup whose nights' own intervals overlap the move: not called
-    assert find_changes([1.50, 1.38], [0.15, 0.15], known=[1]) == []
-    (ch,) = find_changes([1.50, 1.20], [0.05, 0.05], known=[1])
-    assert ch.kind == "suspicious"
+    assert find_changes([2.90, 2.905], known=[1], short=True) == []  # inside the 0.5% floor's 3.5 standard errors
+    # nights' own intervals that overlap the move: not called
+    assert find_changes([2.90, 2.78], [0.15, 0.15], known=[1], short=True) == []
+
+
+def test_a_timed_figure_at_a_known_change_still_needs_five_nights_before_it():
+    # speedup and TPS move from night to night by themselves: a known change is no shortcut
+    assert find_changes([1.50, 1.20], [0.05, 0.05], known=[1]) == []
+    assert find_changes([2.90, 2.60], known=[1], short=True)[0].kind == "suspicious"
