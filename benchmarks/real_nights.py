@@ -88,7 +88,8 @@ def slurm_night(out: Path, results: Path, sets: list[str], env: dict[str, str]) 
 
 def run_nights(a: argparse.Namespace) -> None:
     out, results = a.output, a.output / "results"
-    sets = prepare(out)
+    # the rehearsal's overrides first: one that replaces `arms` must not undo the store's path
+    sets = [x for kv in a.set for x in ("--set", kv)] + prepare(out)
     plan = ["local"] * (a.nights - a.slurm_nights) + ["slurm"] * a.slurm_nights + ["swap"] * a.swap_nights
     cluster = None
     try:
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slurm-nights", type=int, default=2, help="of the ordinary nights, the last ones on Slurm")
     ap.add_argument("--swap-nights", type=int, default=2, help="nights with production's weights swapped")
     ap.add_argument("--analyse", action="store_true", help="only read back an existing OUT")
+    ap.add_argument("--set", action="append", default=[], metavar="K=V",
+                    help="one more override for every night (a quick rehearsal: workload.num_prompts=4)")
     a = ap.parse_args(argv)
     a.output = a.output.resolve()
     if not a.analyse:

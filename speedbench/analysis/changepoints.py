@@ -164,12 +164,16 @@ def _candidates(y: np.ndarray, sd_all: float, known: Sequence[int]) -> list[int]
     known = [k for k in known if MIN_KNOWN_BASELINE <= k < len(y)]
     if len(y) <= MIN_BASELINE:
         return sorted(set(known))  # no night has MIN_BASELINE nights before it: no need to load PELT
+    # floored: identical nights (sd 0) would give PELT no penalty scale and no candidates
+    return sorted(set(_pelt().candidates(y, floored_sd(sd_all, float(np.median(y))))) | set(known))
+
+
+def _pelt():
     # function-local: ruptures and scipy take about half a second to import, and this module
     # is loaded at `speedbench --help` (commands/gate -> report/gate -> report/noise)
     from speedbench.analysis import pelt
 
-    # floored: identical nights (sd 0) would give PELT no penalty scale and no candidates
-    return sorted(set(pelt.candidates(y, floored_sd(sd_all, float(np.median(y))))) | set(known))
+    return pelt
 
 
 def _critical(z: float, base: int, new: int) -> float:
@@ -179,9 +183,7 @@ def _critical(z: float, base: int, new: int) -> float:
     price an estimate that is not being made."""
     if base < MIN_BASELINE or base + new - 2 < 1:
         return z
-    from speedbench.analysis import pelt  # function-local: see _candidates
-
-    return pelt.t_critical(z, base + new - 2)
+    return _pelt().t_critical(z, base + new - 2)
 
 
 def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = None,
