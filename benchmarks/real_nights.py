@@ -5,7 +5,7 @@ then read back by `dashboard`, `changes` and `compare --checkpoints` (docs/dashb
 Each night is one run of scenarios/cpu_checkpoints.yaml (baseline + EAGLE 3 after 150,
 300, 450 and 600 training steps; step600 plays production) into one results folder:
 
-- ``--nights`` ordinary nights, the last ``--slurm-nights`` of them as a Slurm matrix
+- ``--nights`` ordinary nights, the first ``--slurm-nights`` of them as a Slurm matrix
   (`speedbench submit`: sbatch arm jobs, a gather, the dashboard job) on a one-node Slurm
   started here (tests/helpers/slurm_cluster.py), the others with the local executor;
 - then ``--swap-nights`` nights on which production's weights are those of step 150: the
@@ -90,7 +90,10 @@ def run_nights(a: argparse.Namespace) -> None:
     out, results = a.output, a.output / "results"
     # the rehearsal's overrides first: one that replaces `arms` must not undo the store's path
     sets = [x for kv in a.set for x in ("--set", kv)] + prepare(out)
-    plan = ["local"] * (a.nights - a.slurm_nights) + ["slurm"] * a.slurm_nights + ["swap"] * a.swap_nights
+    # Slurm nights first: the night before the swap then ran as the swap nights do (locally),
+    # so the swap's only provenance change is the weights (a Slurm night's resolved scenario
+    # names its executor)
+    plan = ["slurm"] * a.slurm_nights + ["local"] * (a.nights - a.slurm_nights) + ["swap"] * a.swap_nights
     cluster = None
     try:
         for i, kind in enumerate(plan, 1):
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", type=Path, default=Path("/tmp/real-nights"))
     ap.add_argument("--nights", type=int, default=5, help="ordinary nights (default 5: the detector's baseline)")
-    ap.add_argument("--slurm-nights", type=int, default=2, help="of the ordinary nights, the last ones on Slurm")
+    ap.add_argument("--slurm-nights", type=int, default=2, help="of the ordinary nights, the first ones on Slurm")
     ap.add_argument("--swap-nights", type=int, default=2, help="nights with production's weights swapped")
     ap.add_argument("--analyse", action="store_true", help="only read back an existing OUT")
     ap.add_argument("--set", action="append", default=[], metavar="K=V",

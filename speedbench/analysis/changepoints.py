@@ -207,11 +207,14 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
         new = list(range(tau, min(end, tau + WINDOW)))
         if len(base) < (MIN_KNOWN_BASELINE if short and tau in known else MIN_BASELINE):
             continue
-        change = _judge(y, hw, base, new, sd_all, floor_rel, higher_is_better,
+        # before MIN_BASELINE nights (a known change) the series' successive differences are
+        # mostly the step itself: the spread is the windows' own, floored, not theirs
+        sd_series = sd_all if len(base) >= MIN_BASELINE else math.nan
+        change = _judge(y, hw, base, new, sd_series, floor_rel, higher_is_better,
                         _critical(Z_CALL, len(base), len(new)))
 
         def judge(nights: list[int], z: float, base: list[int] = base) -> Change | None:
-            return _judge(y, hw, base, nights, sd_all, floor_rel, higher_is_better,
+            return _judge(y, hw, base, nights, sd_series, floor_rel, higher_is_better,
                           _critical(z, len(base), len(nights)))
 
         if change is None or not _holds_without_any_one_night(new, len(y) - 1, change, judge):

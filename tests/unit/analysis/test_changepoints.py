@@ -137,6 +137,9 @@ def test_a_known_draft_change_is_judged_with_one_night_before_it_and_called_susp
     (ch,) = find_changes([2.90, 2.60], known=[1], short=True)
     assert ch.kind == "suspicious" and ch.index == 1 and ch.baseline_nights == 1
     assert find_changes([2.90, 2.60]) == []  # the same figures with no known change: too few nights
+    # two equal nights before it: the step is not taken for the series' spread
+    (ch,) = find_changes([3.333, 3.333, 2.870], known=[2], short=True)
+    assert ch.kind == "suspicious" and ch.baseline_nights == 2
     # held for three nights, still with fewer than MIN_BASELINE before it: suspicious, not a regression
     (ch,) = find_changes([2.90, 2.91, 2.60, 2.61, 2.60], known=[2], short=True)
     assert ch.kind == "suspicious" and ch.nights == 3 and ch.baseline_nights == 2
