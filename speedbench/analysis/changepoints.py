@@ -213,7 +213,7 @@ def find_changes(values: Sequence[float], half_widths: Sequence[float] | None = 
         change = _judge(y, hw, base, new, sd_series, floor_rel, higher_is_better,
                         _critical(Z_CALL, len(base), len(new)))
 
-        def judge(nights: list[int], z: float, base: list[int] = base) -> Change | None:
+        def judge(nights: list[int], z: float, base: list[int] = base, sd_series: float = sd_series) -> Change | None:
             return _judge(y, hw, base, nights, sd_series, floor_rel, higher_is_better,
                           _critical(z, len(base), len(nights)))
 
