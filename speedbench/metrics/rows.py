@@ -19,7 +19,7 @@ Inputs of :func:`summarize`:
   stopped point's speedup intervals are widened to their look-level ones) and the
   calibrations' predictions (results/summary.py builds them).
 
-Each key's formula is in metrics/formulas.py; a row is built there in one pass.
+Each key's computation is declared with it (metrics/row_*.py); metrics/formulas.py builds a row in one pass.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from speedbench.records import RequestRecord
 # is more than twice the engine's and says nothing about decoding.
 COMPRESSED_WINDOW = 0.5
 
-_COLUMNS = [
+COLUMNS = [  # the request table's columns, in order (metrics may use them by name)
     "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
     "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s",
             "decode_s", "tpot_ms", "per_user_tps", "lag_ms", "tps_lag_low", "tps_lag_high",
@@ -46,7 +46,7 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
     window longer / shorter by that lag, the range its true value lies in when the first
     and last stamps are each late by at most ``lag_ms`` (inf when the lag is as long as the
     window; both equal ``per_user_tps`` without a recorded lag). See metrics/lag.py."""
-    return pd.DataFrame([{**_timing_cells(r), **_spec_cells(r)} for r in records], columns=_COLUMNS)
+    return pd.DataFrame([{**_timing_cells(r), **_spec_cells(r)} for r in records], columns=COLUMNS)
 
 
 class Requests:
