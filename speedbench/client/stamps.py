@@ -1,5 +1,5 @@
 """When each body byte arrived: the connection protocol that stamps reads, and the lookup
-of an event's arrival from those stamps (client/http.py reads the stream with them)."""
+of an event's arrival from those stamps (client/sse.py reads the stream with them)."""
 
 from __future__ import annotations
 

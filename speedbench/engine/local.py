@@ -21,14 +21,16 @@ from speedbench.engine import watchdog
 from speedbench.engine.base import LaunchSpec, flag_value
 from speedbench.engine.diagnose import Death, diagnose, memory_figures, signal_name
 from speedbench.engine.host_cpu import cpu_facts, normalise_dtype
-from speedbench.engine.procs import state_and_group
+# the group check and the log reading live with their subjects; imported under the names
+# LocalServer has always used
+from speedbench.engine.procs import group_alive as _group_alive
+from speedbench.engine.server_log import LOG_TAIL_LINES, log_end, log_tail
 # free_port is looked up here at call time, so tests can make it racy.
 from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready, startup_phase
 from speedbench.errors import ServerError
 
 ProgressFn = Callable[[float, str], None]  # (seconds since the start, probe.startup_phase)
 
-LOG_TAIL_LINES = 30
 LAUNCH_MARK = "=== speedbench: arm"  # the line each launch writes to the log first
 # Lines vLLM writes when its engine process is gone while the API server still runs.
 ENGINE_DEATH_MARKS = ("Fatal Python error:", "EngineDeadError", "died unexpectedly", "died with exit code")
@@ -40,52 +42,6 @@ PROBE_S = 0.25
 # between our probe and vLLM's bind (the probe socket must be closed before vLLM binds).
 PORT_ATTEMPTS = 3
 _ADDR_IN_USE = ("address already in use", "errno 98", "errno 48", "port is already allocated")
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 64 * 1024))
-            data = f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(data.splitlines()[-lines:])
-
-
-def log_end(path: Path, size: int = 256 * 1024) -> str:
-    """The log's last ``size`` bytes: enough for a crash's stack of every thread."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - size))
-            return f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a non-zombie process is left in the group (zombies hold no resources)."""
-    proc = Path("/proc")
-    if proc.is_dir():
-        for entry in proc.iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                state, group = state_and_group(entry / "stat")
-            except (OSError, ValueError, IndexError):
-                continue
-            if group == pgid and state not in ("Z", "X"):
-                return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
 
 
 class LocalServer:

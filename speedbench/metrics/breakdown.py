@@ -15,7 +15,7 @@ import pandas as pd
 from speedbench.metrics.acceptance import acceptance
 from speedbench.metrics.numbers import NAN, mean, plain, ratio
 from speedbench.metrics.speedup import speedup
-from speedbench.metrics.table import request_table
+from speedbench.metrics.table import Requests
 from speedbench.records import RequestRecord
 
 CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "n_ok", "per_user_tps_mean",
@@ -52,8 +52,9 @@ def breakdown_rows(records: Iterable[RequestRecord], by: str, baseline_arm: str 
     variant). The run looked at that point several times before it stopped, so every
     interval taken from its requests is at the look level, as its row's is
     (``stopping.looks.look_level``); other points' are 95%. ``intervals=False`` leaves the
-    bootstrap out (a prompt's few requests: the ratio of means is all its row keeps)."""
-    df = request_table([r for r in records if not r.warmup and r.error is None])
+    bootstrap out (a prompt's few requests: the ratio of means is all its row keeps).
+    ``records``: a ``Requests`` (metrics/table.py) shares its request table."""
+    df = Requests.of(records).where(lambda t: ~t["warmup"] & t["ok"])
     if len(df) == 0:
         return []
     groups = {(a, int(c), v, x): g for (a, c, v, x), g in df.groupby(["arm", "concurrency", "variant", by], sort=False)}

@@ -1,4 +1,5 @@
-"""The tables of summary keys in docs/metrics.md, rendered from metrics/registry.py.
+"""The tables of summary keys in docs/metrics.md, rendered from metrics/registry.py (the
+columns' declarations are in metrics/row_*.py).
 
 The registry is the one list of metrics; the docs' tables are its output, so the two
 cannot drift apart. Each table sits between a begin marker naming a registry ``section``
@@ -20,7 +21,7 @@ from speedbench.metrics.registry import LATENCY, ROW_METRICS, SUMMARY_METRICS, M
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 COMMAND = "python -m speedbench.metrics.doc_tables --write"
-BEGIN = f'<!-- generated table "{{section}}" by {COMMAND}: do not edit; edit speedbench/metrics/registry.py -->'
+BEGIN = f'<!-- generated table "{{section}}" by {COMMAND}: do not edit; edit speedbench/metrics/row_*.py -->'
 END = "<!-- end of generated table -->"
 _BLOCK = re.compile(r'<!-- generated table "(?P<section>\w+)"[^\n]*-->\n.*?' + re.escape(END), re.DOTALL)
 # the last column's header, where "formula" would mislead

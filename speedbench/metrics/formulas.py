@@ -1,11 +1,12 @@
-"""Each summary-row key's formula, registered under the key metrics/registry.py declares.
-
-``FORMULAS[key]`` computes that key of one point from its :class:`PointData`; one
-function may give several keys at once (it returns a dict, computed once per point).
-:func:`build_row` asks every key of ``row_keys(percentiles)`` in order, so a row is
-built in one pass: speedups (widened to sequential stopping's look-level intervals) and
-calibration predictions included. Adding a metric = its declaration in the registry plus
-one ``@formula`` here (tests/unit/metrics/test_formulas.py fails on a key without one).
+"""The computation of a summary row: each metric's own computation is declared with it
+(metrics/row_*.py, through metrics/registry.py); here is the point's data they read
+(:class:`PointData`) and the blocks several metrics share, computed once per point (the
+status, timing, acceptance, overcount, goodput, speedup, headline and prediction blocks).
+:func:`build_row` computes every declared key in the order the declarations' ``uses`` give
+(``ORDER``: a metric after the row keys it uses), so a row is built in one pass: speedups
+(widened to sequential stopping's look-level intervals) and calibration predictions
+included. A use that is neither a row key, a request column nor one of ``INPUTS`` fails
+when this module is imported (metrics/declare.py's ``computation_order``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
@@ -25,12 +26,14 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.metrics.acceptance import (AL_AGREE_TOLERANCE, acceptance, al_from_counters, overcount_stats,
                                           per_position_rates)
 from speedbench.metrics.bootstrap import RoundSpread
-from speedbench.metrics.headline import HEADLINE_KEYS, headline_of
+from speedbench.metrics.declare import computation_order
+from speedbench.metrics.headline import headline_of
 from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.latency import good_requests, latency_stats
 from speedbench.metrics.numbers import NAN, mean, pct, plain
-from speedbench.metrics.registry import ROW_KEYS, SummaryRow, row_keys
+from speedbench.metrics.registry import ROW_KEYS, ROW_METRICS, SummaryRow, row_keys
 from speedbench.metrics.speedup import proxy_speedup, speedup
+from speedbench.metrics.table import COLUMNS
 from speedbench.metrics.timing import timing_block
 from speedbench.records import PointKey
 
@@ -71,7 +74,7 @@ class PointData:
     pairing: Pairing | None = None
     stopped: list[dict[str, Any]] = field(default_factory=list)  # stopping.summary.stopping_rows entries
     predict: Predict | None = None  # the arm's calibration: (speedup, low, high) at (point, AL)
-    memo: dict[str, Any] = field(default_factory=dict)
+    row: dict[str, Any] = field(default_factory=dict)  # the row's cells computed so far (ORDER)
 
     @cached_property
     def ok(self) -> pd.DataFrame:
@@ -80,65 +83,84 @@ class PointData:
     def col(self, c: str) -> Any:
         return self.ok[c] if len(self.ok) else []
 
+    def mean(self, c: str) -> float:
+        return mean(self.col(c))
+
+    def pct(self, c: str, p: float) -> float:
+        return pct(self.col(c), p)
+
+    def itl_median(self, which: int) -> float:
+        """The median of the pooled inter-token latencies: 0 per chunk, 1 per token."""
+        return pct(self.itl[which], 50)
+
     @property
     def wall(self) -> float:
         return self.point.wall_s or 0.0
 
+    @cached_property
+    def status(self) -> dict[str, Any]:
+        return _status(self)
 
-Formula = Callable[[PointData], Any]
-FORMULAS: dict[str, tuple[Formula, bool]] = {}  # key -> (function, gives a dict of several keys)
+    @cached_property
+    def timing(self) -> dict[str, Any]:
+        out, notes = timing_block(self.ok, self.point.loop_lag_ms_max)
+        return {**out, "notes": notes}
+
+    @cached_property
+    def acceptance(self) -> dict[str, Any]:
+        return _acceptance(self)
+
+    @cached_property
+    def overcount(self) -> dict[str, Any]:
+        return overcount_stats(self.ok, self.arm.num_speculative_tokens)
+
+    @cached_property
+    def goodput(self) -> dict[str, Any]:
+        return _goodput(self)
+
+    @cached_property
+    def speedups(self) -> dict[str, Any]:
+        return _speedups(self)
+
+    @cached_property
+    def headline(self) -> dict[str, Any]:
+        """The clock the point's headline is read from, chosen from the finished (widened)
+        intervals, so the choice every reader sees is made once."""
+        return headline_of({k: plain(v) for k, v in self.speedups.items()})
+
+    @cached_property
+    def predicted(self) -> tuple[float, float, float]:
+        """From the matching calibration file (calibration/store.py), at the row's pooled AL."""
+        return self.predict(self.key, self.row["al_tokens"]) if self.predict is not None else (NAN, NAN, NAN)
+
+    def proxy(self) -> float:
+        al = self.row["al_tokens"]
+        if self.pairing is None or not math.isfinite(al):
+            return NAN
+        return proxy_speedup(self.pairing.spec_ok, self.pairing.base_ok, al)
+
+    def warnings(self) -> list[str]:
+        return _warnings(self)
 
 
-def formula(*keys: str) -> Callable[[Formula], Formula]:
-    def register(fn: Formula) -> Formula:
-        for k in keys:
-            FORMULAS[k] = (fn, len(keys) > 1)
-        return fn
-    return register
-
-
-def value(d: PointData, key: str) -> Any:
-    """One key of the point's row (a latency family's key outside ROW_KEYS: the latency block)."""
-    fn, multi = FORMULAS.get(key) or (_latency, True)
-    return block(d, fn)[key] if multi else fn(d)
-
-
-def block(d: PointData, fn: Formula) -> dict[str, Any]:
-    """The dict a several-keys formula gives, computed once per point."""
-    if fn.__name__ not in d.memo:
-        d.memo[fn.__name__] = fn(d)
-    return d.memo[fn.__name__]
+# What a metric may use besides other row keys: a request column (metrics/table.py), or an
+# input of the point (a field of PointData; its ArmInfo and PointInfo fields as arm.* and point.*).
+INPUTS = frozenset([*COLUMNS, "key", "itl", "prom", "pairing", "stopped", "predict", "slo",
+                    *(f"arm.{f.name}" for f in fields(ArmInfo)), *(f"point.{f.name}" for f in fields(PointInfo))])
+ORDER = computation_order(ROW_METRICS, INPUTS)  # every declared metric, each after the row keys it uses
 
 
 def build_row(d: PointData) -> SummaryRow:
-    """The point's typed row: each declared field from its formula, then the latency block."""
-    cells = {k: plain(value(d, k)) for k in row_keys(d.percentiles)}
-    return SummaryRow(**{k: cells.pop(k) for k in ROW_KEYS}, more=cells)
+    """The point's typed row: each declared field from its computation, in ``ORDER``, then
+    the latency block (row_keys' order)."""
+    for m in ORDER:
+        assert m.compute is not None  # computation_order refused a metric without one
+        d.row[m.key] = plain(m.compute(d))
+    latency = latency_stats(d.ok, d.itl, d.percentiles)
+    more = {k: plain(latency[k]) for k in row_keys(d.percentiles) if k not in d.row}
+    return SummaryRow(**{k: d.row[k] for k in ROW_KEYS}, more=more)
 
 
-def _latency(d: PointData) -> dict[str, Any]:
-    return latency_stats(d.ok, d.itl, d.percentiles)
-
-
-def _fixed(key: str, fn: Formula) -> None:
-    formula(key)(fn)
-
-
-# identity and arm facts
-_fixed("arm", lambda d: d.key.arm)
-_fixed("template", lambda d: d.arm.template or d.key.arm)
-_fixed("concurrency", lambda d: int(d.key.concurrency))
-_fixed("series", lambda d: d.arm.series)
-_fixed("variant", lambda d: d.key.variant)
-# a rate point's label is not its workload: without a stored one it stays unknown (None)
-_fixed("workload", lambda d: d.key.workload if d.point.request_rate is None else d.key.stored_workload)
-_fixed("speculative", lambda d: bool(d.arm.speculative))
-_fixed("method", lambda d: d.arm.method)
-_fixed("num_speculative_tokens", lambda d: d.arm.num_speculative_tokens)
-_fixed("eagle_version", lambda d: d.arm.eagle_version)
-
-
-@formula("status", "failure")
 def _status(d: PointData) -> dict[str, Any]:
     """Worst of the record-derived status and PointInfo.status. The arm's own status
     only speaks for points without measured requests (an arm that never started, or
@@ -157,36 +179,6 @@ def _status(d: PointData) -> dict[str, Any]:
     return {"status": status, "failure": failure}
 
 
-# counts, throughput, latency summary
-_fixed("n_requests", lambda d: len(d.g))
-_fixed("n_ok", lambda d: len(d.ok))
-_fixed("n_errors", lambda d: len(d.g) - len(d.ok))
-_fixed("error_rate", lambda d: (len(d.g) - len(d.ok)) / len(d.g) if len(d.g) else NAN)
-_fixed("per_user_tps_mean", lambda d: mean(d.col("per_user_tps")))
-_fixed("per_user_tps_median", lambda d: pct(d.col("per_user_tps"), 50))
-_fixed("per_user_tps_p10", lambda d: pct(d.col("per_user_tps"), 10))
-_fixed("per_user_tps_p90", lambda d: pct(d.col("per_user_tps"), 90))
-_fixed("per_user_e2e_tps_mean", lambda d: mean(d.col("per_user_e2e_tps")))
-_fixed("output_tps", lambda d: float(d.g["n_out"].sum()) / d.wall if len(d.g) and d.wall > 0 else NAN)
-_fixed("ttft_ms_mean", lambda d: mean(d.col("ttft_ms")))
-_fixed("ttft_ms_median", lambda d: pct(d.col("ttft_ms"), 50))
-_fixed("ttft_ms_p90", lambda d: pct(d.col("ttft_ms"), 90))
-_fixed("tpot_ms_mean", lambda d: mean(d.col("tpot_ms")))
-_fixed("tpot_ms_median", lambda d: pct(d.col("tpot_ms"), 50))
-_fixed("itl_chunk_ms_median", lambda d: pct(d.itl[0], 50))
-_fixed("itl_token_ms_median", lambda d: pct(d.itl[1], 50))
-_fixed("e2e_s_mean", lambda d: mean(d.col("e2e_s")))
-
-
-@formula("per_user_tps_engine_mean", "tps_agree", "n_burst")
-def _timing(d: PointData) -> dict[str, Any]:
-    out, notes = timing_block(d.ok, d.point.loop_lag_ms_max)
-    return {**out, "notes": notes}
-
-
-# acceptance
-@formula("al_tokens", "al_requests", "al_prometheus", "al_agree", "draft_acceptance_rate", "acceptance_histogram",
-         "per_position_joint", "per_position_conditional", "n_spec_malformed")
 def _acceptance(d: PointData) -> dict[str, Any]:
     acc, prom = acceptance(d.ok), d.prom
     al_prom = al_from_counters(prom)
@@ -203,38 +195,10 @@ def _acceptance(d: PointData) -> dict[str, Any]:
             "n_spec_malformed": int(d.ok["spec_malformed"].sum()) if len(d.ok) else 0}
 
 
-@formula("spec_overcount_share", "spec_overcount_gt_k_share")
-def _overcount(d: PointData) -> dict[str, Any]:
-    return overcount_stats(d.ok, d.arm.num_speculative_tokens)
-
-
-# the client itself, load (rate mode) and goodput
-_fixed("loop_lag_ms_max", lambda d: d.point.loop_lag_ms_max if d.point.loop_lag_ms_max is not None else NAN)
-_fixed("request_rate", lambda d: d.point.request_rate)
-_fixed("burstiness", lambda d: d.point.burstiness)
-
-
-@formula("goodput", "goodput_share")
 def _goodput(d: PointData) -> dict[str, Any]:
     n_good, n = good_requests(d.ok, d.slo), len(d.g)
     return {"goodput": n_good / d.wall if n_good is not None and d.wall > 0 else NAN,
             "goodput_share": n_good / n if n_good is not None and n else NAN}
-
-
-# speedups against the baseline arm, and what predicts them
-@formula("proxy_speedup")
-def _proxy(d: PointData) -> float:
-    al = value(d, "al_tokens")
-    if d.pairing is None or not math.isfinite(al):
-        return NAN
-    return proxy_speedup(d.pairing.spec_ok, d.pairing.base_ok, al)
-
-
-@formula("speedup_predicted", "speedup_predicted_ci_low", "speedup_predicted_ci_high")
-def _predicted(d: PointData) -> dict[str, Any]:
-    """From the matching calibration file (calibration/store.py), at the row's pooled AL."""
-    s, lo, hi = d.predict(d.key, plain(value(d, "al_tokens"))) if d.predict is not None else (NAN, NAN, NAN)
-    return {"speedup_predicted": s, "speedup_predicted_ci_low": lo, "speedup_predicted_ci_high": hi}
 
 
 def _no_speedup() -> dict[str, Any]:
@@ -244,7 +208,6 @@ def _no_speedup() -> dict[str, Any]:
             "speedup_engine_ci_high": NAN}
 
 
-@formula(*_no_speedup())
 def _speedups(d: PointData) -> dict[str, Any]:
     """Paired per-user TPS ratios against the baseline (metrics/speedup.py); a stopped
     point's intervals widened to its look-level ones. ``notes`` go to the warnings."""
@@ -300,34 +263,25 @@ def _widen(out: dict[str, Any], entries: list[dict[str, Any]], prefix: str, entr
     return True
 
 
-@formula(*HEADLINE_KEYS)
-def _headline(d: PointData) -> dict[str, Any]:
-    """The clock the point's headline is read from, chosen from the finished (widened)
-    intervals, so the choice every reader sees is made once."""
-    cells = {k: plain(v) for k, v in block(d, _speedups).items()}
-    return headline_of(cells)
-
-
-@formula("warnings")
 def _warnings(d: PointData) -> list[str]:
     """What the point's figures need said next to them, in a fixed order: counters, the
     per-request spec metrics, timing, the speedup, sequential stopping."""
-    n_ok, n_bad = len(d.ok), value(d, "n_spec_malformed")
+    n_ok, n_bad = len(d.ok), d.row["n_spec_malformed"]
     out = list(d.prom.warnings) if d.prom is not None else []
     if n_bad:
         out.append(f"{n_bad} of {n_ok} requests had malformed per-request spec metrics; "
                    "they count for timing but not for the per-request AL")
-    over = block(d, _overcount)
+    over = d.overcount
     if over["spec_overcount_share"] > 0:
         out.append(f"{over['spec_overcount_share']:.0%} of requests stopped inside a step's accepted "
                    "drafts (EOS or max_tokens); vLLM still counts those drafts as accepted, so the AL from "
-                   f"counters reads {value(d, 'al_tokens'):.3f} where the delivered tokens give "
+                   f"counters reads {d.row['al_tokens']:.3f} where the delivered tokens give "
                    f"{over['al_delivered']:.3f}")
     if over["spec_overcount_gt_k_share"] > 0:
         out.append(f"{over['spec_overcount_gt_k_share']:.0%} of requests report more accepted tokens "
                    "than EOS/max_tokens truncation of one step explains")
-    sp = block(d, _speedups)
-    out += block(d, _timing)["notes"] + sp["notes"]
+    sp = d.speedups
+    out += d.timing["notes"] + sp["notes"]
     if sp["stopped"]:
         if sp["all_paired"]:
             out = [w for w in out if "completed different prompts" not in w]
@@ -336,8 +290,3 @@ def _warnings(d: PointData) -> list[str]:
                    f"{e['n_looks']}); the speedup intervals are taken at the look level {e['level']:.4f} "
                    f"(Bonferroni over the looks), wider than a plain 95% interval")
     return out
-
-
-def missing_formulas() -> list[str]:
-    """ROW_KEYS without a formula (tests/unit/metrics/test_formulas.py keeps it empty)."""
-    return [k for k in ROW_KEYS if k not in FORMULAS]

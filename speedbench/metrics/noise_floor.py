@@ -22,7 +22,7 @@ import pandas as pd
 
 from speedbench.metrics.cells import num
 from speedbench.metrics.speedup import pooled_spreads, speedup
-from speedbench.metrics.table import request_table
+from speedbench.metrics.table import Requests
 from speedbench.records import PointKey, RequestRecord
 
 FAMILY_LEVEL = 0.95
@@ -47,10 +47,10 @@ def noise_floor(records: Iterable[RequestRecord], baseline_arm: str | None, aa_a
     baseline from both clocks, with intervals simultaneous over the points (see the
     module text), the between-round spread pooled over the A/A pair's concurrencies as in
     the summary rows. ``contains_one``: every defined interval of the entry holds 1.0
-    (None: none defined)."""
+    (None: none defined). ``records``: a ``Requests`` shares its request table."""
     if not baseline_arm or not aa_arm:
         return []
-    table = request_table([r for r in records if not r.warmup and r.arm in (baseline_arm, aa_arm)])
+    table = Requests.of(records).where(lambda t: ~t["warmup"] & t["arm"].isin([baseline_arm, aa_arm]))
     if table.empty:
         return []
     ok = table[table["ok"]]

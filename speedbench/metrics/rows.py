@@ -2,7 +2,8 @@
 
 Inputs of :func:`summarize`:
 
-* ``records``: ``RequestRecord`` list of the whole run (warmup records are dropped here).
+* ``records``: ``RequestRecord`` list of the whole run (warmup records are dropped here);
+  a ``Requests`` (metrics/table.py) shares its request table with the run's other readers.
 * ``prom_deltas``: ``{(arm, concurrency, variant): SpecCounters}``, the Prometheus
   counter deltas around each point (summed over repeats; ideally scraped after warmup).
 * ``baseline_arm``: the arm speedups divide by (None: no speedups).
@@ -18,7 +19,7 @@ Inputs of :func:`summarize`:
   stopped point's speedup intervals are widened to their look-level ones) and the
   calibrations' predictions (results/summary.py builds them).
 
-Each key's formula is in metrics/formulas.py; a row is built there in one pass.
+Each key's computation is declared with it (metrics/row_*.py); metrics/formulas.py builds a row in one pass.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from speedbench.metrics.inputs import ArmInfo, PointInfo, coerce
 from speedbench.metrics.registry import DEFAULT_PERCENTILES
 from speedbench.metrics.speedup import pooled_spreads
 from speedbench.metrics.registry import SummaryRow
-from speedbench.metrics.table import itl_values, request_table
+from speedbench.metrics.table import Requests, itl_values
 from speedbench.records import PointKey, RequestRecord, wall_s
 
 __all__ = ["ArmInfo", "PointInfo", "RowExtras", "summarize", "summary_rows"]
@@ -71,8 +72,9 @@ def summary_rows(
     extra: RowExtras | None = None,
 ) -> list[SummaryRow]:
     """:func:`summarize`'s rows as typed objects."""
-    measured = [r for r in records if not r.warmup]
-    df = request_table(measured)
+    requests = Requests.of(records)
+    measured = [r for r in requests if not r.warmup]
+    df = requests.where(lambda t: ~t["warmup"])
     by_key = {PointKey(a, int(c), v): g for (a, c, v), g in df.groupby(["arm", "concurrency", "variant"], sort=False)}
     ok_recs: dict[PointKey, list[RequestRecord]] = {}
     all_recs: dict[PointKey, list[RequestRecord]] = {}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from speedbench.records import RequestRecord
 # is more than twice the engine's and says nothing about decoding.
 COMPRESSED_WINDOW = 0.5
 
-_COLUMNS = [
+COLUMNS = [  # the request table's columns, in order (metrics may use them by name)
     "arm", "concurrency", "variant", "repeat", "prompt_index", "prompt_id", "turn", "category", "warmup",
     "error", "ok", "n_out", "n_chunks", "n_reads", "burst", "engine_tps", "engine_ttft_ms", "ttft_ms", "e2e_s",
             "decode_s", "tpot_ms", "per_user_tps", "lag_ms", "tps_lag_low", "tps_lag_high",
@@ -45,7 +46,40 @@ def request_table(records: Iterable[RequestRecord]) -> pd.DataFrame:
     window longer / shorter by that lag, the range its true value lies in when the first
     and last stamps are each late by at most ``lag_ms`` (inf when the lag is as long as the
     window; both equal ``per_user_tps`` without a recorded lag). See metrics/lag.py."""
-    return pd.DataFrame([{**_timing_cells(r), **_spec_cells(r)} for r in records], columns=_COLUMNS)
+    return pd.DataFrame([{**_timing_cells(r), **_spec_cells(r)} for r in records], columns=COLUMNS)
+
+
+class Requests:
+    """A run's records and their request table, built once on first use and shared by every
+    reader of the same records (a run's finish builds it once: the summary's rows, noise
+    floor, categories and stopping, then the report's prompt tables). Iterating it gives
+    the records, so it goes wherever a list of records does."""
+
+    def __init__(self, records: Iterable[RequestRecord]):
+        self.records = list(records)
+
+    @classmethod
+    def of(cls, records: Iterable[RequestRecord]) -> Requests:
+        """``records`` as Requests: the same object when it is one (its table is shared)."""
+        return records if isinstance(records, Requests) else cls(records)
+
+    def __iter__(self) -> Iterator[RequestRecord]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """:func:`request_table` of every record, warmup included."""
+        return request_table(self.records)
+
+    def where(self, keep: Callable[[pd.DataFrame], pd.Series]) -> pd.DataFrame:
+        """The table's rows where ``keep(table)`` holds, as :func:`request_table` builds
+        them from those records alone: the same rows, in the same order, and with none,
+        the untyped empty table (its sums and means are what a reader always got)."""
+        rows = self.table[keep(self.table).astype(bool)]
+        return rows if len(rows) else request_table([])
 
 
 def _timing_cells(r: RequestRecord) -> dict[str, Any]:

@@ -149,7 +149,9 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
     # Here, not at the top: speedbench.metrics loads pandas, which no other table needs.
     from speedbench.metrics.breakdown import prompt_rows  # function-local: pandas, only these tables need it
 
-    rows = prompt_rows(run.records, run.baseline, [a for a in run.arms() if isinstance(a, str)])
+    # a run's finish hands the request table its summary built (run.requests); a report builds it here
+    records = run.requests if run.requests is not None else run.records
+    rows = prompt_rows(records, run.baseline, [a for a in run.arms() if isinstance(a, str)])
     out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
     spec = set(spec_arms(run))
     for r in rows:

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
@@ -17,6 +17,9 @@ from speedbench.results.rundir import RunDir
 from speedbench.results.output_summary import outputs_reader, point_outputs
 from speedbench.results.verify import Verification, verify_run
 
+if TYPE_CHECKING:
+    from speedbench.metrics.table import Requests
+
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
 
 
@@ -26,9 +29,11 @@ class Run:
     ``run_dir`` may be None for a bare summary dict (e.g. printed right after a run);
     records, provenance and scenario are then empty."""
 
-    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any]):
+    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any], requests: Requests | None = None):
         self.dir = run_dir
         self.summary = summary
+        # the records read already, and their request table (a run's finish): shared, not built again
+        self.requests = requests
         rows = summary.get("rows") if isinstance(summary, dict) else None
         for r in rows if isinstance(rows, list) else []:
             if isinstance(r, dict):  # a folder from before the headline keys: derive them
@@ -76,6 +81,8 @@ class Run:
 
     @cached_property
     def records(self) -> list[RequestRecord]:
+        if self.requests is not None:
+            return self.requests.records
         return self.dir.load_records() if self.dir else []
 
     @cached_property
@@ -167,7 +174,8 @@ def open_run_dir(path: str | Path) -> RunDir:
     return RunDir.open(p)
 
 
-def load_run(path: str | Path) -> Run:
-    """A run folder (or its summary.json) -> :class:`Run`; UsageError when unreadable."""
+def load_run(path: str | Path, requests: Requests | None = None) -> Run:
+    """A run folder (or its summary.json) -> :class:`Run`; UsageError when unreadable.
+    ``requests``: its records, read already (their request table is then shared)."""
     rd = open_run_dir(path)
-    return Run(rd, rd.load_summary())
+    return Run(rd, rd.load_summary(), requests)

@@ -17,6 +17,7 @@ from speedbench.metrics.conditions import conditions_block
 from speedbench.metrics.controls import AA_CONTROL_FAMILY, controls_block
 from speedbench.metrics.noise_floor import noise_floor
 from speedbench.metrics.rows import RowExtras, summary_rows
+from speedbench.metrics.table import Requests
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.engine import Engine, engine_for
@@ -84,7 +85,7 @@ def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Any]) -> dict[s
     return out
 
 
-def _trust(run_dir: RunDir, sc: Scenario, records: list, rows: list, floor: list) -> dict[str, Any]:
+def _trust(run_dir: RunDir, sc: Scenario, records: Requests, rows: list, floor: list) -> dict[str, Any]:
     """summary.json's ``conditions``, ``controls`` and ``outputs`` (docs/metrics.md, "Trust"). The A/A
     control is judged at a 99% family level: a correct run fails it far less often than
     the noise floor's 95% verdict, which stays a note (metrics/controls.py)."""
@@ -95,12 +96,14 @@ def _trust(run_dir: RunDir, sc: Scenario, records: list, rows: list, floor: list
             "outputs": outputs_block(run_dir, sc.baseline_arm, sc.workload.temperature, sc.aa_arm)}
 
 
-def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
+def summarize_run_dir(run_dir: RunDir, *, write: bool = True, requests: Requests | None = None) -> dict[str, Any]:
     """Compute the summary of a run folder and (by default) write summary.json/csv and
-    records.parquet. The reports are report/'s job (``report.render.write_report``)."""
+    records.parquet. The reports are report/'s job (``report.render.write_report``).
+    ``requests``: the folder's records, whose request table every part of the summary
+    shares (read here when not given; run/finish.py hands the report the same)."""
     raw = run_dir.load_scenario()
     sc: Scenario = validate_data(raw, str(run_dir.scenario_path))
-    records = run_dir.load_records()
+    records = requests if requests is not None else Requests(run_dir.load_records())
     points = run_dir.all_points()
     provenance = run_dir.load_provenance()
     arm_info = _arm_infos(sc, points, provenance)
@@ -140,5 +143,5 @@ def summarize_run_dir(run_dir: RunDir, *, write: bool = True) -> dict[str, Any]:
     if write:
         run_dir.write_summary(summary)
         if records:
-            run_dir.write_parquet(records)
+            run_dir.write_parquet(records.records)
     return summary

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from speedbench.errors import SpeedbenchError, UsageError
+from speedbench.metrics.table import Requests
 from speedbench.report.gate import GateResult, default_gates, evaluate_gates, exit_code, load_gates
 from speedbench.report.gate_files import junit_xml
 from speedbench.report.model import Report, build_report
@@ -89,10 +90,12 @@ def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = T
 
 def _summarize(run_dir: RunDir) -> tuple[Run, Report]:
     """The summary written, then the run read back and its one report model, from which
-    report.md, report.html and the terminal are all rendered."""
+    report.md, report.html and the terminal are all rendered. The records are read once,
+    and their request table built once, for the summary and the report alike."""
     try:
-        summarize_run_dir(run_dir)
-        run = load_run(run_dir.path)
+        requests = Requests(run_dir.load_records())
+        summarize_run_dir(run_dir, requests=requests)
+        run = load_run(run_dir.path, requests)
         report = build_report(run)
         write_report(run_dir, run=run, report=report)
     except SpeedbenchError:

@@ -8,18 +8,22 @@ before the intervals were kept have them recomputed from the records."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
-from speedbench.metrics.table import request_table
+from speedbench.metrics.table import Requests
+from speedbench.records import RequestRecord
 from speedbench.stopping.looks import look_fields, point_looks, round_rows
 from speedbench.stopping.schedule import look_level
 
 
-def stopping_rows(records: list, points: dict, baseline: str | None, alpha: float) -> list[dict[str, Any]]:
+def stopping_rows(records: Iterable[RequestRecord], points: dict, baseline: str | None,
+                  alpha: float) -> list[dict[str, Any]]:
     """One entry per stopped round of a point (points.json entries carrying
     ``stop_reason``): why and after how many prompts it stopped, and the speedup (and AL)
-    with its interval at the look level, as the run's last look found them."""
-    table = None
+    with its interval at the look level, as the run's last look found them. ``records``:
+    a ``Requests`` (metrics/table.py) shares its request table, built only for an old folder."""
+    requests = Requests.of(records)
     out = []
     for (key, rnd), p in sorted(points.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         if not p.get("stop_reason"):
@@ -28,7 +32,7 @@ def stopping_rows(records: list, points: dict, baseline: str | None, alpha: floa
         level = look_level(alpha, n_looks)
         found = p.get("stop_intervals")
         if found is None:  # an older run folder: the look is recomputed from its records
-            table = request_table(records) if table is None else table
+            table = requests.table
             base = round_rows(table, key._replace(arm=baseline), rnd) if baseline not in (None, key.arm) else None
             found = look_fields(point_looks(round_rows(table, key, rnd), base, level))
         out.append({"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant, "repeat": rnd,

@@ -10,9 +10,9 @@ import time
 import pytest
 from tests.helpers.fakes import VLLM, fake_server
 
+from speedbench.client.sse import consume as _consume
 from speedbench.client.http import (
     ClientConfig,
-    _consume,
     make_session,
     stream_request,
 )

@@ -19,7 +19,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from speedbench.client.http import _consume  # noqa: E402
+from speedbench.client.sse import consume as _consume  # noqa: E402
 from speedbench.client.scrape import parse_prometheus  # noqa: E402
 from speedbench.client.extensions import read_usage  # noqa: E402
 from speedbench.engine.vllm import VllmEngine  # noqa: E402

@@ -16,7 +16,7 @@ import pytest
 from tests.helpers.fake_engine import FakeEngine
 
 from speedbench.client.extensions import PLAIN
-from speedbench.client.http import _consume
+from speedbench.client.sse import consume as _consume
 from speedbench.doctor import Host, run_checks
 from speedbench.engine import engine_for, engine_for_saved
 from speedbench.engine.vllm import VllmEngine

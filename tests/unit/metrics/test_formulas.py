@@ -1,4 +1,5 @@
-"""Each row key's formula, found through its registry key; a row built in one pass."""
+"""Each row key's computation, declared with it; a row built in one pass, in the order the
+declarations' uses give; a use nothing declares is caught when the declarations are read."""
 
 from __future__ import annotations
 
@@ -7,18 +8,49 @@ import math
 import numpy as np
 import pytest
 
-from speedbench.metrics.formulas import FORMULAS, PointData, _widen, build_row, missing_formulas
+from speedbench.metrics.declare import DeclarationError, Metric, computation_order
+from speedbench.metrics.formulas import INPUTS, ORDER, PointData, _widen, build_row
 from speedbench.metrics.inputs import ArmInfo, PointInfo
-from speedbench.metrics.registry import ROW_KEYS, row_keys
+from speedbench.metrics.registry import ROW_KEYS, ROW_METRICS, row_keys
 from speedbench.stopping.looks import MAX_PROMPTS, REACHED
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.table import request_table
 from speedbench.records import PointKey
 
 
-def test_every_registered_key_has_a_formula_and_every_formula_a_key():
-    assert missing_formulas() == []
-    assert set(FORMULAS) == set(ROW_KEYS)
+def test_every_declared_key_is_computed_once_each_after_the_row_keys_it_uses():
+    assert sorted(m.key for m in ORDER) == sorted(ROW_KEYS) and all(m.compute is not None for m in ORDER)
+    position = {m.key: i for i, m in enumerate(ORDER)}
+    for m in ORDER:
+        assert all(position[u] < position[m.key] for u in m.uses if u in position), m.key
+    # the uses do order it: the warnings read the AL, declared after them in the row
+    assert position["al_tokens"] < position["warnings"] and position["n_errors"] < position["error_rate"]
+
+
+def _metric(key: str, *uses: str) -> Metric:
+    return Metric(key=key, unit="", better="", label=key, formula="", uses=uses, compute=lambda d: 0)
+
+
+def test_a_metric_that_uses_an_undeclared_one_is_refused_by_name():
+    declared = [*ROW_METRICS, _metric("speedup_squared", "speedup_mean", "speedup_cubed")]
+    with pytest.raises(DeclarationError, match="'speedup_squared' uses 'speedup_cubed'"):
+        computation_order(declared, INPUTS)
+    # a request column or an input of the point is a use too; a misspelt one is not
+    assert computation_order([_metric("x", "per_user_tps", "point.wall_s", "arm.method")], INPUTS)
+    with pytest.raises(DeclarationError, match="'x' uses 'per_user_tsp'"):
+        computation_order([_metric("x", "per_user_tsp")], INPUTS)
+
+
+def test_metrics_that_use_each_other_and_one_without_a_computation_are_refused():
+    with pytest.raises(DeclarationError, match="circle: a, b"):
+        computation_order([_metric("a", "b"), _metric("b", "a")], INPUTS)
+    with pytest.raises(DeclarationError, match="'c' declares no computation"):
+        computation_order([Metric(key="c", unit="", better="", label="c", formula="")], INPUTS)
+
+
+def test_the_order_follows_the_uses_not_the_declaration():
+    order = computation_order([_metric("late", "early"), _metric("other"), _metric("early")], INPUTS)
+    assert [m.key for m in order] == ["other", "early", "late"]
 
 
 def _empty_point(key: PointKey, stopped=(), predict=None) -> PointData:
