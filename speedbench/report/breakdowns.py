@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from speedbench.metrics.cells import num
+from speedbench.metrics.stored import PromptRow
 from speedbench.metrics.registry import (BY_KEY, DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
                                          percentile_tag)
 from speedbench.metrics.registry import label as metric_label
@@ -129,12 +130,12 @@ def category_table(run: Run) -> list[list[str]]:
     Runs summarised before the per-category TPS existed yield no rows."""
     rows = []
     for c in run.categories:
-        if "per_user_tps_mean" not in c:
+        if not c.has("per_user_tps_mean"):
             continue
-        rows.append([label(str(c.get("arm")), str(c.get("variant") or "")), str(c.get("concurrency")),
-                     str(c.get("category") or ""), str(c.get("n_ok", "–")), fmt(c.get("per_user_tps_mean"), 1),
+        rows.append([label(str(c.arm), str(c.variant or "")), str(c.concurrency),
+                     str(c.category or ""), str(c.n_ok) if c.has("n_ok") else "–", fmt(c.per_user_tps_mean, 1),
                      headline_cell(c),
-                     fmt(c.get("al_tokens"), 3), fmt(c.get("al_requests"), 3)])
+                     fmt(c.al_tokens, 3), fmt(c.al_requests, 3)])
     return rows
 
 
@@ -150,17 +151,17 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
     from speedbench.metrics.breakdown import prompt_rows  # function-local: pandas, only these tables need it
 
     rows = prompt_rows(run.records, run.baseline, [a for a in run.arms() if isinstance(a, str)])
-    out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    out: dict[tuple[str, int, str], list[PromptRow]] = {}
     spec = set(spec_arms(run))
     for r in rows:
-        if r["arm"] in spec:
-            out.setdefault((r["arm"], r["concurrency"], r["variant"]), []).append(r)
+        if r.arm in spec:
+            out.setdefault((r.arm, r.concurrency, r.variant), []).append(r)
     tables = []
     for (arm, c, v), rs in out.items():
-        rs.sort(key=lambda r: (num(r["speedup"]) if ok(r["speedup"]) else math.inf, str(r["prompt_id"])))
+        rs.sort(key=lambda r: (num(r.speedup) if ok(r.speedup) else math.inf, str(r.prompt_id)))
         tables.append((PointKey(arm, c, v).label,
-                       [[str(r["prompt_id"]), str(r["category"]), str(r["n_ok"]), fmt(r["baseline_per_user_tps"], 1),
-                         fmt(r["per_user_tps"], 1), fmt(r["speedup"], 2, "×"), fmt(r["al_requests"], 2)]
+                       [[str(r.prompt_id), str(r.category), str(r.n_ok), fmt(r.baseline_per_user_tps, 1),
+                         fmt(r.per_user_tps, 1), fmt(r.speedup, 2, "×"), fmt(r.al_requests, 2)]
                         for r in rs]))
     return tables
 

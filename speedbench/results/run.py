@@ -11,6 +11,7 @@ from typing import Any
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
+from speedbench.metrics.stored import CategoryRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
@@ -57,13 +58,13 @@ class Run:
         return run_started(self.created_utc, self.run_id, folder=self.dir.path if self.dir else None)
 
     @cached_property
-    def categories(self) -> list[dict[str, Any]]:
+    def categories(self) -> list[CategoryRow]:
         """summary.json's per-category rows, each with its headline keys derived from its
         point's headline clock (metrics/headline.py's category_headline), never stored."""
         out = []
-        for c in self.summary.get("categories") or []:
+        for c in self.summary.get("categories") or []:  # as stored: typed once its headline is known
             point = self.row(str(c.get("arm")), int(c.get("concurrency") or 0), str(c.get("variant") or ""))
-            out.append({**c, **category_headline(c, point)})
+            out.append(CategoryRow.from_dict({**c, **category_headline(c, point)}))
         return out
 
     @property
