@@ -11,7 +11,7 @@ where an old folder's missing key means something. Pure: no pandas.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any, TypeVar
 
@@ -102,3 +102,91 @@ class PromptRow(StoredRow):
 
 
 PROMPT_KEYS = PromptRow.keys()
+
+
+@dataclass(frozen=True)
+class NoiseFloorEntry(StoredRow):
+    """summary.json's ``noise_floor``: the A/A arm's speedup over the baseline at one point,
+    on both clocks, its intervals simultaneous over the A/A points (metrics/noise_floor.py)."""
+
+    concurrency: int | None = None
+    variant: str | None = None
+    speedup: Num = None
+    ci_low: Num = None
+    ci_high: Num = None
+    speedup_engine: Num = None
+    engine_ci_low: Num = None
+    engine_ci_high: Num = None
+    level: Num = None
+    contains_one: bool | None = None
+
+
+@dataclass(frozen=True)
+class StopEntry(StoredRow):
+    """summary.json's ``stopping``: one stopped round of a point, why and after how many
+    prompts, and what its last look found at the look level (stopping/summary.py)."""
+
+    arm: str | None = None
+    concurrency: int | None = None
+    variant: str | None = None
+    repeat: int | None = None
+    reason: str | None = None
+    prompts: int | None = None
+    look: int | None = None
+    n_looks: int | None = None
+    level: Num = None
+    speedup: Num = None
+    ci_low: Num = None
+    ci_high: Num = None
+    speedup_engine: Num = None
+    engine_ci_low: Num = None
+    engine_ci_high: Num = None
+    al: Num = None
+    al_ci_low: Num = None
+    al_ci_high: Num = None
+    lag_bound: Num = None
+
+
+@dataclass(frozen=True)
+class Prediction(StoredRow):
+    """One level of a screening entry's ``predicted``: the speedup its calibration predicts."""
+
+    concurrency: int | None = None
+    speedup: Num = None
+    ci_low: Num = None
+    ci_high: Num = None
+
+
+@dataclass(frozen=True)
+class ScreenEntry(StoredRow):
+    """summary.json's ``screening``: one screened (arm, variant), its acceptance figures and
+    the speedups its calibration predicts at the scenario's levels (calibration/screen.py)."""
+
+    arm: str | None = None
+    concurrency: int | None = None
+    variant: str | None = None
+    n_ok: int | None = None
+    al_tokens: Num = None
+    al_requests: Num = None
+    al_prometheus: Num = None
+    draft_acceptance_rate: Num = None
+    per_position_joint: list[float] | None = None
+    per_position_conditional: list[float] | None = None
+    predicted: tuple[Prediction, ...] = ()
+    calibration: str | None = None
+    promoted: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if "predicted" in d:
+            d["predicted"] = [p.to_dict() for p in self.predicted]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ScreenEntry:
+        """An entry as stored; a ``predicted`` that is not a list reads as none."""
+        entry = super().from_dict(d)
+        stored = d.get("predicted")
+        preds = tuple(Prediction.from_dict(p) for p in stored if isinstance(p, Mapping)) \
+            if isinstance(stored, list) else ()
+        return replace(entry, predicted=preds)

@@ -198,15 +198,15 @@ def rate_table(run: Run) -> list[list[str]]:
 
 def screening_table(run: Run) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: arm, screened at, both ALs, predicted speedup per level, promoted."""
-    entries = run.summary.get("screening") or []
-    levels = sorted({int(p["concurrency"]) for e in entries for p in e.get("predicted") or []})
+    entries = run.screening
+    levels = sorted({int(p.concurrency or 0) for e in entries for p in e.predicted})
     headers = ["arm", "screened at c", "AL (pooled over steps)", "AL (mean over requests)",
                *[f"pred. speedup c={c} [95% CI]" for c in levels], "promoted"]
     rows = []
     for e in entries:
-        pred = {int(p["concurrency"]): p for p in e.get("predicted") or []}
-        cells = [fmt_speedup(num(pred[c].get("speedup")), num(pred[c].get("ci_low")), num(pred[c].get("ci_high")))
-                 if c in pred and ok(pred[c].get("speedup")) else "– (no calibration)" for c in levels]
-        rows.append([str(e.get("arm")), str(e.get("concurrency")), fmt(num(e.get("al_tokens")), 3),
-                     fmt(num(e.get("al_requests")), 3), *cells, "yes" if e.get("promoted") else "no"])
+        pred = {int(p.concurrency or 0): p for p in e.predicted}
+        cells = [fmt_speedup(num(pred[c].speedup), num(pred[c].ci_low), num(pred[c].ci_high))
+                 if c in pred and ok(pred[c].speedup) else "– (no calibration)" for c in levels]
+        rows.append([str(e.arm), str(e.concurrency), fmt(num(e.al_tokens), 3),
+                     fmt(num(e.al_requests), 3), *cells, "yes" if e.promoted else "no"])
     return headers, rows

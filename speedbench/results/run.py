@@ -6,18 +6,19 @@ import datetime as dt
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
-from speedbench.metrics.stored import CategoryRow
+from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry, StoredRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
 from speedbench.results.output_summary import outputs_reader, point_outputs
 from speedbench.results.verify import Verification, verify_run
 
+_ROW = TypeVar("_ROW", bound=StoredRow)
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
 
 
@@ -66,6 +67,25 @@ class Run:
             point = self.row(str(c.get("arm")), int(c.get("concurrency") or 0), str(c.get("variant") or ""))
             out.append(CategoryRow.from_dict({**c, **category_headline(c, point)}))
         return out
+
+    @cached_property
+    def noise_floor(self) -> list[NoiseFloorEntry]:
+        """summary.json's ``noise_floor`` (the A/A check), typed."""
+        return self._table("noise_floor", NoiseFloorEntry)
+
+    @cached_property
+    def stopping(self) -> list[StopEntry]:
+        """summary.json's ``stopping`` (sequential stopping's stopped rounds), typed."""
+        return self._table("stopping", StopEntry)
+
+    @cached_property
+    def screening(self) -> list[ScreenEntry]:
+        """summary.json's ``screening`` (a screening run's entries), typed."""
+        return self._table("screening", ScreenEntry)
+
+    def _table(self, key: str, kind: type[_ROW]) -> list[_ROW]:
+        entries = self.summary.get(key) if isinstance(self.summary, dict) else None
+        return [kind.from_dict(e) for e in entries or () if isinstance(e, dict)]
 
     @property
     def baseline(self) -> str | None:
