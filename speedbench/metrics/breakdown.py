@@ -15,16 +15,10 @@ import pandas as pd
 from speedbench.metrics.acceptance import acceptance
 from speedbench.metrics.numbers import NAN, mean, plain, ratio
 from speedbench.metrics.speedup import speedup
+from speedbench.metrics.stored import CATEGORY_KEYS, PROMPT_KEYS, PromptRow
 from speedbench.metrics.table import Requests
 from speedbench.records import RequestRecord
 
-CATEGORY_KEYS = ("arm", "concurrency", "variant", "category", "n_ok", "per_user_tps_mean",
-                 "speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
-                 "speedup_engine_mean", "speedup_engine_ci_low", "speedup_engine_ci_high",
-                 "al_tokens", "al_requests")
-# One row per (arm, concurrency, variant, prompt_id): what a regression traces back to.
-PROMPT_KEYS = ("arm", "concurrency", "variant", "prompt_id", "category", "n_ok", "per_user_tps",
-               "baseline_per_user_tps", "speedup", "al_requests")
 # both clocks: a category's headline is read from its point's headline clock (metrics/headline.py)
 _SPEEDUP = ("speedup_mean", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
             "speedup_engine_mean", "speedup_engine_ci_low", "speedup_engine_ci_high")
@@ -91,8 +85,8 @@ def category_rows(records: Iterable[RequestRecord], baseline_arm: str | None = N
 
 
 def prompt_rows(records: Iterable[RequestRecord], baseline_arm: str | None = None,
-                arm_order: Sequence[str] | None = None) -> list[dict[str, Any]]:
+                arm_order: Sequence[str] | None = None) -> list[PromptRow]:
     """The report's per-prompt table: :func:`breakdown_rows` by prompt, every turn and
     repeat of the prompt together; its speedup is the ratio of the two arms' mean TPS."""
     rows = breakdown_rows(records, "prompt_id", baseline_arm, arm_order, intervals=False)
-    return [{k: plain(r[k]) for k in PROMPT_KEYS} for r in rows]
+    return [PromptRow(**{k: plain(r[k]) for k in PROMPT_KEYS}) for r in rows]

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from speedbench.metrics.cells import num
+from speedbench.metrics.stored import PromptRow
 from speedbench.metrics.registry import (BY_KEY, DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
                                          percentile_tag)
 from speedbench.metrics.registry import label as metric_label
@@ -129,12 +130,12 @@ def category_table(run: Run) -> list[list[str]]:
     Runs summarised before the per-category TPS existed yield no rows."""
     rows = []
     for c in run.categories:
-        if "per_user_tps_mean" not in c:
+        if not c.has("per_user_tps_mean"):
             continue
-        rows.append([label(str(c.get("arm")), str(c.get("variant") or "")), str(c.get("concurrency")),
-                     str(c.get("category") or ""), str(c.get("n_ok", "–")), fmt(c.get("per_user_tps_mean"), 1),
+        rows.append([label(str(c.arm), str(c.variant or "")), str(c.concurrency),
+                     str(c.category or ""), str(c.n_ok) if c.has("n_ok") else "–", fmt(c.per_user_tps_mean, 1),
                      headline_cell(c),
-                     fmt(c.get("al_tokens"), 3), fmt(c.get("al_requests"), 3)])
+                     fmt(c.al_tokens, 3), fmt(c.al_requests, 3)])
     return rows
 
 
@@ -152,17 +153,17 @@ def prompt_tables(run: Run) -> list[tuple[str, list[list[str]]]]:
     # a run's finish hands the request table its summary built (run.requests); a report builds it here
     records = run.requests if run.requests is not None else run.records
     rows = prompt_rows(records, run.baseline, [a for a in run.arms() if isinstance(a, str)])
-    out: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    out: dict[tuple[str, int, str], list[PromptRow]] = {}
     spec = set(spec_arms(run))
     for r in rows:
-        if r["arm"] in spec:
-            out.setdefault((r["arm"], r["concurrency"], r["variant"]), []).append(r)
+        if r.arm in spec:
+            out.setdefault((r.arm, r.concurrency, r.variant), []).append(r)
     tables = []
     for (arm, c, v), rs in out.items():
-        rs.sort(key=lambda r: (num(r["speedup"]) if ok(r["speedup"]) else math.inf, str(r["prompt_id"])))
+        rs.sort(key=lambda r: (num(r.speedup) if ok(r.speedup) else math.inf, str(r.prompt_id)))
         tables.append((PointKey(arm, c, v).label,
-                       [[str(r["prompt_id"]), str(r["category"]), str(r["n_ok"]), fmt(r["baseline_per_user_tps"], 1),
-                         fmt(r["per_user_tps"], 1), fmt(r["speedup"], 2, "×"), fmt(r["al_requests"], 2)]
+                       [[str(r.prompt_id), str(r.category), str(r.n_ok), fmt(r.baseline_per_user_tps, 1),
+                         fmt(r.per_user_tps, 1), fmt(r.speedup, 2, "×"), fmt(r.al_requests, 2)]
                         for r in rs]))
     return tables
 
@@ -199,15 +200,15 @@ def rate_table(run: Run) -> list[list[str]]:
 
 def screening_table(run: Run) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: arm, screened at, both ALs, predicted speedup per level, promoted."""
-    entries = run.summary.get("screening") or []
-    levels = sorted({int(p["concurrency"]) for e in entries for p in e.get("predicted") or []})
+    entries = run.screening
+    levels = sorted({int(p.concurrency or 0) for e in entries for p in e.predicted})
     headers = ["arm", "screened at c", "AL (pooled over steps)", "AL (mean over requests)",
                *[f"pred. speedup c={c} [95% CI]" for c in levels], "promoted"]
     rows = []
     for e in entries:
-        pred = {int(p["concurrency"]): p for p in e.get("predicted") or []}
-        cells = [fmt_speedup(num(pred[c].get("speedup")), num(pred[c].get("ci_low")), num(pred[c].get("ci_high")))
-                 if c in pred and ok(pred[c].get("speedup")) else "– (no calibration)" for c in levels]
-        rows.append([str(e.get("arm")), str(e.get("concurrency")), fmt(num(e.get("al_tokens")), 3),
-                     fmt(num(e.get("al_requests")), 3), *cells, "yes" if e.get("promoted") else "no"])
+        pred = {int(p.concurrency or 0): p for p in e.predicted}
+        cells = [fmt_speedup(num(pred[c].speedup), num(pred[c].ci_low), num(pred[c].ci_high))
+                 if c in pred and ok(pred[c].speedup) else "– (no calibration)" for c in levels]
+        rows.append([str(e.arm), str(e.concurrency), fmt(num(e.al_tokens), 3),
+                     fmt(num(e.al_requests), 3), *cells, "yes" if e.promoted else "no"])
     return headers, rows

@@ -112,13 +112,12 @@ class _Trends:
 
     def add(self, sr: SiteRun) -> None:
         run = sr.run
-        screening = run.summary.get("screening") or []
+        screening = run.screening
         for e in screening:  # predicted, not measured: a series of its own, named so
-            ck = tables.label(checkpoint(run, str(e.get("arm"))), str(e.get("variant") or "")) + " (predicted)"
-            for p in e.get("predicted") or []:
-                self.speed.setdefault(int(p['concurrency']), {}).setdefault(ck, []).append(
-                    (sr.created, tables.num(p.get("speedup")), tables.num(p.get("ci_low")),
-                     tables.num(p.get("ci_high"))))
+            ck = tables.label(checkpoint(run, str(e.arm)), str(e.variant or "")) + " (predicted)"
+            for p in e.predicted:
+                self.speed.setdefault(int(p.concurrency or 0), {}).setdefault(ck, []).append(
+                    (sr.created, tables.num(p.speedup), tables.num(p.ci_low), tables.num(p.ci_high)))
         for r in run.rows:
             self._add_row(sr, r, measured=not screening)  # a screening run measured no speedup
         arms_cost = run.summary.get("arms") or {}
@@ -209,12 +208,12 @@ def _al_matrix(by_scenario: dict[str, list[SiteRun]]) -> str:
 def screening_heads(run: Run) -> list[str]:
     """A screening run's headline: the speedup predicted at the lowest calibrated level, marked."""
     out = []
-    for e in run.summary.get("screening") or []:
-        first = next((p for p in e.get("predicted") or [] if math.isfinite(tables.num(p.get("speedup")))), None)
-        name = tables.label(str(e.get("arm")), str(e.get("variant") or ""))
-        mark = " (promoted)" if e.get("promoted") else ""
-        out.append(f"{name} predicted {tables.num(first['speedup']):.2f}× @c={first['concurrency']}{mark}" if first
-                   else f"{name} AL {tables.num(e.get('al_tokens')):.2f}, no calibration{mark}")
+    for e in run.screening:
+        first = next((p for p in e.predicted if math.isfinite(tables.num(p.speedup))), None)
+        name = tables.label(str(e.arm), str(e.variant or ""))
+        mark = " (promoted)" if e.promoted else ""
+        out.append(f"{name} predicted {tables.num(first.speedup):.2f}× @c={first.concurrency}{mark}" if first
+                   else f"{name} AL {tables.num(e.al_tokens):.2f}, no calibration{mark}")
     return out
 
 

@@ -15,11 +15,13 @@ import html
 import re
 import math
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from speedbench.engine import Engine, engine_for_saved
 from speedbench.metrics.registry import SummaryRow
 from speedbench.analysis.drift import (
+    ContextCurve,
     DepthCurve,
     OptimalK,
     context_curves,
@@ -96,45 +98,55 @@ def _opt_rows(opts: list[OptimalK], engine: Engine) -> list[dict[str, str]]:
 # ---- the sections -------------------------------------------------------------------------
 
 
-def _collect(run: Any) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class _Drift:
+    """What the drift section shows, collected once from the run's rows."""
+
+    engine: Engine
+    opts: list[OptimalK]
+    depth: list[DepthCurve]
+    context: list[ContextCurve]
+    buckets: dict[str, int]
+    seps: list[Separation]
+    failed: list[str]  # sweep arms left out: no usable row
+
+
+def _collect(run: Any) -> _Drift | None:
     rows: list[SummaryRow] = list(getattr(run, "rows", None) or [])  # results.run.Run's, read once
     scenario = getattr(run, "scenario", None) or {}
     arms_spec = {str(a.get("name")): a.get("speculative_config") or {} for a in scenario.get("arms") or []}
     buckets = context_buckets(scenario)
-    data: dict[str, Any] = {
-        "engine": engine_for_saved(scenario),
-        "rows": rows, "opts": optimal_k(rows, arms_spec=arms_spec), "depth": depth_curves(rows),
-        "context": context_curves(rows, buckets), "buckets": buckets,
-    }
-    if not data["depth"] and not data["context"]:
+    engine = engine_for_saved(scenario)
+    depth, context = depth_curves(rows), context_curves(rows, buckets)
+    if not depth and not context:
         return None
     seps = []
     for a, b in eagle_pairs(rows):
-        variants = list(dict.fromkeys(c.variant for c in data["depth"] if c.series == a))
+        variants = list(dict.fromkeys(c.variant for c in depth if c.series == a))
         seps += [separation(rows, a, b, "depth", variant=v) for v in variants]
         if buckets:
             seps.append(separation(rows, a, b, "context", variant_tokens=buckets))
-    data["seps"] = [s for s in seps if len(s.points) >= 2]
     sweep_arms = {str(r.arm) for r in rows if r.template not in (None, "", r.arm)}
-    data["failed"] = sorted(a for a in sweep_arms if a not in {str(r.arm) for r in usable(rows)})
-    return data
+    return _Drift(engine=engine, opts=optimal_k(rows, arms_spec=arms_spec), depth=depth, context=context,
+                  buckets=buckets, seps=[s for s in seps if len(s.points) >= 2],
+                  failed=sorted(a for a in sweep_arms if a not in {str(r.arm) for r in usable(rows)}))
 
 
-def _table_rows(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+def _table_rows(data: _Drift) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, body) for every table in the section, shared by markdown and HTML."""
     out = []
-    table = _opt_rows(data["opts"], data["engine"])
+    table = _opt_rows(data.opts, data.engine)
     if table:
-        columns = _columns(data["engine"])
+        columns = _columns(data.engine)
         out.append(("Optimal k per concurrency", columns, [[r[c] for c in columns] for r in table]))
-    if data["depth"]:
-        kmax = sorted({k for c in data["depth"] for k in c.ks})
+    if data.depth:
+        kmax = sorted({k for c in data.depth for k in c.ks})
         out.append(("Acceptance length vs k", ["draft", "variant", "concurrency", *[f"k={k}" for k in kmax]],
                     [[c.series, c.variant or "-", str(c.concurrency),
                       *[_f(dict(zip(c.ks, c.al)).get(k, math.nan)) for k in kmax]]
-                     for c in data["depth"]]))
+                     for c in data.depth]))
         low: dict[tuple[str, str], DepthCurve] = {}
-        for c in data["depth"]:
+        for c in data.depth:
             key = (c.series, c.variant)
             if key not in low or c.concurrency < low[key].concurrency:
                 low[key] = c
@@ -145,19 +157,19 @@ def _table_rows(data: dict[str, Any]) -> list[tuple[str, list[str], list[list[st
         if body:
             out.append(("Conditional acceptance by position (lowest concurrency)",
                         ["draft", "variant", "concurrency", "k", *[f"pos {i + 1}" for i in range(npos)]], body))
-    if data["context"]:
-        names = sorted({v for c in data["context"] for v in c.variants}, key=lambda v: data["buckets"][v])
+    if data.context:
+        names = sorted({v for c in data.context for v in c.variants}, key=lambda v: data.buckets[v])
         out.append(("Acceptance length vs context length", ["arm", "concurrency",
-                                                            *[f"{v} ({data['buckets'][v]})" for v in names]],
+                                                            *[f"{v} ({data.buckets[v]})" for v in names]],
                     [[c.arm, str(c.concurrency), *[_f(dict(zip(c.variants, c.al)).get(v, math.nan)) for v in names]]
-                     for c in data["context"]]))
-    if data["seps"]:
+                     for c in data.context]))
+    if data.seps:
         out.append(("EAGLE 3 vs EAGLE 3.1: where acceptance separates",
                     ["EAGLE 3", "EAGLE 3.1", "axis", "held fixed", "concurrency", "first separation", "higher AL",
                      "AL difference there"],
                     [[s.a, s.b, s.axis, s.fixed or "-", str(s.concurrency),
                       str(s.first) if s.first is not None else "none",
-                      s.leader or "", _sep_diff(s)] for s in data["seps"]]))
+                      s.leader or "", _sep_diff(s)] for s in data.seps]))
     return out
 
 
@@ -202,7 +214,7 @@ def drift_section_html(run: Any) -> str:
     return "" if data is None else _section_html(data)
 
 
-def _section_md(data: dict[str, Any]) -> str:
+def _section_md(data: _Drift) -> str:
     lines = ["## Speculation depth and context drift", "", _md(INTRO), ""]
     for title, header, body in _table_rows(data):
         lines += [f"### {_md(title)}", "", "| " + " | ".join(_md(h) for h in header) + " |",
@@ -213,8 +225,8 @@ def _section_md(data: dict[str, Any]) -> str:
         lines.append("")
         if title.startswith("Optimal"):
             lines += [_md(TIE_NOTE), ""]
-    if data["failed"]:
-        lines += [f"Left out (failed): {_md(', '.join(data['failed']))}", ""]
+    if data.failed:
+        lines += [f"Left out (failed): {_md(', '.join(data.failed))}", ""]
     lines += ["Plots (AL vs k, conditional acceptance, AL vs context, EAGLE 3 vs 3.1, per-user TPS vs k) "
               "are in report.html.", ""]
     return "\n".join(lines)
@@ -235,7 +247,7 @@ def _figure(svg: str, caption: str) -> str:
     return f'<figure class="plot">{svg}<figcaption>{html.escape(caption)}</figcaption></figure>'
 
 
-def _section_html(data: dict[str, Any]) -> str:
+def _section_html(data: _Drift) -> str:
     e = html.escape
     parts = ['<section class="drift">', "<h2>Speculation depth and context drift</h2>", f"<p>{e(INTRO)}</p>"]
     tables = {t: (h, b) for t, h, b in _table_rows(data)}
@@ -243,19 +255,19 @@ def _section_html(data: dict[str, Any]) -> str:
         parts += [f"<h3>{e(title)}</h3>", _html_table(header, body)]
         if title.startswith("Optimal"):
             parts.append(f"<p>{e(TIE_NOTE)}</p>")
-            for series, os_ in group_by(data["opts"], "series").items():
+            for series, os_ in group_by(data.opts, "series").items():
                 parts.append(_figure(plot_tps_vs_k(os_), f"Per-user TPS vs k for {series}; ★ marks the chosen k."))
         elif title == "Acceptance length vs k":
-            parts.append(_figure(plot_al_vs_k(data["depth"]), "AL vs k; the grey line is the ceiling k+1."))
+            parts.append(_figure(plot_al_vs_k(data.depth), "AL vs k; the grey line is the ceiling k+1."))
         elif title.startswith("Conditional"):
-            for series, cs in group_by(data["depth"], "series").items():
+            for series, cs in group_by(data.depth, "series").items():
                 if any(cs_c for c in cs for cs_c in c.conditional):
                     parts.append(_figure(plot_conditional(cs), f"Conditional acceptance by position for {series}."))
         elif title.startswith("Acceptance length vs context"):
-            parts.append(_figure(plot_al_vs_context(data["context"]), "AL vs context length per arm."))
+            parts.append(_figure(plot_al_vs_context(data.context), "AL vs context length per arm."))
         elif title.startswith("EAGLE"):
-            parts.append(_figure(plot_separation(data["seps"]), "Dashed line: first point where the curves separate."))
-    if data["failed"]:
-        parts.append(f"<p>Left out (failed): {e(', '.join(data['failed']))}</p>")
+            parts.append(_figure(plot_separation(data.seps), "Dashed line: first point where the curves separate."))
+    if data.failed:
+        parts.append(f"<p>Left out (failed): {e(', '.join(data.failed))}</p>")
     parts.append("</section>")
     return "\n".join(parts)

@@ -6,27 +6,27 @@ stopping stopped. Each A/A point shows its row's stored interval, the one the ta
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from speedbench.metrics.cells import num
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
+from speedbench.metrics.stored import NoiseFloorEntry
 from speedbench.report.tables import fmt, fmt_speedup, ok
 from speedbench.report.trust import trust_lines
 from speedbench.results import Run
 from speedbench.scenario.model import AA_SUFFIX
 
 
-def _floor_cell(run: Run, f: dict[str, Any]) -> str:
+def _floor_cell(run: Run, f: NoiseFloorEntry) -> str:
     """One A/A point in the report's header: the A/A row's stored headline interval, the
     same one the tables show (the simultaneous interval only decides the verdict); the
     floor entry's own figures for a run whose rows lack the A/A arm."""
-    c, v = f.get("concurrency"), str(f.get("variant") or "")
+    c, v = f.concurrency, str(f.variant or "")
     where = f"c={c}" + (f" [{v}]" if v else "")
     row = run.row(f"{run.baseline}{AA_SUFFIX}", int(num(c)), v) if run.baseline and ok(c) else None
     if row is not None and ok(headline(row)[0]):
         clock = headline_clock(row)
         return f"{where} {fmt_speedup(*headline(row))}" + (" (engine)" if clock == ENGINE else "")
-    return f"{where} {fmt_speedup(f.get('speedup'), f.get('ci_low'), f.get('ci_high'))}"
+    return f"{where} {fmt_speedup(f.speedup, f.ci_low, f.ci_high)}"
 
 
 def noise_lines(run: Run) -> list[str]:
@@ -42,11 +42,11 @@ def noise_lines(run: Run) -> list[str]:
     elif any(ok(r.speedup_ci_low) for r in run.rows):
         out.append("One server per arm: intervals cover prompt-to-prompt noise only, not the run-to-run noise of "
                    "server starts. Set repeats: 3 and aa_check: true to measure it.")
-    floor = run.summary.get("noise_floor") or []
+    floor = run.noise_floor
     if floor:
         cells = [_floor_cell(run, f) for f in floor]
-        bad = [f for f in floor if f.get("contains_one") is False]
-        level = num(floor[0].get("level"))
+        bad = [f for f in floor if f.contains_one is False]
+        level = num(floor[0].level)
         at = (f"intervals simultaneous over its {len(floor)} point(s), each at {100 * level:.1f}%"
               if math.isfinite(level) else "95% intervals")
         out.append(f"Noise floor (A/A check: a second {run.baseline or 'baseline'} server, which should read 1.00x; "
@@ -70,10 +70,10 @@ def _baseline_and_stopping_lines(run: Run) -> list[str]:
                    f"({fmt(src.get('age_days'), 1)} days before this run); canary against it: {canary}.")
     elif src.get("reason"):
         out.append(f"Baseline measured in this run: {src['reason']}.")
-    stops = [s for s in run.summary.get("stopping") or [] if s.get("reason")]
+    stops = [s for s in run.stopping if s.reason]
     if stops:
-        cells = [f"{s.get('arm')} c={s.get('concurrency')}{' [' + s['variant'] + ']' if s.get('variant') else ''}: "
-                 f"{s.get('prompts')} prompts ({str(s.get('reason')).replace('_', ' ')})" for s in stops]
+        cells = [f"{s.arm} c={s.concurrency}{' [' + s.variant + ']' if s.variant else ''}: "
+                 f"{s.prompts} prompts ({str(s.reason).replace('_', ' ')})" for s in stops]
         out.append("Sequential stopping (intervals of stopped points at the look level "
-                   f"{fmt(stops[0].get('level'), 4)}): " + "; ".join(cells) + ".")
+                   f"{fmt(stops[0].level, 4)}): " + "; ".join(cells) + ".")
     return out

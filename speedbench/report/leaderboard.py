@@ -33,8 +33,8 @@ def _pooled(run: Run, arm: str, variant: str, key: str) -> float:
 
 def _category(run: Run, arm: str, variant: str, cat: str, key: str) -> float:
     # a category row without requests does not count (floor 0)
-    return pool_by_n_ok(((c.get(key), c.get("n_ok")) for c in run.categories
-                         if c.get("arm") == arm and (c.get("variant") or "") == variant and c.get("category") == cat),
+    return pool_by_n_ok(((c.cell(key), c.n_ok) for c in run.categories
+                         if c.arm == arm and (c.variant or "") == variant and c.category == cat),
                         floor=0.0)
 
 
@@ -79,7 +79,7 @@ def _main_table(run: Run, keys: list[tuple[str, str]], levels: list[int]) -> str
 
 
 def _category_table(run: Run, keys: list[tuple[str, str]]) -> str:
-    cats = sorted({str(c.get("category")) for c in run.categories if c.get("category")})
+    cats = sorted({str(c.category) for c in run.categories if c.category})
     if not cats:
         return ""
     rows, values = [], []

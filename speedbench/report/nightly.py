@@ -113,10 +113,10 @@ def pooled_al(run: Run, arm: str, variant: str) -> float:
 def _floors(run: Run) -> dict[tuple[int, str], float]:
     """The A/A noise floor per point as a fraction: how far from 1 its interval reaches."""
     out = {}
-    for e in run.summary.get("noise_floor") or []:
-        lo, hi = num(e.get("ci_low")), num(e.get("ci_high"))
+    for e in run.noise_floor:
+        lo, hi = num(e.ci_low), num(e.ci_high)
         if math.isfinite(lo) and math.isfinite(hi):
-            out[(int(e.get("concurrency") or 0), str(e.get("variant") or ""))] = max(1 - lo, hi - 1, 0.0)
+            out[(int(e.concurrency or 0), str(e.variant or ""))] = max(1 - lo, hi - 1, 0.0)
     return out
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -22,13 +21,13 @@ from speedbench.metrics.cells import al_of, cell, num, pool_by_n_ok
 from speedbench.metrics.headline import (
     CLIENT,
     ENGINE,
-    HEADLINE_KEYS,
     clock_figure,
     headline,
     headline_clock,
     other_clock,
 )
 from speedbench.metrics.registry import SummaryRow
+from speedbench.metrics.stored import CategoryRow
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
 from speedbench.report.facts import cpu_attention, draft_model, hardware, target_model, vllm_version
@@ -60,12 +59,12 @@ def fmt_speedup(mean: Any, lo: Any = None, hi: Any = None) -> str:
     return s
 
 
-def headline_cell(row: Any) -> str:
+def headline_cell(row: SummaryRow | CategoryRow) -> str:
     """A row's (or a category row's) headline speedup, its clock named when it is the
     engine's: the one way every table shows a point's speedup."""
     clock = str(cell(row, "speedup_headline_clock") or "")
-    if isinstance(row, Mapping):  # a category row: its headline keys are derived on read (results.Run)
-        m, lo, hi = (cell(row, k) for k in HEADLINE_KEYS[2:])
+    if isinstance(row, CategoryRow):  # its headline keys are derived on read (results.Run)
+        m, lo, hi = row.speedup_headline_mean, row.speedup_headline_ci_low, row.speedup_headline_ci_high
     else:
         (m, lo, hi), clock = headline(row), headline_clock(row)
     if clock == ENGINE:
@@ -343,16 +342,15 @@ def category_al(run: Run) -> tuple[list[str], dict[tuple[str, str], dict[str, fl
     cats: list[str] = []
     acc: dict[tuple[str, str], dict[str, list[tuple[float, Any]]]] = {}
     for c in run.categories:
-        al = num(c.get("al_requests"))
+        al = num(c.al_requests)
         if not math.isfinite(al):
-            al = num(c.get("al_tokens"))
-        cat = str(c.get("category") or "")
-        if not math.isfinite(al) or not num(c.get("n_ok")) > 0:
+            al = num(c.al_tokens)
+        cat = str(c.category or "")
+        if not math.isfinite(al) or not num(c.n_ok) > 0:
             continue
         if cat not in cats:
             cats.append(cat)
-        acc.setdefault((str(c.get("arm")), str(c.get("variant") or "")), {}).setdefault(cat, []).append(
-            (al, c.get("n_ok")))
+        acc.setdefault((str(c.arm), str(c.variant or "")), {}).setdefault(cat, []).append((al, c.n_ok))
     return cats, {k: {cat: pool_by_n_ok(pairs) for cat, pairs in v.items()} for k, v in acc.items()}
 
 

@@ -91,7 +91,7 @@ def _category_rates(run: Run, arm: str, concurrency: int, variant: str) -> dict[
 
 
 def _pick_concurrency(run: Run, wanted: int | None) -> int | None:
-    levels = sorted({int(r["concurrency"]) for r in run.categories if r.get("concurrency") is not None})
+    levels = sorted({int(r.concurrency) for r in run.categories if r.concurrency is not None})
     if wanted is not None:
         return wanted if wanted in levels else None
     return levels[0] if levels else None
@@ -127,8 +127,8 @@ def checkpoints(runs: list[Run], concurrency: int | None = None, variant: str = 
             continue
         spec_arms = {r.arm for r in run.rows if r.speculative}
         for arm in run.arms():
-            if arm in spec_arms and any(c.get("arm") == arm and c.get("concurrency") == conc
-                                        and (c.get("variant") or "") == variant for c in run.categories):
+            if arm in spec_arms and any(c.arm == arm and c.concurrency == conc
+                                        and (c.variant or "") == variant for c in run.categories):
                 found.append((run, arm, conc))
     if not found:
         raise UsageError("no speculative arm with per-category rows"
@@ -139,9 +139,9 @@ def checkpoints(runs: list[Run], concurrency: int | None = None, variant: str = 
         cp = Checkpoint(label, run, arm, conc, variant, draft)
         rates = _category_rates(run, arm, conc, variant)
         for c in run.categories:
-            if (c.get("arm"), c.get("concurrency"), c.get("variant") or "") == (arm, conc, variant):
-                cat = str(c.get("category") or "")
-                cp.cells[cat] = {**{k: c.get(HEADLINE.get(k, k)) for k in FIGURES if k != "acceptance_rate"},
+            if (c.arm, c.concurrency, c.variant or "") == (arm, conc, variant):
+                cat = str(c.category or "")
+                cp.cells[cat] = {**{k: c.cell(HEADLINE.get(k, k)) for k in FIGURES if k != "acceptance_rate"},
                                  "acceptance_rate": rates.get(cat)}
         _point_cell(cp)
         out.append(cp)

@@ -249,7 +249,7 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) ->
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
     tables = {"summary": table_rows([r.to_dict() for r in run.rows], run.outputs_of),
-              "categories": table_rows(run.categories)}
+              "categories": table_rows([c.to_dict() for c in run.categories])}
     for name, rows in tables.items():
         df = data_frame(rows)
         p = out / f"{name}.{fmt}"

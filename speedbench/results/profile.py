@@ -143,9 +143,8 @@ def speculation_profile(run: Run, row: SummaryRow) -> dict[str, Any]:
     chain = bool(method) and str(method).lower() in CHAIN_METHODS
     draft, target = _checkpoints(run, row.arm)
     hist = row.acceptance_histogram or []
-    per_category = {c["category"]: _num(c.get("al_requests")) for c in run.categories
-                    if (c.get("arm"), c.get("concurrency"), c.get("variant") or "")
-                    == (row.arm, row.concurrency, row.variant or "")}
+    per_category = {c.category: _num(c.al_requests) for c in run.categories
+                    if (c.arm, c.concurrency, c.variant or "") == (row.arm, row.concurrency, row.variant or "")}
     return {
         "schema_version": SCHEMA_VERSION, "measured": measured, "method": method,
         "draft_checkpoint": draft, "target_model": target, "num_speculative_tokens": k,

@@ -6,11 +6,12 @@ import datetime as dt
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
+from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry, StoredRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
@@ -20,6 +21,7 @@ from speedbench.results.verify import Verification, verify_run
 if TYPE_CHECKING:
     from speedbench.metrics.table import Requests
 
+_ROW = TypeVar("_ROW", bound=StoredRow)
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
 
 
@@ -62,14 +64,33 @@ class Run:
         return run_started(self.created_utc, self.run_id, folder=self.dir.path if self.dir else None)
 
     @cached_property
-    def categories(self) -> list[dict[str, Any]]:
+    def categories(self) -> list[CategoryRow]:
         """summary.json's per-category rows, each with its headline keys derived from its
         point's headline clock (metrics/headline.py's category_headline), never stored."""
         out = []
-        for c in self.summary.get("categories") or []:
+        for c in self.summary.get("categories") or []:  # as stored: typed once its headline is known
             point = self.row(str(c.get("arm")), int(c.get("concurrency") or 0), str(c.get("variant") or ""))
-            out.append({**c, **category_headline(c, point)})
+            out.append(CategoryRow.from_dict({**c, **category_headline(c, point)}))
         return out
+
+    @cached_property
+    def noise_floor(self) -> list[NoiseFloorEntry]:
+        """summary.json's ``noise_floor`` (the A/A check), typed."""
+        return self._table("noise_floor", NoiseFloorEntry)
+
+    @cached_property
+    def stopping(self) -> list[StopEntry]:
+        """summary.json's ``stopping`` (sequential stopping's stopped rounds), typed."""
+        return self._table("stopping", StopEntry)
+
+    @cached_property
+    def screening(self) -> list[ScreenEntry]:
+        """summary.json's ``screening`` (a screening run's entries), typed."""
+        return self._table("screening", ScreenEntry)
+
+    def _table(self, key: str, kind: type[_ROW]) -> list[_ROW]:
+        entries = self.summary.get(key) if isinstance(self.summary, dict) else None
+        return [kind.from_dict(e) for e in entries or () if isinstance(e, dict)]
 
     @property
     def baseline(self) -> str | None:

@@ -184,9 +184,11 @@ def test_breakdowns_do_not_depend_on_the_order_records_come_in():
     for fn in (category_rows, prompt_rows):
         forward, backward = fn(recs, "base", ["base", "sd"]), fn(recs[::-1], "base", ["base", "sd"])
         assert repr(forward) == repr(backward)  # repr: the rows hold NaNs, and nan != nan
-        assert [(r["arm"], r["concurrency"]) for r in forward][::2] == [("base", 1), ("base", 4), ("sd", 1), ("sd", 4)]
+        keys = [(r["arm"], r["concurrency"]) if isinstance(r, dict) else (r.arm, r.concurrency) for r in forward]
+        assert keys[::2] == [("base", 1), ("base", 4), ("sd", 1), ("sd", 4)]
         assert repr(fn(recs[::-1], "base")) == repr(forward)  # no order given: the baseline first
-        assert fn(recs, "base", ["sd", "base"])[0]["arm"] == "sd"
+        first = fn(recs, "base", ["sd", "base"])[0]
+        assert (first["arm"] if isinstance(first, dict) else first.arm) == "sd"
     assert [r["category"] for r in category_rows(recs[::-1], "base")][:2] == ["coding", "math"]
 
 
@@ -195,10 +197,10 @@ def test_category_and_prompt_rows_are_one_builder_and_a_stopped_point_is_at_its_
     by_cat = category_rows(recs, "base")
     (sd,) = [r for r in by_cat if r["arm"] == "sd"]
     # one category: its row holds what the prompt rows hold, summed over prompts
-    by_prompt = [r for r in prompt_rows(recs, "base") if r["arm"] == "sd"]
-    assert sd["n_ok"] == sum(r["n_ok"] for r in by_prompt) == 6
-    assert sd["per_user_tps_mean"] == pytest.approx(np.mean([r["per_user_tps"] for r in by_prompt]))
-    assert [r["speedup"] for r in by_prompt] == pytest.approx([2.0, 1.5, 2.0, 2.2, 1.64, 20 / 12])
+    by_prompt = [r for r in prompt_rows(recs, "base") if r.arm == "sd"]
+    assert sd["n_ok"] == sum(r.n_ok for r in by_prompt) == 6
+    assert sd["per_user_tps_mean"] == pytest.approx(np.mean([r.per_user_tps for r in by_prompt]))
+    assert [r.speedup for r in by_prompt] == pytest.approx([2.0, 1.5, 2.0, 2.2, 1.64, 20 / 12])
     # a point the run stopped after several looks: its category interval is taken at the look
     # level, as its row's is, so it is wider than the 95% one from the same requests
     (looked,) = [r for r in category_rows(recs, "base", levels={("sd", 1, ""): 0.99}) if r["arm"] == "sd"]
@@ -376,12 +378,12 @@ def test_prompt_rows_trace_speedup_to_questions():
 
     recs = [r("base", 0, 10), r("base", 0, 30, repeat=1), r("base", 1, 10),
             r("sd", 0, 40, sp=spec(4, 6)), r("sd", 0, 40, repeat=1, sp=spec(5, 5)), r("sd", 1, 5, sp=spec(10, 0))]
-    rows = {(p["arm"], p["prompt_id"]): p for p in prompt_rows(recs, "base")}
-    assert rows[("sd", "p0")]["baseline_per_user_tps"] == pytest.approx(20) and rows[("sd", "p0")]["n_ok"] == 2
-    assert rows[("sd", "p0")]["speedup"] == pytest.approx(2.0)
-    assert rows[("sd", "p0")]["al_requests"] == pytest.approx((2.5 + 2.0) / 2)
-    assert rows[("sd", "p1")]["speedup"] == pytest.approx(0.5)  # the prompt that regressed
-    assert math.isnan(rows[("base", "p1")]["speedup"]) and rows[("base", "p1")]["category"] == "qa"
+    rows = {(p.arm, p.prompt_id): p for p in prompt_rows(recs, "base")}
+    assert rows[("sd", "p0")].baseline_per_user_tps == pytest.approx(20) and rows[("sd", "p0")].n_ok == 2
+    assert rows[("sd", "p0")].speedup == pytest.approx(2.0)
+    assert rows[("sd", "p0")].al_requests == pytest.approx((2.5 + 2.0) / 2)
+    assert rows[("sd", "p1")].speedup == pytest.approx(0.5)  # the prompt that regressed
+    assert math.isnan(rows[("base", "p1")].speedup) and rows[("base", "p1")].category == "qa"
 
 
 def test_a_window_compressed_below_half_the_engines_is_a_burst():

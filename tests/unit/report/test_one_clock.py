@@ -68,10 +68,10 @@ def _clients(run) -> set[str]:
         allowed |= {s for x in headline(r) if math.isfinite(x) for s in _figures(x)}
         if r.speculative and r.speedup_headline_clock == ENGINE:
             out |= _figures(r.speedup_mean) | {"[0.00, 3.45]"}
-    for c in run.categories:  # a category is engine-led where its point is (read with .get: so it fails, not errs)
-        allowed |= {s for k in HEADLINE_KEYS[2:] if math.isfinite(c.get(k, math.nan)) for s in _figures(c[k])}
-        if headline_clock(run.row(c["arm"], c["concurrency"])) == ENGINE:
-            out |= _figures(c["speedup_mean"])
+    for c in run.categories:  # a category is engine-led where its point is
+        allowed |= {s for k in HEADLINE_KEYS[2:] if math.isfinite(c.cell(k)) for s in _figures(c.cell(k))}
+        if headline_clock(run.row(c.arm, c.concurrency)) == ENGINE:
+            out |= _figures(c.speedup_mean)
     out -= allowed
     assert out, "the run has no client figure that differs from every headline"
     return out
@@ -90,10 +90,10 @@ def _unlabelled(text: str, clients: set[str]) -> list[str]:
 def test_the_fixture_is_a_busy_host(busy):
     led = {(r.arm, r.concurrency): r.speedup_headline_clock for r in busy.rows if r.speculative}
     assert led[("eagle3", 1)] == ENGINE and led[("eagle3", 16)] == "client"
-    cat = next(c for c in busy.categories if c["arm"] == "eagle3" and c["concurrency"] == 1)
+    cat = next(c for c in busy.categories if c.arm == "eagle3" and c.concurrency == 1)
     # a category follows its point's clock: the engine's figure of the category's own requests
-    assert cat.get("speedup_headline_clock") == ENGINE
-    assert cat.get("speedup_headline_mean") == pytest.approx(cat["speedup_mean"] * SKEW, rel=1e-9)
+    assert cat.speedup_headline_clock == ENGINE
+    assert cat.speedup_headline_mean == pytest.approx(cat.speedup_mean * SKEW, rel=1e-9)
 
 
 def test_report_markdown_and_terminal(busy):
@@ -113,8 +113,8 @@ def test_report_tables_show_the_headline(busy):
     assert all("per-user TPS" not in h or "client clock" in h
                for h in [*breakdowns.DETAIL_HEADERS, *breakdowns.CATEGORY_HEADERS, *breakdowns.PROMPT_HEADERS])
     cat = next(r for r in breakdowns.category_table(busy) if r[:3] == ["eagle3", "1", "coding"])
-    want = next(c for c in busy.categories if (c["arm"], c["concurrency"], c["category"]) == ("eagle3", 1, "coding"))
-    assert cat[5].startswith(f"{want['speedup_mean'] * SKEW:.2f}×") and cat[5].endswith("(engine)")
+    want = next(c for c in busy.categories if (c.arm, c.concurrency, c.category) == ("eagle3", 1, "coding"))
+    assert cat[5].startswith(f"{want.speedup_mean * SKEW:.2f}×") and cat[5].endswith("(engine)")
 
 
 def test_category_matrix(busy, tmp_path):
@@ -128,8 +128,8 @@ def test_category_matrix(busy, tmp_path):
         for cp in cps:
             point = busy.row(cp.arm, cp.concurrency)
             want = headline(point)[0] if cat == ALL else SKEW * next(
-                c["speedup_mean"] for c in busy.categories
-                if (c["arm"], c["concurrency"], c["category"]) == (cp.arm, cp.concurrency, cat))
+                c.speedup_mean for c in busy.categories
+                if (c.arm, c.concurrency, c.category) == (cp.arm, cp.concurrency, cat))
             got = float(cells.get(f"{cp.label}:speedup") or cells[f"{cp.label}:speedup_mean"])
             assert got == pytest.approx(want, rel=1e-9)
             assert cells[f"{cp.label}:speedup_clock"] == ENGINE  # c=1: engine-led

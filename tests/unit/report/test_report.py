@@ -53,11 +53,11 @@ def test_render_report_contents(run):
     assert "## Acceptance length per category" in md and "## Per-position acceptance" in md
     # per category: per-user TPS, speedup with CI, both ALs; per question in the HTML
     cat = next(c for c in run.categories
-               if c["arm"] == "eagle3.1" and c["concurrency"] == 4 and c["category"] == "math")
+               if c.arm == "eagle3.1" and c.concurrency == 4 and c.category == "math")
     assert "## Per category" in md and "<h2>Per category</h2>" in html
-    assert (f"| eagle3.1 | 4 | math | {cat['n_ok']} | {cat['per_user_tps_mean']:.1f} | {cat['speedup_mean']:.2f}× "
-            f"\\[{cat['speedup_ci_low']:.2f}, {cat['speedup_ci_high']:.2f}\\] | {cat['al_tokens']:.3f} | "
-            f"{cat['al_requests']:.3f} |") in md
+    assert (f"| eagle3.1 | 4 | math | {cat.n_ok} | {cat.per_user_tps_mean:.1f} | {cat.speedup_mean:.2f}× "
+            f"\\[{cat.speedup_ci_low:.2f}, {cat.speedup_ci_high:.2f}\\] | {cat.al_tokens:.3f} | "
+            f"{cat.al_requests:.3f} |") in md
     assert "<h2>Per question</h2>" in html and "<summary>eagle3.1 c=4 (8 questions)</summary>" in html
     assert '<th class="l">question_id</th>' in html
     # self-contained html: plots inline, nothing fetched, nothing executed

@@ -58,12 +58,12 @@ def test_one_row_per_category_and_a_column_group_per_checkpoint(two_runs, tmp_pa
         for lab in labels:
             arm, scen = lab.split("@")
             run = runs[scen]
-            want = next(c for c in run.categories if c["arm"] == arm and c["concurrency"] == 1
-                        and c["category"] == r[0])
+            want = next(c for c in run.categories if c.arm == arm and c.concurrency == 1
+                        and c.category == r[0])
             for fig in ("al_tokens", "al_requests", "speedup", "speedup_ci_low", "speedup_ci_high"):
-                assert float(cells[f"{lab}:{fig}"]) == want[HEADLINE.get(fig, fig)]  # the summary's value, not rounded
+                assert float(cells[f"{lab}:{fig}"]) == want.cell(HEADLINE.get(fig, fig))  # the summary's, not rounded
             assert cells[f"{lab}:speedup_clock"] == "client"  # the point's headline clock (this host was quiet)
-            assert int(cells[f"{lab}:n_ok"]) == want["n_ok"]
+            assert int(cells[f"{lab}:n_ok"]) == want.n_ok
             assert float(cells[f"{lab}:acceptance_rate"]) == pytest.approx(_rate(run, arm, 1, r[0]), rel=1e-12)
 
 
@@ -75,7 +75,7 @@ def test_aiperf_layout_model_rows_category_columns_and_overall(two_runs, tmp_pat
     assert [r[0] for r in rows[1:]] == sorted(["eagle3@night_a", "eagle3.1@night_a", "eagle3@night_b",
                                                "eagle3.1@night_b"])
     run = load_run(two_runs[0])
-    al = {c["category"]: c["al_tokens"] for c in run.categories if c["arm"] == "eagle3" and c["concurrency"] == 1}
+    al = {c.category: c.al_tokens for c in run.categories if c.arm == "eagle3" and c.concurrency == 1}
     got = next(r for r in rows if r[0] == "eagle3@night_a")
     assert got[1:5] == [f"{al[c]:.2f}" for c in ("coding", "math", "qa", "writing")]
     assert got[5] == f"{sum(al.values()) / 4:.2f}"
@@ -91,8 +91,8 @@ def test_concurrency_picks_the_point_and_labels_stay_short_when_unique(tmp_path)
     cps = checkpoints([load_run(rd.path)], concurrency=4)
     assert [(cp.label, cp.concurrency) for cp in cps] == [("eagle3", 4), ("eagle3.1", 4)]
     run = load_run(rd.path)
-    want = next(c for c in run.categories if c["arm"] == "eagle3" and c["concurrency"] == 4 and c["category"] == "qa")
-    assert cps[0].cells["qa"]["speedup"] == want["speedup_mean"]  # the client's: the point's headline clock
+    want = next(c for c in run.categories if c.arm == "eagle3" and c.concurrency == 4 and c.category == "qa")
+    assert cps[0].cells["qa"]["speedup"] == want.speedup_mean  # the client's: the point's headline clock
 
 
 def test_same_run_twice_is_told_apart_and_a_missing_point_is_an_error(tmp_path):

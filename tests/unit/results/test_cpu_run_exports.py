@@ -45,7 +45,7 @@ def test_category_matrix_of_two_cpu_runs(tmp_path):
     with open(tmp_path / "category_matrix.csv", newline="") as f:
         header, *rows = list(csv.reader(f))
     runs = [load_run(p) for p in RUNS]
-    cats = sorted({c["category"] for r in runs for c in r.categories})
+    cats = sorted({c.category for r in runs for c in r.categories})
     assert [r[0] for r in rows] == [*cats, ALL]  # one row per category, then the point's own row
     point, rows = dict(zip(header, rows[-1])), rows[:-1]
     for g in ("eagle3@dtype=float16", "eagle3.1@dtype=bfloat16"):
@@ -61,8 +61,8 @@ def test_category_matrix_of_two_cpu_runs(tmp_path):
         for g in groups:
             arm, dtype = g.split("@dtype=")
             run = runs[0] if dtype == "float16" else runs[1]
-            want = next(c for c in run.categories if c["arm"] == arm and c["concurrency"] == 1
-                        and c["category"] == row[0])
+            want = next(c for c in run.categories if c.arm == arm and c.concurrency == 1
+                        and c.category == row[0])
             for fig in ("al_tokens", "al_requests", "speedup", "speedup_ci_low", "speedup_ci_high"):
-                assert float(cells[f"{g}:{fig}"]) == want[HEADLINE.get(fig, fig)]
+                assert float(cells[f"{g}:{fig}"]) == want.cell(HEADLINE.get(fig, fig))
             assert cells[f"{g}:acceptance_rate"] == ""  # no records.jsonl in the committed copy

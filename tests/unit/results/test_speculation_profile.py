@@ -48,8 +48,8 @@ def test_each_speculative_point_gets_a_profile_equal_to_its_summary_row(tmp_path
         ext = prof["speedbench"]["accept_length_extrapolated_by_k"]
         assert ext["3"] == pytest.approx(row.al_tokens)
         assert ext["1"] == pytest.approx(1 + row.per_position_joint[0])
-        cats = {c["category"]: c["al_requests"] for c in run.categories
-                if c["arm"] == row.arm and c["concurrency"] == row.concurrency}
+        cats = {c.category: c.al_requests for c in run.categories
+                if c.arm == row.arm and c.concurrency == row.concurrency}
         assert prof["per_category"] == cats
         assert prof["draft_checkpoint"]["id"] == f"org/{row.arm}-draft"
         assert prof["target_model"]["id"] == "tiny/target"
