@@ -6,16 +6,31 @@ import datetime as dt
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
+from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
 from speedbench.results.output_summary import outputs_reader, point_outputs
 from speedbench.results.verify import Verification, verify_run
+
+class RunEngine(ProvenanceReader, Protocol):
+    """What the readers of a run folder need from the engine that ran it (engine/base.py's
+    Engine is one): its name, its saved provenance read back, its Prometheus counters,
+    the launch args that leave the step cost alone, its speculative config's flag."""
+
+    name: str
+    not_system_args: frozenset[str]
+    speculative_flag: str
+
+    def spec_counters(self, text: str) -> SpecCounters: ...
+    def speculative_args(self, config: dict[str, Any]) -> list[str]: ...
+
 
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
 
@@ -24,11 +39,14 @@ class Run:
     """A finished run as reports see it. Records are read on first use (they can be large).
 
     ``run_dir`` may be None for a bare summary dict (e.g. printed right after a run);
-    records, provenance and scenario are then empty."""
+    records, provenance and scenario are then empty. ``engine``: the engine that ran it
+    (the run's own, or the one its folder names: results/loader.py), which reads its
+    provenance back."""
 
-    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any]):
+    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any], engine: RunEngine | None = None):
         self.dir = run_dir
         self.summary = summary
+        self.engine = engine
         rows = summary.get("rows") if isinstance(summary, dict) else None
         for r in rows if isinstance(rows, list) else []:
             if isinstance(r, dict):  # a folder from before the headline keys: derive them
@@ -91,8 +109,21 @@ class Run:
         return self.verification.problems() if self.verification else []
 
     @cached_property
-    def provenance(self) -> dict[str, Any]:
-        return self.dir.load_provenance() if self.dir else {}
+    def provenance(self) -> dict[str, Provenance]:
+        """Each arm's provenance, read back by the run's engine (old folders' shapes too)."""
+        if self.dir is None:
+            return {}
+        if self.engine is None:
+            raise ValueError(f"{self.path}: a run's provenance is read by its engine; load it with one")
+        return read_provenance(self.dir, self.engine)
+
+    def provenance_of(self, arm: str) -> Provenance:
+        """The arm's provenance; for an arm that saved none (its server never came up), its
+        engine's empty record (no engine: a blank one)."""
+        found = self.provenance.get(arm)
+        if found is not None:
+            return found
+        return self.engine.read_provenance({}) if self.engine else Provenance("", "", "")
 
     @cached_property
     def scenario(self) -> dict[str, Any]:
@@ -133,6 +164,11 @@ class Run:
         return None
 
 
+def read_provenance(run_dir: RunDir, engine: ProvenanceReader) -> dict[str, Provenance]:
+    """Each arm's provenance.json entry, read back by the engine that wrote it."""
+    return {arm: engine.read_provenance(p) for arm, p in run_dir.load_provenance().items() if isinstance(p, dict)}
+
+
 # What RunDir.create and a run's first steps write: a folder holding any of them is a run,
 # finished or not (a run stopped before its first point has only the first two folders).
 RUN_MARKERS = ("summary.json", "scenario.resolved.yaml", "host.json", "provenance.json", "prometheus", "logs")
@@ -166,8 +202,3 @@ def open_run_dir(path: str | Path) -> RunDir:
                          f"{EXPECTED}; `speedbench dashboard` and `speedbench changes` read a folder of runs")
     return RunDir.open(p)
 
-
-def load_run(path: str | Path) -> Run:
-    """A run folder (or its summary.json) -> :class:`Run`; UsageError when unreadable."""
-    rd = open_run_dir(path)
-    return Run(rd, rd.load_summary())

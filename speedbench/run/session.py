@@ -194,7 +194,7 @@ def _finish(ctx: RunContext, progress: Progress, interrupted: bool) -> int:
     """Summary, reports, gates and MLflow (run/finish.py, as a cluster run's gather does),
     then the run's own outcome: interrupted, an arm failed, or the gates' exit code."""
     try:
-        gates = finish_run(ctx.run_dir, ctx.scenario, progress, complete=not interrupted)
+        gates = finish_run(ctx.run_dir, ctx.scenario, ctx.plan.engine, progress, complete=not interrupted)
     except OutputError as e:
         return _output_stop(ctx.run_dir, e, progress)
     if interrupted:
