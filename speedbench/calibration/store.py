@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.calibration.fit import Curve
+from speedbench.provenance import Provenance
 from speedbench.records import PointKey
 from speedbench.scenario import Scenario
 
@@ -29,20 +30,19 @@ def system_args(server_args: dict[str, Any], arm_args: dict[str, Any], ignore: C
     return {k: merged[k] for k in sorted(merged) if k not in ignore}
 
 
-def calibration_key(prov: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
-    """The facts a calibration is valid for, from one arm's provenance.json entry and its
+def calibration_key(prov: Provenance, args: dict[str, Any]) -> dict[str, Any]:
+    """The facts a calibration is valid for, from one arm's provenance and its
     :func:`system_args`. The draft's architecture comes from its config.json when there is
-    one (EAGLE 3 and 3.1 share ``LlamaForCausalLMEagle3``), else from the method."""
-    draft = prov.get("draft") or {}
-    arch = ",".join(draft.get("architectures") or []) or str(prov.get("method") or "")
-    hw = prov.get("hardware")
+    one (EAGLE 3 and 3.1 share ``LlamaForCausalLMEagle3``), else from the method. The
+    engine's version is keyed by the engine (``vllm_version``), as saved files hold it."""
+    arch = ",".join(prov.draft.architectures if prov.draft else ()) or prov.method
     return {
-        "vllm_version": str(prov.get("vllm_version") or ""),
-        "target": str(prov.get("model") or ""),
-        "method": str(prov.get("method") or ""),
+        prov.version_key: prov.engine_version,
+        "target": prov.target,
+        "method": prov.method,
         "draft_architecture": arch,
-        "k": prov.get("num_speculative_tokens"),
-        "hardware": str(hw.get("summary", hw) if isinstance(hw, dict) else hw or ""),
+        "k": prov.k,
+        "hardware": str(prov.hardware.get("summary", dict(prov.hardware)) if prov.hardware else ""),
         "server_args": json.loads(json.dumps(args, sort_keys=True, default=str)),
     }
 
@@ -95,14 +95,14 @@ def predict(data: dict[str, Any], concurrency: int, al: Any, variant: str = "") 
     return curve.predict(float(al))
 
 
-def matching(folder: Path, sc: Scenario, provenance: dict[str, Any],
+def matching(folder: Path, sc: Scenario, provenance: dict[str, Provenance],
              ignore: Collection[str]) -> dict[str, dict[str, Any]]:
     """Arm -> its calibration, for each speculative arm whose system ``folder`` holds one
     (``ignore``: as in :func:`system_args`)."""
     out: dict[str, dict[str, Any]] = {}
     for arm in sc.arms:
         prov = provenance.get(arm.name)
-        if not arm.is_speculative or not isinstance(prov, dict):
+        if not arm.is_speculative or prov is None:
             continue
         path = find(folder, calibration_key(prov, system_args(sc.server.args, arm.args, ignore)))
         if path is not None:

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from speedbench.commands import warn_damaged
 from speedbench.errors import UsageError
-from speedbench.results import atomic_write, load_run
+from speedbench.results import atomic_write
+from speedbench.results.loader import load_run
 
 HELP = """\
 Compare runs side by side: speedup per concurrency for every speculative arm (matched

@@ -38,7 +38,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     sc = load_scenario(args.scenario, args.overrides)
-    checks = run_checks(sc, output=Path(args.output), output_need=output_bytes(build_plan(sc)))
+    plan = build_plan(sc)
+    checks = run_checks(plan, output=Path(args.output), output_need=output_bytes(plan))
     console = Console()
     code = exit_code(checks, strict=args.strict)
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("ok", "warn", "fail")}

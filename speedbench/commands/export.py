@@ -9,10 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from speedbench.commands import warn_damaged
-from speedbench.engine import engine_for_saved
 from speedbench.errors import UsageError
 from speedbench.report.fit import print_table
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.results.category_matrix import category_order, checkpoints, export_matrix, rich_table
 from speedbench.results.exports import export_run
 from speedbench.results.mlflow_export import export_mlflow
@@ -60,7 +59,7 @@ def run(args) -> int:
     runs = [load_run(p) for p in args.run]
     warn_damaged(runs)
     first = runs[0]
-    assert first.path is not None  # load_run reads a folder
+    assert first.path is not None and first.engine is not None  # load_run reads a folder, with its engine
     out = Path(args.output) if args.output else first.path / "export" / args.format
     if args.format == "mlflow":
         uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
@@ -72,7 +71,7 @@ def run(args) -> int:
     if args.format == "category-matrix":
         return _matrix(runs, out, args.concurrency, args.variant)
 
-    for p in export_run(first, args.format, out, engine_for_saved(first.scenario).spec_counters):
+    for p in export_run(first, args.format, out, first.engine.spec_counters):
         print(p)
     return 0
 

@@ -16,7 +16,8 @@ from speedbench.report.headlines import arm_headlines
 from speedbench.report.gate import evaluate_gates, exit_code, load_gates, nothing_checked
 from speedbench.report.gate_files import junit_xml, summary_markdown
 from speedbench.errors import UsageError
-from speedbench.results import atomic_write, load_run
+from speedbench.results import atomic_write
+from speedbench.results.loader import load_run
 from speedbench.results.files import output_error
 
 HELP = """\

@@ -10,7 +10,7 @@ from speedbench.report.wrap import print_paste, print_wrapped
 from speedbench.report import terminal
 from speedbench.report.model import build_report
 from speedbench.report.terminal import print_report
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.results.verify import verify_run
 
 

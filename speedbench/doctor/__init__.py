@@ -7,26 +7,47 @@ never download, and never print a secret's value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from speedbench.doctor import containers, cpu_checks, gpu_checks, host, models, servers
 from speedbench.doctor.base import Check, Context, Facts, Host, launched_arms
-from speedbench.engine import engine_for
-from speedbench.scenario import Scenario
+from speedbench.engine import Engine, LaunchSpec
+from speedbench.scenario import ArmSpec, Scenario
 
-__all__ = ["Check", "Facts", "Host", "exit_code", "run_checks"]
+__all__ = ["Check", "DoctorPlan", "Facts", "Host", "exit_code", "run_checks"]
 
 
-def run_checks(scenario: Scenario, machine: Host | None = None, *, output: Path | None = None,
+class PlannedArm(Protocol):
+    @property
+    def arm(self) -> ArmSpec: ...
+    @property
+    def launch(self) -> LaunchSpec: ...
+
+
+class DoctorPlan(Protocol):
+    """What the doctor reads of a run's plan (run/plan.py's Plan): the scenario, its engine
+    and each arm's launch, so it checks what the run will start, not a second rebuild."""
+
+    @property
+    def scenario(self) -> Scenario: ...
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def arms(self) -> Sequence[PlannedArm]: ...
+
+
+def run_checks(plan: DoctorPlan, machine: Host | None = None, *, output: Path | None = None,
                output_need: int | None = None) -> list[Check]:
-    """All checks for ``scenario``, in table order, on ``machine`` (None: this one).
+    """All checks for the ``plan``'s scenario, in table order, on ``machine`` (None: this one).
     ``output``: the results root, whose free space is compared with ``output_need``, the
     bytes the run folder may take (run/cost.py's ``output_bytes``; None: unknown)."""
     facts = (machine or Host()).facts()
-    engine = engine_for(scenario)  # its own checks (engine/vllm/checks.py) run first, then the drafts'
+    scenario, engine = plan.scenario, plan.engine  # the engine's own checks run first, then the drafts'
     arms = launched_arms(scenario)
-    launches = {a.name: engine.launch_spec(scenario, a) for a in arms}
+    planned = {p.arm.name: p.launch for p in plan.arms}
+    launches = {a.name: planned[a.name] for a in arms}
     ctx = Context(
         scenario=scenario,
         facts=facts,

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from speedbench.client.scrape import SpecCounters
 from speedbench.engine.preflight import Check, Context, Facts, Installed
+from speedbench.provenance import Provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
 
@@ -85,14 +86,21 @@ class LaunchSpec:
 class Engine(Protocol):
     """One inference engine: how to start it, what it reports and how to read it."""
 
+    name: str  # as ``server.engine`` names it ("vllm")
+
     # -- launching (run/plan.py, run/arms.py, run/session.py)
     def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
         """The argv and environment that start this arm's server (measurement flags last)."""
         ...
 
     def provenance(self, sc: Scenario, arm: ArmSpec, launch: LaunchSpec, argv: list[str],
-                   env: Mapping[str, str], base_url: str | None = None) -> dict[str, Any]:
-        """The provenance block saved with the arm (engine version, argv, env redacted, draft, hardware)."""
+                   env: Mapping[str, str], base_url: str | None = None) -> Provenance:
+        """The arm's provenance (engine version, argv, env redacted, draft, hardware); its
+        ``saved`` is what provenance.json holds for the arm."""
+        ...
+
+    def read_provenance(self, saved: Mapping[str, Any]) -> Provenance:
+        """An arm's provenance.json entry read back (old folders' shapes too)."""
         ...
 
     def hardware(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from speedbench.report import verdicts as verdict_block
 from speedbench.report.nightly import checkpoint, pooled_al
 from speedbench.results import Run, atomic_write
 from speedbench.results.discover import discover_runs, require_runs
+from speedbench.results.loader import load_run
 from speedbench.results.files import ensure_dir
 from speedbench.report.render import render_report
 
@@ -61,7 +62,7 @@ def _safe_rel(rel: Path) -> Path:
 def scan(results_dir: Path, skip: Path | None = None, required: bool = False) -> tuple[list[SiteRun], list[str]]:
     """Every run under results_dir once (results/discover.py), in time order, and the
     folders skipped; ``required``: no run at all is a UsageError (exit 2)."""
-    found = discover_runs(results_dir, skip)
+    found = discover_runs(results_dir, load_run, skip)
     if required:
         require_runs(found, results_dir)
     runs = [SiteRun(run, run.dir.path.relative_to(results_dir) if run.dir else Path(run.run_id), run.started)

@@ -5,8 +5,9 @@ and lays out the plots of :mod:`speedbench.report.drift_plots`.
 
 ``run`` (for the ``drift_section_*`` functions) is any object with
   * ``summary``: the summary.json dict; ``summary["rows"]`` are the summary rows;
-  * ``scenario``: the resolved scenario dict (``workload.variants``, ``arms``), or None.
-``speedbench.results.load_run(path)`` returns such an object.
+  * ``scenario``: the resolved scenario dict (``workload.variants``, ``arms``), or None;
+  * ``engine``: the engine that ran it (its speculative flag heads the optimal-k table).
+``speedbench.results.loader.load_run(path)`` returns such an object.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from speedbench.engine import Engine, engine_for_saved
+from speedbench.results.run import RunEngine as Engine
 from speedbench.metrics.registry import SummaryRow
 from speedbench.analysis.drift import (
     ContextCurve,
@@ -116,7 +117,7 @@ def _collect(run: Any) -> _Drift | None:
     scenario = getattr(run, "scenario", None) or {}
     arms_spec = {str(a.get("name")): a.get("speculative_config") or {} for a in scenario.get("arms") or []}
     buckets = context_buckets(scenario)
-    engine = engine_for_saved(scenario)
+    engine = run.engine
     depth, context = depth_curves(rows), context_curves(rows, buckets)
     if not depth and not context:
         return None

@@ -1,26 +1,10 @@
 """Facts about a run that reports print next to the numbers: target and draft models,
-hardware, vLLM version. From the saved scenario and provenance.json."""
+hardware, the engine and its version. From the saved scenario and the arms' provenance
+(speedbench/provenance.py's record, read back by the run's engine)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from speedbench.results import Run
-
-
-def _find(d: Any, names: tuple[str, ...], depth: int = 3) -> Any:
-    """First value under any of ``names`` in a nested provenance dict (its exact shape
-    belongs to engine/vllm/provenance.py; reports only need a few facts from it)."""
-    if not isinstance(d, dict) or depth < 0:
-        return None
-    for n in names:
-        if d.get(n) not in (None, "", [], {}):
-            return d[n]
-    for v in d.values():
-        found = _find(v, names, depth - 1)
-        if found not in (None, "", [], {}):
-            return found
-    return None
 
 
 def target_model(run: Run) -> str:
@@ -28,9 +12,8 @@ def target_model(run: Run) -> str:
     if server.get("model"):
         return str(server["model"])
     for prov in run.provenance.values():
-        m = _find(prov, ("target_model", "model"))
-        if isinstance(m, str):
-            return m
+        if prov.target:
+            return prov.target
     return ""
 
 
@@ -42,48 +25,44 @@ def draft_model(run: Run, arm: str) -> str:
                 return str(sc["model"])
             if sc.get("method"):
                 return str(sc["method"])
-    m = _find(run.provenance.get(arm) or {}, ("draft_model", "draft"))
-    if isinstance(m, dict):
-        m = m.get("model") or m.get("path")
-    return str(m) if m else ""
+    prov = run.provenance.get(arm)
+    return prov.draft.model if prov and prov.draft else ""
 
 
 def draft_weights(run: Run, arm: str) -> str:
     """The sha256 of the arm's draft weight files, as the run read them ("" when not recorded)."""
-    draft = (run.provenance.get(arm) or {}).get("draft")
-    return str(draft.get("weights_sha256") or "") if isinstance(draft, dict) else ""
+    prov = run.provenance.get(arm)
+    return prov.draft.weights_sha256 if prov and prov.draft else ""
 
 
 def hardware(run: Run) -> str:
     if run.summary.get("hardware"):
         return str(run.summary["hardware"])
     for prov in run.provenance.values():
-        h = _find(prov, ("hardware",))
-        if isinstance(h, dict):  # engine/vllm/provenance.py: {"kind", "gpus" | "cpu", "summary"}
-            h = h.get("summary") or h.get("cpu") or ", ".join(map(str, h.get("gpus") or []))
-        if h:
-            return str(h)
+        h = prov.hardware  # engine hardware(): {"kind", "gpus" | "cpu", "summary"}
+        text = h.get("summary") or h.get("cpu") or ", ".join(map(str, h.get("gpus") or []))
+        if text:
+            return str(text)
     return "unknown hardware"
 
 
-def cpu_attention(run: Run) -> str:
-    """The CPU attention kernel(s) vLLM ran, with their dtype: "vec (float16)"; "" off the CPU."""
-    seen: list[str] = []
+def engine_notes(run: Run) -> list[tuple[str, str]]:
+    """What the engine says about how it ran, by label, each distinct text once across the
+    arms (vLLM on a CPU: ``("CPU attention kernel", "vec (float16)")``)."""
+    seen: dict[str, list[str]] = {}
     for prov in run.provenance.values():
-        att = prov.get("cpu_attention") if isinstance(prov, dict) else None
-        if isinstance(att, dict) and att.get("kernel"):
-            text = f"{att['kernel']} ({att.get('dtype') or 'dtype unknown'})"
-            if text not in seen:
-                seen.append(text)
-    return ", ".join(seen)
+        for label, text in prov.notes:
+            if text not in seen.setdefault(label, []):
+                seen[label].append(text)
+    return [(label, ", ".join(texts)) for label, texts in seen.items()]
 
 
-def vllm_version(run: Run) -> str:
-    versions = []
+def engine_version(run: Run) -> tuple[str, str]:
+    """(how reports name the engine, its versions across the arms): ("vLLM", "0.11.0")."""
+    versions: list[str] = []
+    label = ""
     for prov in run.provenance.values():
-        v = _find(prov, ("vllm_version",))
-        if v is None and isinstance(prov, dict) and isinstance(prov.get("vllm"), dict):
-            v = prov["vllm"].get("version")
-        if v and str(v) not in versions:
-            versions.append(str(v))
-    return ", ".join(versions)
+        label = label or prov.engine_label
+        if prov.engine_version and prov.engine_version not in versions:
+            versions.append(prov.engine_version)
+    return label, ", ".join(versions)

@@ -8,7 +8,8 @@ from speedbench.report.drift import drift_sections
 from speedbench.report.html import esc, render_html
 from speedbench.report.markdown import md, render_markdown
 from speedbench.report.model import Report, build_report
-from speedbench.results import Run, RunDir, atomic_write, load_run
+from speedbench.results import Run, RunDir, atomic_write
+from speedbench.results.loader import load_run
 
 
 def _drift(run: Run) -> tuple[str, str]:

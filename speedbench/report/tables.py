@@ -30,7 +30,7 @@ from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.stored import CategoryRow
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey
-from speedbench.report.facts import cpu_attention, draft_model, hardware, target_model, vllm_version
+from speedbench.report.facts import draft_model, engine_notes, engine_version, hardware, target_model
 from speedbench.results import Run
 
 LOOP_LAG_WARN_MS = 10.0  # above this the client's own timestamps may be late
@@ -253,10 +253,10 @@ def measured_lines(run: Run) -> list[str]:
                      "per-request timing, marked (engine); the client's figure stands beside it. Engine-led: "
                      + "; ".join(engine_led) + ".")
     facts = [f"target {target_model(run) or 'unknown model'}", f"hardware {hardware(run)}"]
-    if vllm_version(run):
-        facts.append(f"vLLM {vllm_version(run)}")
-    if cpu_attention(run):
-        facts.append(f"CPU attention kernel {cpu_attention(run)}")
+    engine, version = engine_version(run)
+    if version:
+        facts.append(f"{engine} {version}")
+    facts += [f"{label} {text}" for label, text in engine_notes(run)]
     if w:
         src = str(w.get("source", ""))
         if src == "speed_bench":

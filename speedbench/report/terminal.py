@@ -17,7 +17,8 @@ from speedbench.report import model, tables
 from speedbench.report.fit import print_table
 from speedbench.report.wrap import print_wrapped
 from speedbench.report.model import Lines, Report, Section, Speedups, build_report
-from speedbench.results import Run, RunDir, load_run
+from speedbench.results import Run, RunDir
+from speedbench.results.loader import engine_of, load_run
 
 
 def speedup_table(t: tables.SpeedupTable, baseline: str | None, width: int | None = None) -> Table:
@@ -167,7 +168,7 @@ def print_summary(summary: dict[str, Any] | Run | RunDir | str | Path, console: 
     if isinstance(summary, Run):
         run = summary
     elif isinstance(summary, dict):
-        run = Run(run_dir, summary)
+        run = Run(run_dir, summary, engine_of(run_dir) if run_dir else None)
     else:
         run = load_run(summary.path if isinstance(summary, RunDir) else summary)
     print_report(build_report(run, only=SHOWN), console)

@@ -1,7 +1,7 @@
 """What else changed between two nights: the provenance of the arms a figure depends on
 (the arm itself, and the baseline arm for a speedup), and the run's scenario.
 
-Only facts that describe the system under test are compared: vLLM version, target model,
+Only facts that describe the system under test are compared: the engine's version, target model,
 draft model and the hashes of its config and weights, speculative config, hardware (GPU names with driver,
 or CPU), speedbench version and commit, the workload's data hash and the resolved
 scenario. Ports, process ids and paths of logs change every night and are left out.
@@ -13,36 +13,36 @@ import hashlib
 import json
 from typing import Any
 
+from speedbench.provenance import Provenance
 from speedbench.results import Run
 
-# (label, path into one arm's provenance.json entry)
-ARM_FACTS: list[tuple[str, tuple[str, ...]]] = [
-    ("vLLM", ("vllm_version",)),
-    ("target", ("model",)),
-    ("draft", ("draft", "model")),
-    ("draft config sha256", ("draft", "config_sha256")),
-    ("draft weights sha256", ("draft", "weights_sha256")),
-    ("EAGLE version", ("eagle_version",)),
-    ("speculative config", ("speculative_config",)),
-    ("hardware", ("hardware", "summary")),
-    ("GPUs (name, memory, driver)", ("hardware", "gpus")),
-    ("CUDA", ("hardware", "cuda")),
-    ("CPU flags", ("hardware", "cpu_flags")),
-    ("CPU attention kernel", ("cpu_attention",)),
-    ("workload data sha256", ("data", "sha256")),
-    ("speedbench", ("speedbench_version",)),
-    ("speedbench commit", ("git_commit",)),
-]
+
+def _arm_facts(prov: Provenance) -> list[tuple[str, Any]]:
+    """(label, value) of one arm's provenance, in the order the lines are shown; the
+    engine adds its own facts (vLLM: its CPU attention kernel) after the hardware's."""
+    draft, hw = prov.draft, prov.hardware
+    spec = prov.speculative_config
+    return [
+        (prov.engine_label, prov.engine_version),
+        ("target", prov.target),
+        ("draft", draft.model if draft else None),
+        ("draft config sha256", draft.config_sha256 if draft else None),
+        ("draft weights sha256", draft.weights_sha256 if draft else None),
+        ("EAGLE version", prov.eagle_version),
+        ("speculative config", dict(spec) if spec is not None else None),
+        ("hardware", hw.get("summary")),
+        ("GPUs (name, memory, driver)", hw.get("gpus")),
+        ("CUDA", hw.get("cuda")),
+        ("CPU flags", hw.get("cpu_flags")),
+        *prov.facts,
+        ("workload data sha256", prov.data.get("sha256")),
+        ("speedbench", prov.speedbench_version),
+        ("speedbench commit", prov.git_commit),
+    ]
+
+
 _HASHES = {"draft config sha256", "draft weights sha256", "workload data sha256", "speedbench commit",
            "scenario sha256"}
-
-
-def _get(d: Any, path: tuple[str, ...]) -> Any:
-    for k in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(k)
-    return d
 
 
 def _show(label: str, v: Any) -> str:
@@ -65,17 +65,17 @@ def scenario_hash(run: Run) -> str:
 
 
 def facts(run: Run, arm: str) -> dict[str, str]:
-    prov = run.provenance.get(arm) or {}
-    out = {label: _show(label, _get(prov, path)) for label, path in ARM_FACTS} if prov else {}
-    return out
+    prov = run.provenance.get(arm)
+    return {label: _show(label, v) for label, v in _arm_facts(prov)} if prov else {}
 
 
 def draft_identity(run: Run, arm: str) -> tuple[str, ...]:
     """The arm's draft as the run loaded it: model, config and weights hashes (empty when
     the run recorded no draft: a baseline arm, an old folder)."""
-    f = facts(run, arm)
-    ident = tuple(f.get(k, "–") for k in ("draft", "draft config sha256", "draft weights sha256"))
-    return () if all(v == "–" for v in ident) else ident
+    prov = run.provenance.get(arm)
+    d = prov.draft if prov else None
+    ident = (d.model, d.config_sha256, d.weights_sha256) if d else ()
+    return ident if any(ident) else ()
 
 
 def diff(before: Run, after: Run, arms: tuple[str, ...]) -> list[str]:

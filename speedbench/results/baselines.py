@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
 from speedbench.scenario import Scenario, validate_data
@@ -42,13 +43,12 @@ def scenario_facts(sc: Scenario) -> dict[str, Any]:
     }
 
 
-def provenance_facts(prov: dict[str, Any]) -> dict[str, Any]:
-    """What the running baseline server says about itself (provenance.json's arm entry)."""
-    hw = prov.get("hardware")
-    return {"vllm_version": prov.get("vllm_version") or "", "model": prov.get("model") or "",
-            "argv": _stable_argv(prov.get("argv") or []),
-            "hardware": hw.get("summary") if isinstance(hw, dict) else hw,
-            "data": (prov.get("data") or {}).get("sha256") if isinstance(prov.get("data"), dict) else None}
+def provenance_facts(prov: Provenance) -> dict[str, Any]:
+    """What the running baseline server says about itself (its arm's provenance); the
+    engine's version keyed by the engine (``vllm_version``)."""
+    return {prov.version_key: prov.engine_version, "model": prov.target, "argv": _stable_argv(list(prov.argv)),
+            "hardware": prov.hardware.get("summary") if prov.hardware else None,
+            "data": prov.data.get("sha256") if prov.data else None}
 
 
 def _stable_argv(argv: list[str]) -> list[str]:
@@ -90,10 +90,12 @@ def _short(v: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def find_candidates(root: str | Path, sc: Scenario, prov: dict[str, Any], *,
+def find_candidates(root: str | Path, sc: Scenario, prov: Provenance, engine: ProvenanceReader, *,
                     exclude: Path | None = None) -> list[Candidate]:
     """Every finished run under ``root`` (a results folder, a scenario's folder or one run
-    folder) with a baseline, newest first, each with what does not match this run."""
+    folder) with a baseline, newest first, each with what does not match this run. Their
+    provenance is read by this run's ``engine``: a run of another engine differs in its
+    scenario's ``server.engine`` already."""
     here_sc, here_prov = scenario_facts(sc), provenance_facts(prov)
     out = []
     for summary in _summaries(Path(root)):
@@ -108,7 +110,7 @@ def find_candidates(root: str | Path, sc: Scenario, prov: dict[str, Any], *,
         base = data.get("baseline")
         if not base or old_sc is None:
             continue
-        old_prov = rd.load_provenance().get(base) or {}
+        old_prov = engine.read_provenance(rd.load_provenance().get(base) or {})
         source = data.get("baseline_source") or {}
         # A baseline reused once is as old as the run that measured it, not the run that copied it.
         c = Candidate(rd, base, run_started(source.get("measured_utc") if source.get("reused")

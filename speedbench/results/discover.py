@@ -9,11 +9,12 @@ change with no spread at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from speedbench.errors import SpeedbenchError, UsageError
-from speedbench.results.run import Run, load_run
+from speedbench.results.run import Run
 
 
 @dataclass
@@ -27,10 +28,11 @@ def _inside_a_run(folder: Path, root: Path) -> bool:
     return any((p / "summary.json").is_file() for p in folder.parents if p == root or root in p.parents)
 
 
-def discover_runs(results_dir: str | Path, skip: Path | None = None) -> Found:
+def discover_runs(results_dir: str | Path, load: Callable[[Path], Run], skip: Path | None = None) -> Found:
     """Every run folder under ``results_dir`` (itself included), skipping folders inside a
     run (``export/``) and ``skip`` (the dashboard's own site); a second folder with a
-    run_id already seen is a copy and is skipped, with a note."""
+    run_id already seen is a copy and is skipped, with a note. ``load``: results/loader.py's
+    load_run (each run with its engine)."""
     root = Path(results_dir)
     if not root.is_dir():
         raise UsageError(f"{root}: {'is a file' if root.exists() else 'not found'} -- expected a folder of run "
@@ -41,7 +43,7 @@ def discover_runs(results_dir: str | Path, skip: Path | None = None) -> Found:
         if (skip is not None and (folder == skip or skip in folder.parents)) or _inside_a_run(folder, root):
             continue
         try:
-            run = load_run(folder)
+            run = load(folder)
         except SpeedbenchError as e:
             found.problems.append(f"skipped {folder}: {e}")
             continue

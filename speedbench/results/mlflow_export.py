@@ -36,7 +36,8 @@ from speedbench.results.output_summary import output_columns
 from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.mlflow_uri import artifact_location, check_uri, setup_error, shown
-from speedbench.results.run import Run, load_run
+from speedbench.provenance import Draft
+from speedbench.results.run import Run
 
 RUN_KEY_TAG = "speedbench.run_arm"
 # Row keys that name the point or the arm rather than measure it.
@@ -59,23 +60,22 @@ def _leaf(path: str) -> str:
 
 
 def arm_params(run: Run, arm: str) -> dict[str, str]:
-    prov = run.provenance.get(arm) or {}
+    prov = run.provenance_of(arm)
     rows = [r for r in run.rows if r.arm == arm]
-    spec = prov.get("speculative_config") or {}
-    draft = prov.get("draft") or {}
+    draft = prov.draft or Draft()
     params = {
         "scenario": run.scenario_name, "run_id": run.run_id, "arm": arm,
-        "checkpoint": spec.get("model") or draft.get("model") or "",
-        "draft_config_sha256": draft.get("config_sha256") or "",
-        "draft_weights_sha256": draft.get("weights_sha256") or "",
-        "target_model": prov.get("model") or (run.scenario.get("server") or {}).get("model") or "",
-        "target_config_sha256": prov.get("target_config_sha256") or "",
-        "vllm_version": prov.get("vllm_version") or "",
-        "hardware": run.summary.get("hardware") or (prov.get("hardware") or {}).get("summary") or "",
+        "checkpoint": prov.draft_model,
+        "draft_config_sha256": draft.config_sha256,
+        "draft_weights_sha256": draft.weights_sha256,
+        "target_model": prov.target or (run.scenario.get("server") or {}).get("model") or "",
+        "target_config_sha256": prov.target_config_sha256,
+        prov.version_key: prov.engine_version,  # vllm_version
+        "hardware": run.summary.get("hardware") or prov.hardware_summary,
         "method": (rows[0].method if rows else "") or "", "k": (rows[0].num_speculative_tokens if rows else 0) or 0,
         "concurrency_levels": ",".join(str(c) for c in sorted({int(r.concurrency) for r in rows})),
         "variants": ",".join(sorted({str(r.variant or "") for r in rows} - {""})),
-        "baseline": run.baseline or "", "data_sha256": (prov.get("data") or {}).get("sha256") or "",
+        "baseline": run.baseline or "", "data_sha256": prov.data.get("sha256") or "",
     }
     return {k: str(v)[:PARAM_MAX] for k, v in params.items() if v not in ("", None)}
 
@@ -109,17 +109,17 @@ def arm_metrics(run: Run, arm: str) -> dict[str, float]:
 
 
 def arm_tags(run: Run, arm: str) -> dict[str, str]:
-    prov = run.provenance.get(arm) or {}
+    prov = run.provenance_of(arm)
     rows = [r for r in run.rows if r.arm == arm]
     method = str(rows[0].method or "") if rows else ""
     screened = any(e.get("arm") == arm for e in run.summary.get("screening") or [])
     workload = run.scenario.get("workload") or {}
-    spec = prov.get("speculative_config") or {}
+    spec = prov.speculative_config or {}
     tags = {RUN_KEY_TAG: f"{run.run_id}/{arm}", "speedbench.run_id": run.run_id, "speedbench.scenario":
             run.scenario_name, "speedbench.arm": arm, "speedbench.kind": "screening" if screened else "measured",
-            "eagle_version": str(prov.get("eagle_version") or (rows[0].eagle_version if rows else "") or ""),
+            "eagle_version": str(prov.eagle_version or (rows[0].eagle_version if rows else "") or ""),
             # specdec_bench's tags: same names, so a search across both tools lines up
-            "model": _leaf(str(prov.get("model") or "")), "algorithm": method.upper() or "NONE", "engine": "VLLM",
+            "model": _leaf(prov.target), "algorithm": method.upper() or "NONE", "engine": prov.engine.upper(),
             "dataset": dataset_name(workload), "draft_model": _leaf(str(spec.get("model") or ""))}
     return {k: v for k, v in {**tags, **outputs_tags(run, arm)}.items() if v}
 
@@ -253,13 +253,14 @@ def check_tracking(sc) -> None:
         raise UsageError("scenario key mlflow: needs the mlflow package: pip install 'speedbench[mlflow]'")
 
 
-def track_finished_run(run_path: Path, sc, say) -> None:
-    """Log a finished run when its scenario says so. A failure is a warning naming the
+def track_finished_run(run: Run, sc, say) -> None:
+    """Log a finished run (read with its engine) when its scenario says so. A failure is a warning naming the
     command that retries it: the results are on disk either way, and the run's exit code
     is about the measurement, not the tracking server."""
     if sc.mlflow is None:
         return
     uri = scenario_tracking_uri(sc.mlflow)
+    run_path = run.path
     # the variable's value may carry credentials: name it rather than print it
     named = shown(sc.mlflow.tracking_uri) if sc.mlflow.tracking_uri else "$MLFLOW_TRACKING_URI"
     retry = f"speedbench export {run_path} --format mlflow --tracking-uri {named}" + (
@@ -267,7 +268,7 @@ def track_finished_run(run_path: Path, sc, say) -> None:
     try:
         if not uri:
             raise UsageError("no tracking_uri and no $MLFLOW_TRACKING_URI")
-        for line in export_mlflow(load_run(run_path), uri, sc.mlflow.experiment):
+        for line in export_mlflow(run, uri, sc.mlflow.experiment):
             say(f"mlflow: {line}")
     except SpeedbenchError as e:  # the URI, the server or permissions (mlflow_uri.py): its own words and fix
         say(f"mlflow: not logged: {e}; retry: {retry}")

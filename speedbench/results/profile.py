@@ -99,9 +99,7 @@ def _al_by_k(run: Run, row: SummaryRow, draft: str) -> dict[str, float]:
 
 
 def _draft_model(run: Run, arm: str) -> str:
-    prov = run.provenance.get(arm) or {}
-    spec = prov.get("speculative_config") or {}
-    return str(spec.get("model") or (prov.get("draft") or {}).get("model") or "")
+    return run.provenance_of(arm).draft_model
 
 
 def dataset_name(workload: dict[str, Any]) -> str:
@@ -114,21 +112,21 @@ def dataset_name(workload: dict[str, Any]) -> str:
 def _conditions(run: Run, row: SummaryRow) -> dict[str, Any]:
     """What a reader needs to interpret the numbers without the run folder."""
     workload = run.scenario.get("workload") or {}
-    prov = run.provenance.get(row.arm) or {}
+    prov = run.provenance.get(str(row.arm))
     return {"dataset": dataset_name(workload), "categories": workload.get("categories"),
             "concurrency": row.concurrency,
-            "variant": row.variant or None, "engine": "vllm", "engine_version": prov.get("vllm_version"),
+            "variant": row.variant or None, "engine": run.engine.name if run.engine else None,
+            "engine_version": prov.engine_version if prov else None,
             "hardware": run.summary.get("hardware"), "temperature": workload.get("temperature"),
             "max_tokens": workload.get("max_tokens"), "num_requests": row.n_ok}
 
 
 def _checkpoints(run: Run, arm: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    prov = run.provenance.get(arm) or {}
-    draft = prov.get("draft") or {}
-    model = _draft_model(run, arm)
-    target = str(prov.get("model") or (run.scenario.get("server") or {}).get("model") or "")
-    return ({"id": checkpoint_id(model), "config_sha256": draft.get("config_sha256") or None,
-             "eagle_version": prov.get("eagle_version") or None},
+    prov = run.provenance_of(arm)
+    model = prov.draft_model
+    target = prov.target or str((run.scenario.get("server") or {}).get("model") or "")
+    return ({"id": checkpoint_id(model), "config_sha256": (prov.draft.config_sha256 if prov.draft else "") or None,
+             "eagle_version": prov.eagle_version or None},
             {"id": checkpoint_id(target)})
 
 

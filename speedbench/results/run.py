@@ -6,12 +6,14 @@ import datetime as dt
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry, StoredRow
+from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
@@ -22,6 +24,21 @@ if TYPE_CHECKING:
     from speedbench.metrics.table import Requests
 
 _ROW = TypeVar("_ROW", bound=StoredRow)
+
+
+class RunEngine(ProvenanceReader, Protocol):
+    """What the readers of a run folder need from the engine that ran it (engine/base.py's
+    Engine is one): its name, its saved provenance read back, its Prometheus counters,
+    the launch args that leave the step cost alone, its speculative config's flag."""
+
+    name: str
+    not_system_args: frozenset[str]
+    speculative_flag: str
+
+    def spec_counters(self, text: str) -> SpecCounters: ...
+    def speculative_args(self, config: dict[str, Any]) -> list[str]: ...
+
+
 EXPECTED = "a run folder such as results/<scenario>/<run id>/ (it holds summary.json, points.json, records.jsonl)"
 
 
@@ -29,11 +46,15 @@ class Run:
     """A finished run as reports see it. Records are read on first use (they can be large).
 
     ``run_dir`` may be None for a bare summary dict (e.g. printed right after a run);
-    records, provenance and scenario are then empty."""
+    records, provenance and scenario are then empty. ``engine``: the engine that ran it
+    (the run's own, or the one its folder names: results/loader.py), which reads its
+    provenance back."""
 
-    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any], requests: Requests | None = None):
+    def __init__(self, run_dir: RunDir | None, summary: dict[str, Any], engine: RunEngine | None = None,
+                 requests: Requests | None = None):
         self.dir = run_dir
         self.summary = summary
+        self.engine = engine
         # the records read already, and their request table (a run's finish): shared, not built again
         self.requests = requests
         rows = summary.get("rows") if isinstance(summary, dict) else None
@@ -119,8 +140,21 @@ class Run:
         return self.verification.problems() if self.verification else []
 
     @cached_property
-    def provenance(self) -> dict[str, Any]:
-        return self.dir.load_provenance() if self.dir else {}
+    def provenance(self) -> dict[str, Provenance]:
+        """Each arm's provenance, read back by the run's engine (old folders' shapes too)."""
+        if self.dir is None:
+            return {}
+        if self.engine is None:
+            raise ValueError(f"{self.path}: a run's provenance is read by its engine; load it with one")
+        return read_provenance(self.dir, self.engine)
+
+    def provenance_of(self, arm: str) -> Provenance:
+        """The arm's provenance; for an arm that saved none (its server never came up), its
+        engine's empty record (no engine: a blank one)."""
+        found = self.provenance.get(arm)
+        if found is not None:
+            return found
+        return self.engine.read_provenance({}) if self.engine else Provenance("", "", "")
 
     @cached_property
     def scenario(self) -> dict[str, Any]:
@@ -161,6 +195,11 @@ class Run:
         return None
 
 
+def read_provenance(run_dir: RunDir, engine: ProvenanceReader) -> dict[str, Provenance]:
+    """Each arm's provenance.json entry, read back by the engine that wrote it."""
+    return {arm: engine.read_provenance(p) for arm, p in run_dir.load_provenance().items() if isinstance(p, dict)}
+
+
 # What RunDir.create and a run's first steps write: a folder holding any of them is a run,
 # finished or not (a run stopped before its first point has only the first two folders).
 RUN_MARKERS = ("summary.json", "scenario.resolved.yaml", "host.json", "provenance.json", "prometheus", "logs")
@@ -194,9 +233,3 @@ def open_run_dir(path: str | Path) -> RunDir:
                          f"{EXPECTED}; `speedbench dashboard` and `speedbench changes` read a folder of runs")
     return RunDir.open(p)
 
-
-def load_run(path: str | Path, requests: Requests | None = None) -> Run:
-    """A run folder (or its summary.json) -> :class:`Run`; UsageError when unreadable.
-    ``requests``: its records, read already (their request table is then shared)."""
-    rd = open_run_dir(path)
-    return Run(rd, rd.load_summary(), requests)

@@ -20,18 +20,19 @@ from speedbench.metrics.rows import RowExtras, summary_rows
 from speedbench.metrics.table import Requests
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
-from speedbench.engine import Engine, engine_for
 from speedbench.calibration import store as calib_store
+from speedbench.provenance import Provenance
 from speedbench.results.output_summary import outputs_block
 from speedbench.results.files import atomic_write, run_started
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
+from speedbench.results.run import RunEngine, read_provenance
 from speedbench.scenario import Scenario, validate_data
 
 
-def _hardware(provenance: dict[str, Any], host: Any = None) -> str:
+def _hardware(provenance: dict[str, Provenance], host: Any = None) -> str:
     """From the arms' provenance, else from host.json (written when the run starts, so a
     run whose every server died still names its machine)."""
-    for hw in [prov.get("hardware") if isinstance(prov, dict) else None for prov in provenance.values()] + [host]:
+    for hw in [prov.hardware or None for prov in provenance.values()] + [host]:
         if isinstance(hw, dict):
             return str(hw.get("summary") or hw.get("description") or hw)
         if hw:
@@ -44,12 +45,13 @@ def _created(run_dir: RunDir) -> str:
     return run_started(run_dir.path.name, folder=run_dir.path).isoformat(timespec="seconds")
 
 
-def _prom_deltas(run_dir: RunDir, points: dict, engine: Engine) -> dict:
+def _prom_deltas(run_dir: RunDir, points: dict, engine: RunEngine) -> dict:
     deltas = {key: run_dir.prometheus_delta(key, engine.spec_counters) for key in points}
     return {k: v for k, v in deltas.items() if v is not None}
 
 
-def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Any], write: bool) -> dict[str, Any]:
+def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Provenance], engine: RunEngine,
+                 write: bool) -> dict[str, Any]:
     """Arm -> the calibration its predictions use. The first summary that finds one copies
     it into the run folder (calibrations.json), so later summaries, reports and other
     machines predict from the same curves whatever the calibrations folder holds then."""
@@ -57,7 +59,7 @@ def calibrations(run_dir: RunDir, sc: Scenario, provenance: dict[str, Any], writ
     if saved.is_file():
         return dict(json.loads(saved.read_text(encoding="utf-8")))
     folder = Path(sc.calibrations) if sc.calibrations else run_dir.path.parent.parent / calib_store.DEFAULT_FOLDER
-    found = calib_store.matching(folder, sc, provenance, engine_for(sc).not_system_args) if folder.is_dir() else {}
+    found = calib_store.matching(folder, sc, provenance, engine.not_system_args) if folder.is_dir() else {}
     if found and write:
         atomic_write(saved, json.dumps(found, indent=2) + "\n")
     return found
@@ -73,13 +75,13 @@ def _look_levels(stopping: list[dict[str, Any]]) -> dict[tuple[str, int, str], f
     return out
 
 
-def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Any]) -> dict[str, ArmInfo]:
+def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Provenance]) -> dict[str, ArmInfo]:
     """Each arm's facts for its rows: its draft's EAGLE version, and its first failure."""
     out = {}
     for arm in sc.arms:
-        prov = provenance.get(arm.name) or {}
+        prov = provenance.get(arm.name)
         failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
-        out[arm.name] = ArmInfo.from_arm(arm, eagle_version=str(prov.get("eagle_version") or ""),
+        out[arm.name] = ArmInfo.from_arm(arm, eagle_version=prov.eagle_version if prov else "",
                                          status="failed" if failed else "ok",
                                          failure=(failed[0].get("failure") if failed else None))
     return out
@@ -96,22 +98,23 @@ def _trust(run_dir: RunDir, sc: Scenario, records: Requests, rows: list, floor: 
             "outputs": outputs_block(run_dir, sc.baseline_arm, sc.workload.temperature, sc.aa_arm)}
 
 
-def summarize_run_dir(run_dir: RunDir, *, write: bool = True, requests: Requests | None = None) -> dict[str, Any]:
-    """Compute the summary of a run folder and (by default) write summary.json/csv and
-    records.parquet. The reports are report/'s job (``report.render.write_report``).
+def summarize_run_dir(run_dir: RunDir, engine: RunEngine, *, write: bool = True,
+                      requests: Requests | None = None) -> dict[str, Any]:
+    """Compute the summary of a run folder that ``engine`` ran and (by default) write
+    summary.json/csv and records.parquet. The reports are report/'s job (``report.render.write_report``).
     ``requests``: the folder's records, whose request table every part of the summary
     shares (read here when not given; run/finish.py hands the report the same)."""
     raw = run_dir.load_scenario()
     sc: Scenario = validate_data(raw, str(run_dir.scenario_path))
     records = requests if requests is not None else Requests(run_dir.load_records())
     points = run_dir.all_points()
-    provenance = run_dir.load_provenance()
+    provenance = read_provenance(run_dir, engine)
     arm_info = _arm_infos(sc, points, provenance)
     stopping: list[dict[str, Any]] = []
     if sc.stop is not None:  # intervals of stopped points are taken at the look level
         stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
-    cals = calibrations(run_dir, sc, provenance, write)
-    deltas = _prom_deltas(run_dir, points, engine_for(sc))
+    cals = calibrations(run_dir, sc, provenance, engine, write)
+    deltas = _prom_deltas(run_dir, points, engine)
     infos = {key: PointInfo.from_point(p) for key, p in points.items()}
     rows = summary_rows(records, deltas, sc.baseline_arm, arm_info, infos,
                          percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,

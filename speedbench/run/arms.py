@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 
+from speedbench.provenance import Provenance
 from speedbench.engine import Server, expected_model, make_server
 from speedbench.errors import OutputError, ServerError
 from speedbench.run.plan import ArmPlan
@@ -151,13 +152,13 @@ def _arm_failed(ctx: RunContext, arm: str, left: list[PointKey], msg: str, repea
         ctx.stop.set()
 
 
-def _save_provenance(ctx: RunContext, ap: ArmPlan, server: Server) -> dict:
-    prov = ctx.plan.engine.provenance(ctx.scenario, ap.arm, ap.launch, server.argv,
-                                      ap.launch.env_with_gpus(), server.base_url)
+def _save_provenance(ctx: RunContext, ap: ArmPlan, server: Server) -> Provenance:
+    engine = ctx.plan.engine
+    prov = engine.provenance(ctx.scenario, ap.arm, ap.launch, server.argv, ap.launch.env_with_gpus(), server.base_url)
     # The process ids let tests (and users) prove that nothing was left running.
-    prov["server_process"] = {"pid": server.pid, "pgid": server.pgid}
-    ctx.run_dir.save_provenance(ap.arm.name, prov)
-    return prov
+    saved = {**prov.saved, "server_process": {"pid": server.pid, "pgid": server.pgid}}
+    ctx.run_dir.save_provenance(ap.arm.name, saved)
+    return engine.read_provenance(saved)
 
 
 def _end_round(ctx: RunContext, ap: ArmPlan, server: Server, repeat: int, start_s: float | None,

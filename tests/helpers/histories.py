@@ -166,7 +166,7 @@ PLANTED_METRICS = {"speedup": ("speedup", "per-user TPS"), "al": ("AL", "accepta
 
 def load_nights(folders: list[Path]):
     from speedbench.report.nightly import Night
-    from speedbench.results import load_run
+    from speedbench.results.loader import load_run
 
     runs = [load_run(f) for f in folders]
     return [Night(dt.datetime.fromisoformat(r.created_utc), r) for r in runs]

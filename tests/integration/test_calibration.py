@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 import pytest
-from speedbench.results.run import load_run
+from speedbench.results.loader import load_run
 from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
 from tests.integration.test_reliability import out_of, sb
 

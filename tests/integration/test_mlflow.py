@@ -21,7 +21,7 @@ import pytest
 
 from speedbench.cli import main
 from speedbench.engine.probe import free_port
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.results.mlflow_export import RUN_KEY_TAG, arm_metrics, arm_params
 from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
 from tests.integration.test_reliability import out_of, sb, the_run

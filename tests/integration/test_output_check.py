@@ -23,7 +23,7 @@ from tests.integration.test_reliability import out_of, sb, the_run
 
 from speedbench.engine.vllm import logprobs
 from speedbench.metrics import outputs as cmp
-from speedbench.results.run import load_run
+from speedbench.results.loader import load_run
 from speedbench.testing import FakeConfig
 from speedbench.testing.fake_tokens import OUTPUT, TIE
 from speedbench.testing.hosting import FakeServer

@@ -149,7 +149,7 @@ def test_vllm_export_of_a_rate_point(tmp_path):
     from tests.helpers.runfactory import make_run
 
     from speedbench.results.exports import vllm_results
-    from speedbench.results import load_run
+    from speedbench.results.loader import load_run
 
     rd = make_run(tmp_path, concurrencies=(8,), n_prompts=4)
     summary = json.loads(rd.summary_path.read_text())

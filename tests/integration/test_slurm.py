@@ -143,9 +143,10 @@ def test_two_arms_run_as_two_jobs_and_gather_equals_local_summary(cluster, tmp_p
     subprocess.run(["cp", "-r", str(run / "prometheus"), str(local / "prometheus")], check=True)
 
     from speedbench.results.files import finite as _finite
+    from speedbench.engine.vllm import VllmEngine
     from speedbench.results.summary import summarize_run_dir
 
-    mine = summarize_run_dir(RunDir.open(local), write=False)
+    mine = summarize_run_dir(RunDir.open(local), VllmEngine(), write=False)
     assert len(gathered["rows"]) == 4
     assert gathered["rows"] == json.loads(json.dumps(_finite(mine["rows"])))
     assert gathered["categories"] == json.loads(json.dumps(_finite(mine["categories"])))

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers.cli_runs import scenario, write_prompts, write_yaml
 
 from speedbench.cli import main
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 
 STAND_IN = "tests.helpers.fake_engine:FakeEngine"
 

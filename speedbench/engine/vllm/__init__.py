@@ -4,6 +4,7 @@
 - payload.py     the per-request fields and stream: return_token_ids, ignore_eos, engine timing, spec stats
 - prometheus.py  its Prometheus counter names, one scrape -> spec-decode totals
 - provenance.py  vLLM version, argv, env (redacted), draft config + EAGLE version, hardware
+- record.py      provenance.json's vLLM entry read as the typed record (speedbench/provenance.py)
 - checks.py      the doctor's vLLM checks (build, features, server args)
 - drafts.py      the doctor's draft checks (EAGLE version from config.json, what it needs)
 - support.py     what each vLLM release supports; the installed vLLM's backend / parser names
@@ -19,13 +20,16 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.client.scrape import scrape as scrape_metrics
 from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Facts, Installed
-from speedbench.engine.vllm import checks, command, drafts, logprobs, payload, prometheus, provenance
+from speedbench.engine.vllm import checks, command, drafts, logprobs, payload, prometheus, provenance, record
+from speedbench.provenance import Provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
 
 
 class VllmEngine:
     """vLLM behind the Engine interface."""
+
+    name: str = record.NAME
 
     token_ids_field: str = payload.TOKEN_IDS_FIELD
     settle_prefixes: tuple[str, ...] = prometheus.SETTLE_PREFIXES
@@ -39,8 +43,11 @@ class VllmEngine:
         return command.launch_spec(sc, arm, gpus)
 
     def provenance(self, sc: Scenario, arm: ArmSpec, launch: LaunchSpec, argv: list[str],
-                   env: Mapping[str, str], base_url: str | None = None) -> dict[str, Any]:
-        return provenance.collect_provenance(sc, arm, launch, argv, dict(env), base_url)
+                   env: Mapping[str, str], base_url: str | None = None) -> Provenance:
+        return record.read(provenance.collect_provenance(sc, arm, launch, argv, dict(env), base_url))
+
+    def read_provenance(self, saved: Mapping[str, Any]) -> Provenance:
+        return record.read(saved)
 
     def hardware(self) -> dict[str, Any]:
         return provenance.hardware()

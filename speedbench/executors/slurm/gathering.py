@@ -29,8 +29,9 @@ class _GatherConsole(ConsoleFinish):
 def gather_run(run_dir: RunDir, console: Console, *, junit: Path | None = None) -> int:
     """End the run: 0 when every point is finished and every gate passes; 1 otherwise."""
     sc = validate_data(run_dir.load_scenario(), str(run_dir.scenario_path))
-    code = finish_run(run_dir, sc, _GatherConsole(console), junit=junit)
-    unfinished = build_plan(sc).unfinished(run_dir.finished_rounds())
+    plan = build_plan(sc)
+    code = finish_run(run_dir, sc, plan.engine, _GatherConsole(console), junit=junit)
+    unfinished = plan.unfinished(run_dir.finished_rounds())
     if unfinished:
         code = max(code, 1)
         console.print(f"[red]{len(unfinished)} points unfinished or failed[/red]: "

@@ -46,6 +46,7 @@ class FakeRun:
 
     summary: dict = field(default_factory=dict)
     scenario: dict | None = None
+    engine: VllmEngine = field(default_factory=VllmEngine)
 
     @property
     def rows(self) -> list:

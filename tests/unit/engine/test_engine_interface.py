@@ -26,6 +26,11 @@ from speedbench.results import RunDir
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario, resolved_dict
 
+
+def checks_of(sc, *args, **kw):
+    """The doctor's checks of the run ``sc`` plans (the doctor reads the plan)."""
+    return run_checks(build_plan(sc), *args, **kw)
+
 ROOT = Path(__file__).resolve().parents[3]
 REAL_SCRAPE = (ROOT / "tests" / "data" / "prometheus" / "vllm-0.32-cpu-eagle3.txt").read_text()
 CPU_TINY = ROOT / "scenarios" / "cpu_tiny.yaml"
@@ -110,9 +115,9 @@ def test_an_engine_that_cannot_be_loaded_is_a_scenario_error():
 
 def test_the_doctor_runs_the_engines_checks():
     host = Host(gpus=[], packages={}, env={}, vllm_source=None, cpu={})
-    vllm = [c.name for c in run_checks(load_scenario(CPU_TINY), host)]
+    vllm = [c.name for c in checks_of(load_scenario(CPU_TINY), host)]
     assert vllm[0] == "vllm"  # vLLM's own checks open the table
-    stand_in = [c.name for c in run_checks(load_scenario(CPU_TINY, [STAND_IN]), host)]
+    stand_in = [c.name for c in checks_of(load_scenario(CPU_TINY, [STAND_IN]), host)]
     assert stand_in and "vllm" not in stand_in and "launch command" not in stand_in
 
 

@@ -11,7 +11,7 @@ from speedbench.metrics import controls
 from speedbench.report.gate import evaluate_gates, exit_code
 from speedbench.report.headlines import arm_headlines
 from speedbench.report.header import noise_lines
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.scenario import GateSpec
 
 SELF = {"name": "self-draft", "al": 4.0, "draft": "tiny/target"}  # the draft is the target: a self-draft

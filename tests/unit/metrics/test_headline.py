@@ -10,7 +10,7 @@ from tests.helpers.runfactory import make_run
 
 from speedbench.metrics.headline import HEADLINE_KEYS, choose_clock, headline, headline_of, with_headline
 from speedbench.metrics.registry import BY_KEY, ROW_KEYS
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 
 
 def row(client=(1.43, 1.12, 1.83), engine=(1.45, 1.30, 1.60), lag=0.0):

@@ -16,7 +16,7 @@ from speedbench.report.compare import (
     print_comparison,
     render_comparison_html,
 )
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 
 
 def slower(factor: float, arm_index: int = 2) -> list[dict]:

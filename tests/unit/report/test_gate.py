@@ -15,7 +15,8 @@ from speedbench.cli import main
 from speedbench.errors import UsageError
 from speedbench.report.gate import evaluate_gates, exit_code, load_gates
 from speedbench.report.gate_files import junit_xml
-from speedbench.results import SCHEMA_VERSION, load_run
+from speedbench.results import SCHEMA_VERSION
+from speedbench.results.loader import load_run
 from speedbench.scenario import GateSpec
 
 XSD = Path(__file__).resolve().parents[2] / "data" / "junit.xsd"

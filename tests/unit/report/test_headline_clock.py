@@ -15,7 +15,7 @@ from speedbench.report import header, tables
 from speedbench.report.compare import compare_arms
 from speedbench.report.gate import evaluate_gates
 from speedbench.report.terminal import print_summary
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.scenario import GateSpec
 
 

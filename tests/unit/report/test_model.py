@@ -19,7 +19,8 @@ from speedbench.report.markdown import render_markdown
 from speedbench.report.model import Lines, Speedups, Table, Tables, build_report
 from speedbench.report.render import render_report
 from speedbench.report.terminal import print_report, print_summary
-from speedbench.results import RunDir, load_run
+from speedbench.results import RunDir
+from speedbench.results.loader import load_run
 
 CPU_TINY = Path(__file__).resolve().parents[2] / "data" / "cpu_tiny_runs" / "float16"
 ALWAYS = ["speedup", "measured", "plots", "points"]

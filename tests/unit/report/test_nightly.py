@@ -127,7 +127,7 @@ def test_leaderboard_of_the_latest_night(tmp_path):
     from tests.helpers.runfactory import make_run
 
     from speedbench.report.leaderboard import leaderboard
-    from speedbench.results import load_run
+    from speedbench.results.loader import load_run
 
     run = load_run(make_run(tmp_path, n_prompts=8).path)
     card = leaderboard("cpu_tiny", run, "runs/x/report.html")

@@ -23,7 +23,7 @@ from speedbench.report.leaderboard import leaderboard
 from speedbench.report.markdown import render_markdown
 from speedbench.report.model import build_report
 from speedbench.report.terminal import print_report
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.results.category_matrix import ALL, checkpoints as matrix_points, rich_table, write_matrix
 from speedbench.results.exports import export_run
 from speedbench.scenario import GateSpec

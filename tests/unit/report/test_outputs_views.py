@@ -21,7 +21,7 @@ from speedbench.report.model import build_report
 from speedbench.report.render import render_report
 from speedbench.report.tables import fmt_speedup, speedup_tables
 from speedbench.report.terminal import print_report, print_summary
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 
 LOSSY_REASON = "2 of 2 divergences with the arm's token at least 0.5 nats below the target's (worst 3.10)"
 FIGURES = {  # verdict -> (identical of 10, divergences, first divergence, checked, near-ties, reason)

@@ -17,7 +17,7 @@ from speedbench.report.model import build_report
 from speedbench.report.render import render_report, write_report
 from speedbench.run.live import LiveProgress
 from speedbench.report.terminal import print_report, print_summary
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 
 EVIL = "<script>alert(1)</script>"
 EVIL_IMG = '<img src=x onerror="alert(2)">'
@@ -105,9 +105,9 @@ def test_facts_from_provenance_when_summary_lacks_them(run):
     from speedbench.report import tables
     from speedbench.results import Run
 
-    bare = Run(run.dir, {k: v for k, v in run.summary.items() if k != "hardware"})
+    bare = Run(run.dir, {k: v for k, v in run.summary.items() if k != "hardware"}, run.engine)
     assert tables.hardware(bare) == "1x NVIDIA H200 (synthetic)"  # from provenance's hardware.summary
-    assert tables.vllm_version(bare) == "0.32.0"
+    assert tables.engine_version(bare) == ("vLLM", "0.32.0")
     bare.__dict__["scenario"] = {}  # no scenario: the draft comes from provenance
     assert tables.draft_model(bare, "eagle3.1") == "org/eagle3.1-draft"
     assert tables.target_model(bare) == "tiny/target"

@@ -10,7 +10,7 @@ from speedbench.report.gate import evaluate_gates, exit_code
 from speedbench.report.header import noise_lines
 from speedbench.report.headlines import arm_headlines
 from speedbench.report.tables import speedup_tables
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.scenario import GateSpec
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from speedbench.cli import main
 from speedbench.report.headlines import arm_headlines
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 
 ROOT = Path(__file__).parent.parent.parent.parent
 F16 = str(ROOT / "tests" / "data" / "cpu_tiny_runs" / "float16")

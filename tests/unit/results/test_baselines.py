@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 
-from speedbench.results.baselines import Candidate, differences, pick, provenance_facts, scenario_facts
+from speedbench.engine.vllm import record
+from speedbench.results.baselines import Candidate, differences, pick, scenario_facts
+from speedbench.results.baselines import provenance_facts as typed_facts
 from speedbench.results.rundir import RunDir
 from speedbench.scenario import validate_data
+
+
+
+def provenance_facts(saved: dict) -> dict:
+    """The match facts of an arm's provenance as vLLM saves it."""
+    return typed_facts(record.read(saved))
+
 
 BASE = {"name": "t", "server": {"model": "m", "port": 8000}, "arms": [{"name": "base"}]}
 

@@ -10,7 +10,7 @@ import pytest
 from speedbench.cli import main
 from speedbench.metrics.headline import headline
 from speedbench.report import tables
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.results.category_matrix import ALL, FIGURES, HEADLINE, checkpoints
 from tests.helpers.runfactory import make_run
 

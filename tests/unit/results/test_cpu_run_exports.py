@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from speedbench.cli import main
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.metrics.headline import headline
 from speedbench.results.category_matrix import ALL, FIGURES, HEADLINE
 from tests.unit.results.test_speculation_profile import assert_profile_is_the_row

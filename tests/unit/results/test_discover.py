@@ -9,7 +9,8 @@ import pytest
 
 from speedbench.engine.vllm import VllmEngine
 from speedbench.errors import UsageError
-from speedbench.results import RunDir, load_run
+from speedbench.results import RunDir
+from speedbench.results.loader import load_run
 from speedbench.results.discover import discover_runs, require_runs
 from speedbench.results.exports import export_run
 from speedbench.results.run import open_run_dir
@@ -44,18 +45,18 @@ def test_an_export_and_a_copy_are_not_runs(tmp_path):
     run = make_run(tmp_path / "results", SMALL).path
     export_run(load_run(run), "json", run / "export" / "json", VllmEngine().spec_counters)
     shutil.copytree(run, tmp_path / "results" / "cpu_tiny" / "copy")
-    found = discover_runs(tmp_path / "results")
+    found = discover_runs(tmp_path / "results", load_run)
     assert [r.path for r in found.runs] == [run]
     assert any("a copy of run" in p for p in found.problems)
-    assert len(discover_runs(run).runs) == 1  # a run folder given as the results folder: itself, once
+    assert len(discover_runs(run, load_run).runs) == 1  # a run folder given as the results folder: itself, once
 
 
 def test_no_runs_is_bad_input(tmp_path):
     (tmp_path / "results").mkdir()
     with pytest.raises(UsageError, match="no run folders"):
-        require_runs(discover_runs(tmp_path / "results"), tmp_path / "results")
+        require_runs(discover_runs(tmp_path / "results", load_run), tmp_path / "results")
     with pytest.raises(UsageError, match="not found"):
-        discover_runs(tmp_path / "missing")
+        discover_runs(tmp_path / "missing", load_run)
 
 
 def test_record_problems_use_verify_digests(tmp_path):

@@ -15,7 +15,7 @@ from speedbench.engine.vllm import VllmEngine
 from speedbench.results.exports import export_run, vllm_result
 from speedbench.results.output_summary import OUTPUT_COLUMNS
 from speedbench.records import RequestRecord, SpecStats
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from tests.helpers.runfactory import make_run
 
 

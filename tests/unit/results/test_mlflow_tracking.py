@@ -9,7 +9,8 @@ import importlib.util
 import pytest
 
 from speedbench.errors import UsageError
-from speedbench.results import load_run, mlflow_export
+from speedbench.results import mlflow_export
+from speedbench.results.loader import load_run
 from speedbench.scenario.tracking import MlflowSpec
 from tests.helpers.runfactory import make_run
 
@@ -41,14 +42,14 @@ def test_a_tracking_failure_is_a_warning_with_the_retry_command(tmp_path, monkey
     monkeypatch.setattr(mlflow_export, "export_mlflow", boom)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://user:secret@host:5000")
     said: list[str] = []
-    mlflow_export.track_finished_run(rd.path, _Sc(MlflowSpec(experiment="x")), said.append)
+    mlflow_export.track_finished_run(load_run(rd.path), _Sc(MlflowSpec(experiment="x")), said.append)
     assert len(said) == 1 and "ConnectionError: connection refused" in said[0]
     assert f"speedbench export {rd.path} --format mlflow --tracking-uri $MLFLOW_TRACKING_URI --experiment x" in said[0]
     assert "secret" not in said[0]  # the variable's value is named, never printed
 
 
 def test_metrics_and_params_of_an_arm(tmp_path):
-    from speedbench.results import load_run
+    from speedbench.results.loader import load_run
 
     run = load_run(make_run(tmp_path / "r").path)
     m = mlflow_export.arm_metrics(run, "eagle3")
@@ -154,7 +155,8 @@ def test_a_database_keeps_its_artifacts_beside_it(tmp_path, monkeypatch):
 def test_the_run_end_says_why_it_did_not_log(tmp_path, quick_mlflow):
     rd = make_run(tmp_path / "r")
     said: list[str] = []
-    mlflow_export.track_finished_run(rd.path, _Sc(MlflowSpec(tracking_uri="http://u:pw@127.0.0.1:1")), said.append)
+    mlflow_export.track_finished_run(load_run(rd.path), _Sc(MlflowSpec(tracking_uri="http://u:pw@127.0.0.1:1")),
+                                     said.append)
     assert len(said) == 1 and "not logged: cannot reach the MLflow tracking server" in said[0], said
     assert "MlflowException" not in said[0] and ":pw@" not in said[0]
     assert f"retry: speedbench export {rd.path} --format mlflow" in said[0]

@@ -13,7 +13,8 @@ import pytest
 from tests.helpers.runfactory import make_run
 
 from speedbench.engine.vllm import VllmEngine
-from speedbench.results import load_run, mlflow_export
+from speedbench.results import mlflow_export
+from speedbench.results.loader import load_run
 from speedbench.results.exports import export_run
 from speedbench.results.output_summary import OUTPUT_COLUMNS
 

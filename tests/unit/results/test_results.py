@@ -15,7 +15,8 @@ from tests.helpers.runfactory import make_run
 
 from speedbench.errors import UsageError
 from speedbench.records import PointKey, RequestRecord, SpecStats
-from speedbench.results import SCHEMA_VERSION, RunDir, load_run
+from speedbench.results import SCHEMA_VERSION, RunDir
+from speedbench.results.loader import load_run
 
 
 def rec(i: int, arm: str = "baseline", c: int = 1, v: str = "", **kw) -> RequestRecord:
@@ -181,7 +182,7 @@ def test_load_run_from_factory(tmp_path):
     assert run.arms() == ["baseline", "eagle3", "eagle3.1"]
     assert run.baseline == "baseline"
     assert len(run.records) == 3 * 2 * 4
-    assert run.provenance["eagle3"]["draft"]["model"] == "org/eagle3-draft"
+    assert run.provenance["eagle3"].draft.model == "org/eagle3-draft" and run.provenance["eagle3"].engine == "vllm"
     assert run.scenario["server"]["model"] == "tiny/target"
     assert run.row("eagle3", 4).speculative is True
     assert run.row("eagle3", 8) is None

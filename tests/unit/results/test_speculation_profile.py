@@ -9,7 +9,7 @@ import pytest
 
 from speedbench.metrics.registry import SummaryRow
 from speedbench.cli import main
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 from speedbench.results.profile import (
     extrapolate_over_k,
     mean_check,

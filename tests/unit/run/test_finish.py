@@ -9,6 +9,7 @@ import io
 from rich.console import Console
 
 from speedbench.results.run import open_run_dir
+from speedbench.engine.vllm import VllmEngine
 from speedbench.run.finish import ConsoleFinish, finish_run
 from speedbench.scenario import validate_data
 from tests.helpers.runfactory import make_run
@@ -20,7 +21,7 @@ def _finish(tmp_path, gates, *, every_gate, complete=True):
     rd = open_run_dir(make_run(tmp_path / "results", gates=gates).path)
     sc = validate_data(rd.load_scenario(), str(rd.scenario_path))
     text = io.StringIO()
-    code = finish_run(rd, sc, ConsoleFinish(Console(file=text, width=200), every_gate=every_gate),
+    code = finish_run(rd, sc, VllmEngine(), ConsoleFinish(Console(file=text, width=200), every_gate=every_gate),
                       complete=complete)
     return code, text.getvalue(), sc
 

