@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from speedbench.metrics.stored import CATEGORY_KEYS, CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry
-from speedbench.results import load_run
+from speedbench.results.loader import load_run
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

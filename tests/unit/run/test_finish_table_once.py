@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import speedbench.metrics.table as table_module
+from speedbench.results.loader import engine_of
 from speedbench.report.model import Report
 from speedbench.run.finish import finish_run
 from speedbench.scenario import validate_data
@@ -26,6 +27,6 @@ def test_a_finish_builds_the_request_table_once(tmp_path, monkeypatch):
     built = []
     real = table_module.request_table
     monkeypatch.setattr(table_module, "request_table", lambda records: built.append(1) or real(records))
-    assert finish_run(rd, sc, _Quiet(), complete=False) == 0
+    assert finish_run(rd, sc, engine_of(rd), _Quiet(), complete=False) == 0
     assert (rd.path / "report.md").is_file() and (rd.path / "summary.json").is_file()
     assert len(built) == 1  # it was 3: the rows, the categories and the report's prompt tables each built one
