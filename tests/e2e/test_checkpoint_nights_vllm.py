@@ -71,7 +71,10 @@ def test_served_al_follows_the_offline_order(nights):
     assert al(first, "step150") < al(first, "step600")
     # the second night's production serves step 150's weights: its AL is step 150's
     second = nights["runs"][1]
-    assert abs(al(second, "step600") - al(second, "step150")) < 0.02 < al(first, "step600") - al(second, "step600")
+    # (the same weights in two servers: equal but for batch-shape numerics; the checkpoints
+    # themselves lie about 0.3 apart here)
+    assert abs(al(second, "step600") - al(second, "step150")) < 0.05
+    assert al(second, "step600") < al(first, "step600") - 0.1
 
 
 def test_compare_checkpoints_keeps_the_two_weight_sets_of_production_apart(nights):
