@@ -79,7 +79,7 @@ class Provenance:
 
     @property
     def version_key(self) -> str:
-        """The engine's version as a key (``vllm_version``): the baseline-reuse match and
+        """The engine's version as a key (``<engine>_version``): the baseline-reuse match and
         the calibration key name it so, the same key their saved files hold."""
         return f"{self.engine}_version"
 

@@ -21,13 +21,13 @@ from speedbench.errors import UsageError
 
 REDACTED = "***redacted***"
 
-# Environment variables whose values are never saved or printed.
+# Environment variables whose values are never saved or printed. An engine's own (vLLM's
+# API key) is its launch's ``secret_env``; every *_KEY name is a secret anyway (below).
 SECRET_ENV_NAMES = (
     "HF_TOKEN",
     "HUGGING_FACE_HUB_TOKEN",
     "HUGGINGFACE_TOKEN",
     "OPENAI_API_KEY",
-    "VLLM_API_KEY",
     "NGC_API_KEY",
     "WANDB_API_KEY",
     "AWS_SECRET_ACCESS_KEY",

@@ -34,7 +34,7 @@ def calibration_key(prov: Provenance, args: dict[str, Any]) -> dict[str, Any]:
     """The facts a calibration is valid for, from one arm's provenance and its
     :func:`system_args`. The draft's architecture comes from its config.json when there is
     one (EAGLE 3 and 3.1 share ``LlamaForCausalLMEagle3``), else from the method. The
-    engine's version is keyed by the engine (``vllm_version``), as saved files hold it."""
+    engine's version is keyed by the engine (``<engine>_version``), as saved files hold it."""
     arch = ",".join(prov.draft.architectures if prov.draft else ()) or prov.method
     return {
         prov.version_key: prov.engine_version,

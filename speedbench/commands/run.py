@@ -17,7 +17,7 @@ from speedbench.results.run import open_run_dir
 from speedbench.run.cost import describe, estimate
 from speedbench.run.plan import (PORT_AT_START, ArmPlan, Plan, build_plan, display_argv, display_env,
                                  port_chosen_at_start, shell_line)
-from speedbench.scenario import Scenario, load_scenario, select_arms
+from speedbench.scenario import EXACT_LENGTH_KEY, Scenario, load_scenario, select_arms
 
 HELP = """\
 Run a scenario. For every arm speedbench starts one vLLM server (or uses the arm's
@@ -136,7 +136,7 @@ def _print_work(plan: Plan, console: Console) -> None:
         f"{' (arms in ABBA order)' if sc.repeats > 1 else ''}; "
         f"source {w.source}{'/' + w.config if w.source == 'speed_bench' else ''}"
         f"{' categories ' + ','.join(w.categories) if w.categories else ''}; "
-        f"T={w.temperature}, max_tokens={w.max_tokens}, ignore_eos={w.ignore_eos}, "
+        f"T={w.temperature}, max_tokens={w.max_tokens}, {EXACT_LENGTH_KEY}={w.exact_length}, "
         f"chat template on the {w.chat_template} side"
     )
     if plan.n_prompts:

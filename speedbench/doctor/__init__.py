@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Callable, Protocol
 
-from speedbench.doctor import containers, cpu_checks, gpu_checks, host, models, servers
+from speedbench.doctor import containers, gpu_checks, host, models, servers
 from speedbench.doctor.base import Check, Context, Facts, Host, launched_arms
 from speedbench.engine import Engine, LaunchSpec
+from speedbench.engine.base import CheckFn
 from speedbench.scenario import ArmSpec, Scenario
 
-__all__ = ["Check", "DoctorPlan", "Facts", "Host", "exit_code", "run_checks"]
+__all__ = ["SECTIONS", "Check", "DoctorPlan", "Facts", "Host", "exit_code", "run_checks"]
 
 
 class PlannedArm(Protocol):
@@ -44,7 +45,7 @@ def run_checks(plan: DoctorPlan, machine: Host | None = None, *, output: Path | 
     ``output``: the results root, whose free space is compared with ``output_need``, the
     bytes the run folder may take (run/cost.py's ``output_bytes``; None: unknown)."""
     facts = (machine or Host()).facts()
-    scenario, engine = plan.scenario, plan.engine  # the engine's own checks run first, then the drafts'
+    scenario, engine = plan.scenario, plan.engine
     arms = launched_arms(scenario)
     planned = {p.arm.name: p.launch for p in plan.arms}
     launches = {a.name: planned[a.name] for a in arms}
@@ -59,33 +60,43 @@ def run_checks(plan: DoctorPlan, machine: Host | None = None, *, output: Path | 
         output=output,
         output_need=output_need,
     )
-    # Drafts first: what they are decides which vLLM the scenario needs.
+    # Drafts first: what they are decides which build of the engine the scenario needs.
     drafts = _guarded("draft", engine.draft_checks, ctx)
-    order = (
-        *engine.doctor_checks,
-        ("model", models.check_model),
-        ("cpu kernel", cpu_checks.check_cpu),
-        ("gpus", gpu_checks.check_gpus),
-        ("gpu memory", gpu_checks.check_gpu_memory),
-        ("quantization", gpu_checks.check_quantization),
-        ("port", host.check_port),
-        ("disk", models.check_disk),
-        ("output space", host.check_output_space),
-        ("hf token", models.check_token),
-        ("docker", host.check_docker),
-        ("leftover containers", containers.check_leftover_containers),
-        ("leftover servers", servers.check_leftover_servers),
-        ("workload", host.check_workload),
-        ("fixtures", host.check_fixtures),
-    )
     checks: list[Check] = []
-    if not engine.doctor_checks:
-        checks += drafts
-    for i, (name, fn) in enumerate(order):
-        checks += _guarded(name, fn, ctx)
-        if i == len(engine.doctor_checks) - 1:  # the drafts' checks follow the engine's
-            checks += drafts
+    for name, fn in _order(engine):
+        checks += drafts if fn is None else _guarded(name, fn, ctx)
     return checks
+
+
+# The table's rows in order; None: the engine's own check of that name runs there (vLLM's:
+# its AMX kernel rule, its NVFP4 rule), nothing for an engine that has none.
+SECTIONS: tuple[tuple[str, CheckFn | None], ...] = (
+    ("model", models.check_model),
+    ("cpu kernel", None),
+    ("gpus", gpu_checks.check_gpus),
+    ("gpu memory", gpu_checks.check_gpu_memory),
+    ("quantization", None),
+    ("port", host.check_port),
+    ("disk", models.check_disk),
+    ("output space", host.check_output_space),
+    ("hf token", models.check_token),
+    ("docker", host.check_docker),
+    ("leftover containers", containers.check_leftover_containers),
+    ("leftover servers", servers.check_leftover_servers),
+    ("workload", host.check_workload),
+    ("fixtures", host.check_fixtures),
+)
+
+
+def _order(engine: Engine) -> list[tuple[str, CheckFn | None]]:
+    """(name, check) in table order, the drafts' place marked by None: the engine's checks
+    named after one of the doctor's rows run in that row (after the doctor's own), its
+    others first (its installation), then the drafts' checks, then the doctor's rows."""
+    sections = dict(SECTIONS)
+    first = [(name, fn) for name, fn in engine.doctor_checks if name not in sections]
+    rows = [(name, fn) for name, own in SECTIONS
+            for fn in (own, *(f for n, f in engine.doctor_checks if n == name)) if fn is not None]
+    return [*first, ("draft", None), *rows]
 
 
 def _guarded(name: str, fn: Callable[[Context], list[Check]], ctx: Context) -> list[Check]:

@@ -1,15 +1,13 @@
 """GPUs against what the scenario needs: count (tensor × pipeline × data parallel), model,
-memory other processes already hold, and NVFP4 needing Blackwell."""
+and memory other processes already hold. (What a checkpoint's quantization needs of the
+GPUs is the engine's rule: vLLM's is in engine/vllm/host_checks.py.)"""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
-from speedbench.doctor.base import Check, Context, argv_value
-from speedbench.doctor.models import nvfp4_from_config
-from speedbench.engine.checkpoints import locate, read_json
-from speedbench.engine.gpus import GPU, architecture, is_blackwell
+from speedbench.doctor.base import Check, Context
+from speedbench.engine.gpus import GPU
 
 # Another job holding more than this share of a GPU's memory skews the measurement (and
 # vLLM sizes its KV cache from gpu-memory-utilization of the *total*, so it may not start).
@@ -91,51 +89,3 @@ def check_gpu_memory(ctx: Context) -> list[Check]:
         return [Check("gpu memory", "warn", "other processes hold memory: " + "; ".join(busy),
                       "stop them, or pin the scenario to free GPUs with server.gpus; a shared GPU skews every timing")]
     return [Check("gpu memory", "ok", f"no other process holds more than {BUSY_FRACTION:.0%} of any GPU's memory")]
-
-
-def _quant(ctx: Context) -> tuple[bool, str] | None:
-    """(is NVFP4, how we know) for the target model, or None when nothing says."""
-    model = ctx.scenario.server.model or ""
-    for arm in ctx.arms:
-        value = argv_value(ctx.argv[arm.name], "--quantization", "-q")
-        if isinstance(value, str) and "fp4" in value.lower():
-            return True, f"--quantization {value}"
-    loc = locate(ctx, model)
-    if loc.folder is not None:  # available
-        config = read_json(loc.folder / "config.json") or {}
-        return nvfp4_from_config(config, read_json(loc.folder / "hf_quant_config.json"))
-    if re.search(r"nvfp4", model, re.IGNORECASE):
-        return True, "inferred from the model name, as its config.json is not local"
-    return None
-
-
-def check_quantization(ctx: Context) -> list[Check]:
-    if not ctx.arms or not ctx.scenario.server.model:
-        return []
-    q = _quant(ctx)
-    if q is None:
-        return [Check("quantization", "ok",
-                      "config.json not local and the name does not mention NVFP4; nothing to check")]
-    nvfp4, how = q
-    if not nvfp4:
-        return [Check("quantization", "ok", f"not NVFP4 ({how})")]
-    if ctx.engine.kind == "cpu":
-        return [Check("quantization", "warn",
-                      f"NVFP4 ({how}) on {ctx.engine.origin}: not verified on CPU; its kernels target Blackwell GPUs",
-                      "use an unquantized or BF16 checkpoint for CPU runs")]
-    gpus = ctx.gpu_list
-    if not gpus:
-        return [Check("quantization", "warn",
-                      f"NVFP4 ({how}) needs Blackwell GPUs (compute capability >= 10.0); no GPU found to check")]
-    old = sorted({f"{g.name} ({architecture(g)}, {g.compute_cap})" for g in gpus if not is_blackwell(g)})
-    if old:
-        return [Check("quantization", "fail",
-                      f"NVFP4 ({how}) needs Blackwell FP4 tensor cores (compute capability >= 10.0); this host has "
-                      f"{', '.join(old)}. "
-                      "vLLM 0.32 may still load it through a weight-only Marlin fallback, which measures a different "
-                      "kernel "
-                      "path than the Blackwell figures this scenario compares against",
-                      "run on B200 / GB200 / B300, or use an FP8 or BF16 checkpoint on this host and compare against "
-                      "your own baseline only")]
-    names = sorted({f"{g.name} ({g.compute_cap})" for g in gpus})
-    return [Check("quantization", "ok", f"NVFP4 ({how}) on {', '.join(names)}: native FP4")]

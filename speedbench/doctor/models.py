@@ -1,33 +1,19 @@
-"""The target checkpoint: where it is (engine/checkpoints.py), how it is quantized, disk
-space and the HF token. The drafts' checks are the engine's (engine/vllm/drafts.py).
+"""The target checkpoint: where it is (engine/checkpoints.py), disk space and the HF
+token. How it is quantized, and the drafts, are the engine's checks (vLLM's:
+engine/vllm/host_checks.py, engine/vllm/drafts.py).
 
 Nothing is downloaded: a model that is not local is reported as "will be downloaded".
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Mapping
 
 from speedbench.doctor.base import Check, Context
 from speedbench.engine.checkpoints import cache_root, hf_home, is_local_ref, locate, read_json
 
 TOKEN_VARS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 GIB = 1024**3
-
-
-def nvfp4_from_config(config: Mapping[str, Any], hf_quant: Mapping[str, Any] | None) -> tuple[bool, str]:
-    """(is NVFP4, what the config says) from config.json and ModelOpt's hf_quant_config.json."""
-    qc = config.get("quantization_config") or {}
-    hq = (hf_quant or {}).get("quantization") or {}
-    method = str(qc.get("quant_method", "")) if isinstance(qc, dict) else ""
-    algo = str((qc.get("quant_algo") if isinstance(qc, dict) else None) or hq.get("quant_algo") or "")
-    text = json.dumps(qc).lower() + json.dumps(hq).lower()
-    said = ", ".join(x for x in (f"quant_method={method}" if method else "", f"quant_algo={algo}" if algo else "") if x)
-    if method == "modelopt_fp4" or algo.upper() in ("NVFP4", "W4A16_NVFP4") or "nvfp4" in text:
-        return True, said or "nvfp4 in quantization_config"
-    return False, said or "not quantized"
 
 
 def check_model(ctx: Context) -> list[Check]:

@@ -76,7 +76,7 @@ class Server(Protocol):
 def api_key_for(scenario: Scenario, launch_spec: LaunchSpec | None = None) -> str | None:
     """The key the client sends: the one named by ``server.api_key_env`` (the scenario
     holds only the name), else the key speedbench gives the server it launches (what its
-    engine read from the launch: vLLM's ``--api-key`` or ``VLLM_API_KEY``), so a scenario
+    engine read from the launch: vLLM's ``--api-key`` or its key variable), so a scenario
     that protects its server still measures it. Never written anywhere (secrets.py)."""
     name = scenario.server.api_key_env
     if name:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from speedbench.client.scrape import SpecCounters
 from speedbench.engine.preflight import Check, Context, Facts, Installed
+from speedbench.engine.server_log import Death
 from speedbench.provenance import Provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
@@ -68,6 +69,18 @@ class LaunchSpec:
     # The key is never shown (repr) nor written (secrets.py).
     served_model: str | None = None
     server_key: str | None = field(default=None, repr=False)
+    # Environment variables the engine reads a secret from (its API key): a container is
+    # passed each by name when it is set (docker.py), as the hub tokens are.
+    secret_env: tuple[str, ...] = ()
+    # Lines the engine writes to its log when its engine process is gone while its API
+    # server still runs (the launcher then stops it: engine/local.py).
+    death_marks: tuple[str, ...] = ()
+    # The engine's reading of its server's log after a death: (log, argv) -> the cause, or
+    # None when the log names none (vLLM's: engine/vllm/diagnose.py); None: no reader.
+    diagnose: Callable[[str, list[str]], Death | None] | None = field(default=None, repr=False, compare=False)
+    # The server arguments in the engine's image, whose entrypoint starts its server (the
+    # docker launcher): argv less the engine's own command. None: argv as it is.
+    image_args: Callable[[list[str]], list[str]] | None = field(default=None, repr=False, compare=False)
 
     def argv_with_port(self, port: int) -> list[str]:
         return [*self.argv, "--host", self.host, "--port", str(port)]
@@ -163,7 +176,9 @@ class Engine(Protocol):
     not_system_args: frozenset[str]  # launch args that leave the step cost as it is (reporting, port, draft)
 
     # -- the doctor (doctor/__init__.py runs these among its own)
-    doctor_checks: tuple[tuple[str, CheckFn], ...]  # (name, check) in table order
+    # (name, check) in table order: one named after a doctor's row (doctor/__init__.py's
+    # SECTIONS: "cpu kernel", "quantization", ...) runs in that row, the others first
+    doctor_checks: tuple[tuple[str, CheckFn], ...]
     draft_checks: CheckFn  # one row per speculative arm; records what each draft needs in the Context
 
     def gpus_per_server(self, argv: list[str], env: Mapping[str, str]) -> int:

@@ -1,6 +1,7 @@
 """Where a checkpoint is: a local folder or the Hugging Face hub cache the engine will read
 (HF_HUB_CACHE, HF_HOME, a docker mount). Nothing is downloaded; a model that is not here
-is "will be downloaded". Shared by the doctor's model checks and the engines' draft checks.
+is "will be downloaded". Shared by the doctor's model checks and the engines' draft and
+quantization checks.
 """
 
 from __future__ import annotations
@@ -93,3 +94,16 @@ def read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def nvfp4_from_config(config: Mapping[str, Any], hf_quant: Mapping[str, Any] | None) -> tuple[bool, str]:
+    """(is NVFP4, what the config says) from config.json and ModelOpt's hf_quant_config.json."""
+    qc = config.get("quantization_config") or {}
+    hq = (hf_quant or {}).get("quantization") or {}
+    method = str(qc.get("quant_method", "")) if isinstance(qc, dict) else ""
+    algo = str((qc.get("quant_algo") if isinstance(qc, dict) else None) or hq.get("quant_algo") or "")
+    text = json.dumps(qc).lower() + json.dumps(hq).lower()
+    said = ", ".join(x for x in (f"quant_method={method}" if method else "", f"quant_algo={algo}" if algo else "") if x)
+    if method == "modelopt_fp4" or algo.upper() in ("NVFP4", "W4A16_NVFP4") or "nvfp4" in text:
+        return True, said or "nvfp4 in quantization_config"
+    return False, said or "not quantized"

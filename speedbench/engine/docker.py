@@ -1,4 +1,5 @@
-"""The docker launcher: the same vLLM arguments, run in the official image.
+"""The docker launcher: the same server arguments, run in the engine's image (vLLM's
+official one by default), whose entrypoint starts the server.
 
 The container always listens on 8000; the host side gets the port speedbench chose.
 Secrets travel by name only (``-e HF_TOKEN``): docker copies the value from its own
@@ -17,13 +18,10 @@ from pathlib import Path
 from speedbench.engine.base import LaunchSpec
 from speedbench.secrets import SECRET_ENV_NAMES, is_secret_name
 from speedbench.engine.local import LocalServer, ProgressFn
-from speedbench.errors import UsageError
 from speedbench.scenario import DockerSpec
 
 CONTAINER_PORT = 8000
 CONTAINER_CACHE = "/root/.cache/huggingface"
-# Argv prefixes that start the OpenAI server; the image's entrypoint already is `vllm serve`.
-_SERVER_MODULES = ("vllm.entrypoints.openai.api_server",)
 # Every container speedbench starts carries these labels, so `speedbench doctor` can find
 # the ones an earlier run left behind (a killed harness cannot run its `docker stop`) and
 # tell them from the containers of a run still in progress (its owner pid is alive).
@@ -36,19 +34,6 @@ def container_labels(scenario: str, arm: str, port: int, *, owner_pid: int | Non
                      owner_host: str | None = None) -> dict[str, str]:
     values = (scenario, arm, str(port), owner_host or socket.gethostname(), str(owner_pid or os.getpid()))
     return {LABEL: "1", **dict(zip(LABEL_KEYS, values))}
-
-
-def vllm_args_for_image(argv: list[str]) -> list[str]:
-    """Strip the command prefix (``vllm serve`` / ``python -m ...api_server``) from argv."""
-    if len(argv) >= 2 and Path(argv[0]).name == "vllm" and argv[1] == "serve":
-        return argv[2:]
-    for i, item in enumerate(argv[:4]):
-        if item in _SERVER_MODULES:
-            return argv[i + 1:]
-    raise UsageError(
-        f"the docker launcher runs the image's `vllm serve` entrypoint, but server.command "
-        f"starts with {argv[:3]!r} -- fix: use command [vllm, serve] (the default) with launcher: docker"
-    )
 
 
 def gpus_flag(gpus: list[int] | None) -> list[str]:
@@ -84,7 +69,8 @@ def docker_run_argv(spec: LaunchSpec, docker: DockerSpec, port: int, name: str,
             forwarded.append(key)
     argv += list(docker.extra_args)
     argv.append(docker.image)
-    argv += vllm_args_for_image(spec.argv)
+    # the image's entrypoint starts the server: the engine strips its own command (vLLM's `vllm serve`)
+    argv += spec.image_args(spec.argv) if spec.image_args is not None else spec.argv
     argv += ["--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
     return argv
 
@@ -112,8 +98,10 @@ class DockerServer(LocalServer):
 
     def command(self, port: int) -> list[str]:
         self._name = container_name(self.scenario, self.spec.arm, port)
-        # Forward the usual hub tokens when the user has them set; by name only.
-        present = [k for k in SECRET_ENV_NAMES if k in os.environ and k not in self.spec.env]
+        # Forward the usual hub tokens and the engine's own secrets when the user has them
+        # set; by name only.
+        names = dict.fromkeys((*SECRET_ENV_NAMES, *self.spec.secret_env))
+        present = [k for k in names if k in os.environ and k not in self.spec.env]
         labels = container_labels(self.scenario, self.spec.arm, port)
         return docker_run_argv(self.spec, self.docker, port, self._name, pass_env=present, labels=labels)
 

@@ -1,5 +1,6 @@
-"""A vLLM server we launch ourselves: its own process group, a free port, readiness
-that proves inference works, crash detection and a teardown that leaves nothing behind.
+"""A server we launch ourselves: its own process group, a free port, readiness that proves
+inference works, crash detection (what its engine names in the launch: the log's death
+marks and its reading of a death) and a teardown that leaves nothing behind.
 
 Only the standard library is used (probes in engine/probe.py): the lifecycle is
 synchronous and runs outside the client's event loop.
@@ -18,13 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from speedbench.engine import watchdog
-from speedbench.engine.base import LaunchSpec, flag_value
-from speedbench.engine.diagnose import Death, diagnose, memory_figures, signal_name
-from speedbench.engine.host_cpu import cpu_facts, normalise_dtype
+from speedbench.engine.base import LaunchSpec
 # the group check and the log reading live with their subjects; imported under the names
 # LocalServer has always used
 from speedbench.engine.procs import group_alive as _group_alive
-from speedbench.engine.server_log import LOG_TAIL_LINES, log_end, log_tail
+from speedbench.engine.server_log import LOG_TAIL_LINES, Death, log_end, log_tail, signal_name
 # free_port is looked up here at call time, so tests can make it racy.
 from speedbench.engine.probe import client_host, free_port, port_is_free, probe_ready, startup_phase
 from speedbench.errors import ServerError
@@ -32,8 +31,6 @@ from speedbench.errors import ServerError
 ProgressFn = Callable[[float, str], None]  # (seconds since the start, probe.startup_phase)
 
 LAUNCH_MARK = "=== speedbench: arm"  # the line each launch writes to the log first
-# Lines vLLM writes when its engine process is gone while the API server still runs.
-ENGINE_DEATH_MARKS = ("Fatal Python error:", "EngineDeadError", "died unexpectedly", "died with exit code")
 POLL_S = 1.0  # how often a loading server's phase is reported
 # How often readiness is probed: a refused connection costs microseconds, and every
 # second between "startup complete" and the probe that sees it is a second per start.
@@ -233,13 +230,14 @@ class LocalServer:
                 f"--- last {LOG_TAIL_LINES} lines of {self._log_path} ---\n{tail}\n--- end of log ---")
 
     def diagnosis(self) -> Death | None:
-        """What the log says killed the server (engine/diagnose.py), or None."""
-        dtype = normalise_dtype(flag_value(self.spec.argv, "--dtype"))
+        """What the log says killed the server (its engine's ``diagnose``), or None."""
+        if self.spec.diagnose is None:
+            return None
         text = log_end(self._log_path)
         # The log is appended to by every launch of the arm (rounds, resumes, port
         # retries): only this launch's part may name the cause.
         text = text[max(0, text.rfind(LAUNCH_MARK)):]
-        return diagnose(text, {**cpu_facts(), "dtype": dtype}, memory_figures())
+        return self.spec.diagnose(text, self.spec.argv)
 
     def _cause(self, when: str) -> str:
         """The cause first, then its fix, and the API server's exit code last: vLLM's API
@@ -272,6 +270,8 @@ class LocalServer:
         return self._death
 
     def _engine_died(self) -> bool:
+        if not self.spec.death_marks:
+            return False  # an engine that names none: the process's exit is the only sign
         try:
             size = self._log_path.stat().st_size
             if size <= self._log_seen:
@@ -282,7 +282,7 @@ class LocalServer:
         except OSError:
             return False
         self._log_seen = size
-        return any(mark in new for mark in ENGINE_DEATH_MARKS)
+        return any(mark in new for mark in self.spec.death_marks)
 
     # ---- teardown ----------------------------------------------------------------
 

@@ -29,24 +29,38 @@ class Check:
 DockerRunner = Callable[[list[str]], tuple[int, str]]
 
 
+class _Unread:
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+# A fact the caller left for the engine to read from this machine (Facts.engine_source).
+UNREAD: Any = _Unread()
+
+
 @dataclass
 class Facts:
     """The machine as the checks see it. ``Host.facts`` fills what the caller left out."""
 
     gpus: GPUProbe
-    packages: Mapping[str, str]
+    # The engine's installation where the caller describes it (a test's host): its
+    # distributions' versions (None: the engine reads this machine's, as only it knows its
+    # packages' names; vLLM's: engine/vllm/support.py) and, in engine_source, its installed
+    # package folder (None: not installed; UNREAD: the engine finds it).
+    packages: Mapping[str, str] | None
     env: Mapping[str, str]
     which: Callable[[str], str | None]
     disk_free: Callable[[Path], int]
     port_free: Callable[[str, int], bool]
     docker: DockerRunner
-    vllm_source: Path | None
+    engine_source: Any  # Path | None | UNREAD
     executable: str
     check_source: Callable[[Any], Any] | None = None
     # Processes tagged with a speedbench owner (doctor/servers.py); None = scan /proc.
     processes: Callable[[], list[Any]] | None = None
-    # The host CPU (engine/host_cpu.cpu_facts: model, flags, amx).
-    cpu: dict[str, Any] = field(default_factory=dict)
+    # The host CPU as the engine's kernel check reads it (vLLM's: engine/vllm/host_cpu.py's
+    # cpu_facts: model, flags, amx); None: the engine reads this machine's.
+    cpu: dict[str, Any] | None = None
 
 
 @dataclass

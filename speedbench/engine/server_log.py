@@ -1,9 +1,12 @@
 """A launched server's log as the launcher reads it back: its last lines for an error
-message, and its end, enough for a crash's stack of every thread (engine/diagnose.py)."""
+message, and its end, enough for a crash's stack of every thread; and what its engine
+reads there as the cause of death (a :class:`Death`: vLLM's reader is engine/vllm/diagnose.py)."""
 
 from __future__ import annotations
 
 import os
+import signal
+from dataclasses import dataclass
 from pathlib import Path
 
 LOG_TAIL_LINES = 30
@@ -29,3 +32,17 @@ def log_end(path: Path, size: int = 256 * 1024) -> str:
             return f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+
+
+@dataclass(frozen=True)
+class Death:
+    cause: str  # "vLLM's engine process died of SIGILL (illegal instruction) in torch.ops._C.x"
+    fix: str = ""  # "" when none is known
+
+
+def signal_name(code: int) -> str:
+    """-4 -> "SIGILL": Python's exit code for a process ended by a signal is minus it."""
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"

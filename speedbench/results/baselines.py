@@ -45,7 +45,7 @@ def scenario_facts(sc: Scenario) -> dict[str, Any]:
 
 def provenance_facts(prov: Provenance) -> dict[str, Any]:
     """What the running baseline server says about itself (its arm's provenance); the
-    engine's version keyed by the engine (``vllm_version``)."""
+    engine's version keyed by the engine (``<engine>_version``)."""
     return {prov.version_key: prov.engine_version, "model": prov.target, "argv": _stable_argv(list(prov.argv)),
             "hardware": prov.hardware.get("summary") if prov.hardware else None,
             "data": prov.data.get("sha256") if prov.data else None}

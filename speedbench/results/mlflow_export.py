@@ -70,7 +70,7 @@ def arm_params(run: Run, arm: str) -> dict[str, str]:
         "draft_weights_sha256": draft.weights_sha256,
         "target_model": prov.target or (run.scenario.get("server") or {}).get("model") or "",
         "target_config_sha256": prov.target_config_sha256,
-        prov.version_key: prov.engine_version,  # vllm_version
+        prov.version_key: prov.engine_version,  # keyed by the engine: <engine>_version
         "hardware": run.summary.get("hardware") or prov.hardware_summary,
         "method": (rows[0].method if rows else "") or "", "k": (rows[0].num_speculative_tokens if rows else 0) or 0,
         "concurrency_levels": ",".join(str(c) for c in sorted({int(r.concurrency) for r in rows})),

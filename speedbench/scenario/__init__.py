@@ -19,6 +19,7 @@ from speedbench.scenario.executor import ExecutorSpec, SlurmSpec
 from speedbench.scenario.traffic import LoadSpec, SloSpec, rate_label
 from speedbench.scenario.stopping import BaselineFromSpec, StopSpec
 from speedbench.scenario.model import (
+    EXACT_LENGTH_KEY,
     DockerSpec,
     GateSpec,
     Reference,
@@ -31,6 +32,7 @@ from speedbench.scenario.model import (
 )
 
 __all__ = [
+    "EXACT_LENGTH_KEY",
     "SWEEP_ROOTS", "SWEEP_SUGAR", "ArgValue", "ArmSpec", "DockerSpec", "EnvValue", "ExecutorSpec", "GateSpec",
     "Reference", "Scenario", "ServerSpec", "SlurmSpec", "SpeculativeConfig", "SweepSpec", "VariantSpec", "WorkloadSpec",
            "apply_overrides",

@@ -76,6 +76,10 @@ class VariantSpec(Strict):
     config: str | None = None  # a SPEED-Bench config for this variant (e.g. throughput_8k)
 
 
+# The YAML key of WorkloadSpec.exact_length, as the dry-run names it.
+EXACT_LENGTH_KEY = "ignore_eos"
+
+
 class WorkloadSpec(Strict):
     source: Literal["speed_bench", "sample", "jsonl", "random"] = "sample"
     path: str | None = None  # local SPEED-Bench folder, or the JSONL file
@@ -92,6 +96,9 @@ class WorkloadSpec(Strict):
     temperature: float = Field(0.0, ge=0)
     top_p: float | None = None
     max_tokens: int = Field(4096, gt=0)
+    # Generate exactly max_tokens tokens, past the end of sequence. The key takes the name
+    # users know from the OpenAI-compatible servers (vLLM's request field); the code says
+    # exact_length, and the engine decides the request's fields (Engine.request_fields).
     ignore_eos: bool = False
     warmup: int = Field(2, ge=0)
     request_timeout_s: float = Field(600.0, gt=0)
@@ -108,6 +115,11 @@ class WorkloadSpec(Strict):
         if dup:
             raise ValueError(f"duplicate variant names: {sorted(dup)}")
         return self
+
+    @property
+    def exact_length(self) -> bool:
+        """Each request generates exactly ``max_tokens`` tokens (the key :data:`EXACT_LENGTH_KEY`)."""
+        return self.ignore_eos
 
 
 class Reference(Strict):

@@ -141,7 +141,7 @@ class RequestBuilder:
         # the prompt, the length's last), so an engine's request keeps its bytes.
         ask = fields if fields is not None else _PLAIN_FIELDS
         self._templated_fields = ask.request_fields(exact_length=False, templated=True) if self.client_side else {}
-        self._length_fields = ask.request_fields(exact_length=True, templated=False) if workload.ignore_eos else {}
+        self._length_fields = ask.request_fields(exact_length=True, templated=False) if workload.exact_length else {}
 
     # ---- public --------------------------------------------------------------------
 

@@ -312,7 +312,7 @@ def test_rounds_restart_servers_in_abba_order_with_an_aa_noise_floor(noise_run):
 
 
 def test_provenance_and_report_name_the_cpu_and_its_attention_kernel(run):
-    from speedbench.engine.host_cpu import cpu_facts
+    from speedbench.engine.vllm.host_cpu import cpu_facts
 
     facts = cpu_facts()
     prov = json.loads((run["dir"] / "provenance.json").read_text())

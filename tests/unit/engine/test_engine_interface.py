@@ -114,11 +114,14 @@ def test_an_engine_that_cannot_be_loaded_is_a_scenario_error():
 
 
 def test_the_doctor_runs_the_engines_checks():
-    host = Host(gpus=[], packages={}, env={}, vllm_source=None, cpu={})
+    host = Host(gpus=[], packages={}, env={}, engine_source=None, cpu={})
     vllm = [c.name for c in checks_of(load_scenario(CPU_TINY), host)]
     assert vllm[0] == "vllm"  # vLLM's own checks open the table
     stand_in = [c.name for c in checks_of(load_scenario(CPU_TINY, [STAND_IN]), host)]
     assert stand_in and "vllm" not in stand_in and "launch command" not in stand_in
+    # vLLM's hardware rules (its AMX kernel, its NVFP4 rule) are vLLM's rows: the stand-in, a CPU
+    # engine, gets no "cpu kernel" row (vLLM's, here with no vLLM installed, has no kind to check)
+    assert "quantization" in vllm and not {"cpu kernel", "quantization"} & set(stand_in)
 
 
 def test_a_saved_scenario_names_its_engine():

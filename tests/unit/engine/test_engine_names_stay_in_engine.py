@@ -20,13 +20,15 @@ NAMES = ("vllm:", "return_token_ids", "--tensor-parallel-size", "--per-request-"
 # ``workload.ignore_eos`` key, a tokenizer's ``add_special_tokens=`` argument. On the wire
 # they are a body's keys, so a quoted name is what is looked for.
 WIRE_KEYS = re.compile(r"""["'](ignore_eos|add_special_tokens)["']""")
+# The scenario's key, named once as a string where it is declared (the dry-run shows it).
+KEY_HOME = PACKAGE / "scenario" / "model.py"
 
 
 def test_no_vllm_wire_name_outside_engine_and_the_fake():
     found = [f"{f.relative_to(ROOT)}:{i}: {line.strip()}"
              for f in sorted(PACKAGE.rglob("*.py")) if not any(f.is_relative_to(a) for a in ALLOWED)
              for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
-             if any(name in line for name in NAMES) or WIRE_KEYS.search(line)]
+             if any(name in line for name in NAMES) or (WIRE_KEYS.search(line) and f != KEY_HOME)]
     assert not found, "vLLM wire names outside engine/ and testing/:\n" + "\n".join(found)
 
 

@@ -1,9 +1,9 @@
-"""The host CPU's facts and vLLM 0.32's CPU attention-kernel rule (engine/host_cpu.py).
+"""The host CPU's facts and vLLM 0.32's CPU attention-kernel rule (engine/vllm/host_cpu.py).
 tests/e2e holds the rule to vLLM's own function; these pin the cases that matter."""
 
 import json
 
-from speedbench.engine.host_cpu import (
+from speedbench.engine.vllm.host_cpu import (
     amx_fault_risk,
     attention_kernel,
     cpu_facts,

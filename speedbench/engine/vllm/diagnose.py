@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import linecache
 import re
-import signal
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from speedbench.engine.base import flag_value
+from speedbench.engine.server_log import Death, signal_name
+from speedbench.engine.vllm.host_cpu import cpu_facts, normalise_dtype
 
 _FATAL = {
     "Illegal instruction": "SIGILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS",
@@ -49,23 +51,21 @@ _VALIDATION_RE = re.compile(r"ValidationError: \d+ validation errors? for (\w+)"
 _ARGPARSE_RE = re.compile(r"^\S*: error: (.+)$")
 
 
-@dataclass(frozen=True)
-class Death:
-    cause: str  # "vLLM's engine process died of SIGILL (illegal instruction) in torch.ops._C.x"
-    fix: str = ""  # "" when none is known
+# Lines vLLM writes when its engine process is gone while the API server still runs (the
+# launch's ``death_marks``).
+DEATH_MARKS = ("Fatal Python error:", "EngineDeadError", "died unexpectedly", "died with exit code")
 
 
-def signal_name(code: int) -> str:
-    """-4 -> "SIGILL": Python's exit code for a process ended by a signal is minus it."""
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
+def read_death(log: str, argv: list[str]) -> Death | None:
+    """The cause of death in the log of a server started with ``argv``: the launch's
+    ``diagnose`` (engine/local.py asks it), with this host's CPU and memory as they are now."""
+    dtype = normalise_dtype(flag_value(argv, "--dtype"))
+    return diagnose(log, {**cpu_facts(), "dtype": dtype}, memory_figures())
 
 
 def diagnose(log: str, host: dict[str, Any] | None = None, memory: str = "") -> Death | None:
     """The cause of death in ``log`` (the server's log, or its tail), or None when the
-    log names none. ``host``: engine/host_cpu.cpu_facts() plus "dtype" (the server's);
+    log names none. ``host``: host_cpu.cpu_facts() plus "dtype" (the server's);
     ``memory``: the memory figures to quote when the kernel's OOM killer is a suspect."""
     host = host or {}
     sig, proc = _signal(log)
