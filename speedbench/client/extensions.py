@@ -20,6 +20,8 @@ class StreamExtensions(Protocol):
     # The request field asking for per-chunk token ids ("": the engine has none). A server
     # that refuses it answers 400 naming it; the client asks again without it.
     token_ids_field: str
+    # The field of a streamed choice that holds that chunk's token ids ("": none is read).
+    chunk_ids_field: str
 
     def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
         """The body fields that ask for exactly ``max_tokens`` tokens (``exact_length``) and
@@ -49,6 +51,7 @@ class PlainOpenAI:
     """No extension: token counts from text deltas and ``usage`` only."""
 
     token_ids_field: str = ""
+    chunk_ids_field: str = ""
 
     def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
         # OpenAI has no way to ask either: the body says nothing more

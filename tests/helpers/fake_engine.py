@@ -34,6 +34,7 @@ class FakeEngine:
 
     name = "fake"
     token_ids_field = "return_token_ids"
+    chunk_ids_field = "token_ids"
     settle_prefixes = ("vllm:spec_decode",)
     speculative_flag = "--speculative-config"
     not_system_args = frozenset({"speculative-config", "host", "port"})

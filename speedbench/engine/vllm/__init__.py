@@ -36,6 +36,7 @@ class VllmEngine:
     name: str = record.NAME
 
     token_ids_field: str = payload.TOKEN_IDS_FIELD
+    chunk_ids_field: str = payload.CHUNK_IDS_FIELD
     settle_prefixes: tuple[str, ...] = prometheus.SETTLE_PREFIXES
     speculative_flag: str = "--" + command.SPECULATIVE_CONFIG
     not_system_args: frozenset[str] = command.NOT_SYSTEM_ARGS

@@ -21,6 +21,7 @@ from speedbench.records import EngineTiming, RequestRecord, SpecStats
 # tokenizer). Servers without it may answer 400 naming the field; the client then asks again
 # without it and counts text deltas instead (client/http.py).
 TOKEN_IDS_FIELD = "return_token_ids"
+CHUNK_IDS_FIELD = "token_ids"  # where each choice of the stream then carries them
 
 
 
