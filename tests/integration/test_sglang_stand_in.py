@@ -98,9 +98,6 @@ def test_the_doctor_runs_the_engines_own_checks_and_nothing_fails(scenario_path)
     assert sorted(c.arm for c in drafts) == sorted(ARMS) and all("by name, k=3" in c.detail for c in drafts)
 
 
-@pytest.mark.xfail(reason="the doctor's generic checks still state vLLM's rules for any engine on the CPU "
-                          "(cpu_checks.py: vLLM's attention kernel); h57d moves them into engine/vllm/",
-                   strict=False)
 def test_no_doctor_row_speaks_of_vllm_for_another_engine(scenario_path):
     checks = run_checks(build_plan(load_scenario(scenario_path)))
     assert not [c for c in checks if "vllm" in f"{c.detail} {c.fix}".lower()]
