@@ -18,7 +18,7 @@ from scipy import stats as sps
 from speedbench.analysis import checkpoints as cstats
 from speedbench.metrics.headline import headline
 from speedbench.report import checkpoints, nightly, trust
-from speedbench.report.dashboard import scan
+from speedbench.report.dashboard import results_verdicts, scan
 
 ROOT = Path(__file__).resolve().parent.parent
 ARMS = ("step150", "step300", "step450", "step600")
@@ -88,7 +88,7 @@ def nights_needed(runs) -> list[str]:
 
 
 def regression(results: Path) -> list[str]:
-    vs, _ = __import__("speedbench.report.dashboard", fromlist=["x"]).results_verdicts(results)
+    vs, _ = results_verdicts(results)
     out = []
     for v in vs:
         if v.series.arm == "step600" and v.status != nightly.NO_CHANGE:

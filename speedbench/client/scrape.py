@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 
 import aiohttp
 
@@ -135,6 +136,29 @@ def fold_series(out: SpecCounters, per: dict[int, float], attr: str, pos: int | 
 
 def by_position(per: dict[int, float]) -> list[float]:
     return [per.get(i, 0.0) for i in range(max(per) + 1)] if per else []
+
+
+def counters_of(parsed: Parsed, names: Mapping[str, str]) -> SpecCounters:
+    """Spec-decode totals from one parsed scrape, given which counter (by base name) is
+    which field (``drafts``, ``draft_tokens``, ``accepted``, ``per_position``): the names
+    are the engine's, the folding is not. Sums over engines and label sets and keeps each
+    series for :func:`delta` (its ``_created`` time shows a reset)."""
+    out = SpecCounters()
+    per: dict[int, float] = {}
+    for base, attr in names.items():
+        created = {series_key(base, lab): v for lab, v in parsed.get(base + "_created", [])}
+        # prometheus_client exposes counters as <name>_total; accept a bare name too
+        for labels, v in parsed.get(base + "_total") or parsed.get(base) or []:
+            key = series_key(base, labels)
+            try:
+                pos = int(labels["position"]) if attr == "per_position" else None
+            except (KeyError, ValueError):
+                continue  # a per-position sample without a usable position counts nowhere
+            # [value, created, field, position]: what delta() needs, no key parsing
+            out.series[key] = [v, created.get(key), attr, pos]
+            fold_series(out, per, attr, pos, v)
+    out.per_position = by_position(per)
+    return out
 
 
 def delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from speedbench.client.scrape import SpecCounters, by_position, fold_series, parse_prometheus, scrape, series_key
+from speedbench.client.scrape import SpecCounters, counters_of, parse_prometheus, scrape
 from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Check, Context, Facts, Installed
 from speedbench.provenance import Provenance
@@ -103,17 +103,7 @@ class FakeEngine:
         return await scrape(base_url)
 
     def spec_counters(self, text: str) -> SpecCounters:
-        parsed = parse_prometheus(text, keep_created=True)
-        out, per = SpecCounters(), {}
-        for name, attr in COUNTERS.items():
-            created = {series_key(name, lab): v for lab, v in parsed.get(name + "_created", [])}
-            for labels, v in parsed.get(name + "_total", []):
-                key = series_key(name, labels)
-                pos = int(labels["position"]) if attr == "per_position" else None
-                out.series[key] = [v, created.get(key), attr, pos]
-                fold_series(out, per, attr, pos, v)
-        out.per_position = by_position(per)
-        return out
+        return counters_of(parse_prometheus(text, keep_created=True), COUNTERS)
 
     def speculative_args(self, config: dict[str, Any]) -> list[str]:
         return [self.speculative_flag, json.dumps(config)]
