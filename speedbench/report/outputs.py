@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from speedbench.metrics import outputs as cmp
-from speedbench.metrics.stored_outputs import FirstDivergence, OutputsEntry
+from speedbench.metrics.stored_outputs import OutputsEntry
 from speedbench.results import Run
 
 DIFFER = "outputs differ"  # the mark on a lossy point's speedup, wherever it is shown
@@ -106,7 +106,7 @@ def _count(v: int | None) -> str:
 
 def _first(e: OutputsEntry) -> str:
     fd = e.first_divergence
-    if not isinstance(fd, FirstDivergence):
+    if fd is None:
         return "–"
     return f"{float(fd.median or 0):g} ({fd.min}–{fd.max})"
 
