@@ -11,8 +11,9 @@ the margin rule below tells numerics from loss (docs/metrics.md, "Outputs").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -103,24 +104,36 @@ def is_loss(m: float | None, exact: bool) -> bool | None:
     return m >= NEAR_TIE_NATS if m > 0 else False
 
 
-def verdict(cmp: Comparison | None, checks: list[dict], why_not: str = "") -> tuple[str, str]:
+class Check(Protocol):
+    """A divergence's check as the verdict reads it (metrics/stored_outputs.py's CheckAnswer):
+    its margin and whether that is exact, or why the check failed."""
+
+    @property
+    def margin(self) -> float | None: ...
+    @property
+    def exact(self) -> bool | None: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+def verdict(cmp: Comparison | None, checks: Sequence[Check], why_not: str = "") -> tuple[str, str]:
     """(verdict, its reason) for one point from its comparison and its divergences' checks
-    (``{"margin", "exact"}``, or ``{"error"}`` where the check failed)."""
+    (a margin and whether it is exact, or an error where the check failed)."""
     if cmp is None or cmp.pairs == 0:
         return NOT_CHECKED, why_not or "no outputs to compare"
     if not cmp.divergences:
         return IDENTICAL, f"{cmp.pairs} of {cmp.pairs} identical"
-    called = [(c, is_loss(c.get("margin"), bool(c.get("exact")))) for c in checks if "error" not in c]
+    called = [(c, is_loss(c.margin, bool(c.exact))) for c in checks if c.error is None]
     losses = [c for c, loss in called if loss]
     ties = [c for c, loss in called if loss is False]
     n = len(cmp.divergences)
     if losses:
-        worst = max(float(c["margin"]) for c in losses)
+        worst = max(c.margin for c in losses if c.margin is not None)  # a loss has a margin
         return LOSSY, (f"{len(losses)} of {n} divergences with the arm's token at least "
                        f"{NEAR_TIE_NATS:g} nats below the target's (worst {worst:.2f})")
     if ties and len(ties) >= min(n, CHECKS_PER_POINT):
         shown = f"{len(ties)} of {n} divergences checked" if len(ties) < n else f"{n} divergences"
         return NUMERICS, f"{shown}, all near-ties (under {NEAR_TIE_NATS:g} nats)"
-    errors = sorted({str(c["error"]) for c in checks if "error" in c})
+    errors = sorted({str(c.error) for c in checks if c.error is not None})
     why = errors[0] if errors else (why_not or "the check pass did not run")
     return NOT_CHECKED, f"{n} divergences not checked: {why}"

@@ -16,6 +16,7 @@ from typing import Any
 from speedbench.analysis import checkpoints as stats
 from speedbench.metrics import outputs as cmp
 from speedbench.metrics.headline import headline, headline_clock
+from speedbench.metrics.stored_outputs import OutputsEntry
 from speedbench.errors import UsageError
 from speedbench.report import html, outputs, tables
 from speedbench.report.facts import draft_weights
@@ -43,7 +44,7 @@ class CheckpointResult:
     # the clocks a speedup figure was read from over its nights: each night's headline clock
     clocks: dict[Figure, set[str]] = field(default_factory=dict)
     # each night's outputs entry of a speedup figure (results/output_summary.py), in night order
-    outputs: dict[Figure, list[dict[str, Any]]] = field(default_factory=dict)
+    outputs: dict[Figure, list[OutputsEntry]] = field(default_factory=dict)
 
     def outputs_text(self, fig: Figure) -> str:
         """The figure's outputs over its nights ("outputs identical on 3 of 3 nights"), a
@@ -54,7 +55,7 @@ class CheckpointResult:
         lossy = counts.pop(outputs.SHORT[cmp.LOSSY], 0)
         parts = ([f"{outputs.DIFFER.upper()}: LOSSY on {lossy} of {n} nights"] if lossy else []) + [
             f"{w} on {k} of {n} nights" for w, k in counts.items()]
-        fractions = [float(e["identical_fraction"]) for e in entries if e.get("identical_fraction") is not None]
+        fractions = [float(e.identical_fraction) for e in entries if e.identical_fraction is not None]
         if fractions and min(fractions) < 1:
             parts.append(f"lowest {100 * min(fractions):.0f}% identical")
         return "outputs " + ", ".join(parts) if parts else ""
@@ -192,9 +193,9 @@ def _clocks(runs: Sequence[Run], names: Names) -> dict[str, dict[Figure, set[str
     return out
 
 
-def _outputs(runs: Sequence[Run], names: Names) -> dict[str, dict[Figure, list[dict[str, Any]]]]:
+def _outputs(runs: Sequence[Run], names: Names) -> dict[str, dict[Figure, list[OutputsEntry]]]:
     """Checkpoint -> speedup figure -> each night's outputs entry (Run.outputs_of)."""
-    out: dict[str, dict[Figure, list[dict[str, Any]]]] = {}
+    out: dict[str, dict[Figure, list[OutputsEntry]]] = {}
     for run in runs:
         for r in run.rows:
             if tables.is_speculative(r) and r.status != "failed":
@@ -284,8 +285,8 @@ def as_json(comparisons: Sequence[ScenarioComparison]) -> list[dict[str, Any]]:
     return out
 
 
-def _night_outputs(e: dict[str, Any]) -> dict[str, Any]:
-    return {k: e.get(k) for k in ("verdict", "reason", "identical_fraction")}
+def _night_outputs(e: OutputsEntry) -> dict[str, Any]:
+    return {"verdict": e.verdict, "reason": e.reason, "identical_fraction": e.identical_fraction}
 
 
 def _cell(r: CheckpointResult, fig: Figure) -> Any:

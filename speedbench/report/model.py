@@ -181,7 +181,7 @@ def _outputs(f: _Facts) -> Section:
     """Each point's outputs against its reference, the floors labelled (report/outputs.py);
     a folder from before outputs were compared says so in one line."""
     rows = outs.section_rows(f.run)
-    if f.run.summary.get("outputs") is None:
+    if f.run.outputs_block is None:
         return Section("outputs", "Outputs", Lines((outs.OLD_FOLDER,)))
     if not rows:
         return Section("outputs", "Outputs", Lines(tuple(outs.brief_lines(f.run))))

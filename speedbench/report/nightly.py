@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from speedbench.metrics.cells import al_of, num, pool_by_n_ok
 from speedbench.metrics.headline import headline
-from speedbench.metrics.outputs import LOSSY
+from speedbench.metrics.stored_outputs import OutputsEntry
 from speedbench.report import trust
 from speedbench.analysis.changepoints import (
     IMPROVEMENT,
@@ -141,7 +141,7 @@ class _Collector:
         # different loads) is a missing night for it, never a change (docs/metrics.md, "Trust")
         vouched = not trust.controls_failed(run)
         # sampled above temperature 0 (the block's not_checked): who matched whom is chance, no series
-        sampled = bool((run.summary.get("outputs") or {}).get("not_checked"))
+        sampled = bool(run.outputs_block is not None and run.outputs_block.not_checked)
         for r in run.rows:
             if r.status == "failed":
                 continue
@@ -168,20 +168,20 @@ class _Collector:
                 self.add(idx, tables.label(arm, v), "acceptance (joint)", f"position {i + 1}", (arm,), num(p))
 
 
-    def _outputs(self, idx: int, name: str, arm: str, c: int, entry: dict) -> None:
+    def _outputs(self, idx: int, name: str, arm: str, c: int, entry: OutputsEntry) -> None:
         """The point's identical fraction (results/output_summary.py), a series like the
         speedup's; it depends on the arm and the arm its outputs are held against. No
         interval: the nights' own spread is its noise. Not checked: a missing night."""
-        frac = entry.get("identical_fraction")
+        frac = entry.identical_fraction
         if not isinstance(frac, (int, float)):
             return
-        ref = str((entry.get("reference") or {}).get("arm") or arm)
+        ref = str((entry.reference.arm if entry.reference is not None else None) or arm)
         self.add(idx, name, IDENTICAL_OUTPUTS, f"c={c}", (arm,) if ref == arm else (arm, ref), float(frac))
 
 
-def lossy(entry: dict) -> bool:
+def lossy(entry: OutputsEntry) -> bool:
     """The point's outputs differ from its reference's beyond numerics (metrics/outputs.py)."""
-    return entry.get("verdict") == LOSSY
+    return entry.lossy
 
 
 def collect(scenario: str, nights: Sequence[Night]) -> list[Series]:

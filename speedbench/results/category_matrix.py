@@ -37,7 +37,6 @@ from rich.table import Table
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.errors import UsageError
 from speedbench.results.files import atomic_write, ensure_dir
-from speedbench.results.output_summary import output_columns
 from speedbench.results.run import Run
 
 # AIPerf's qualitative SPEED-Bench categories in its column order; others follow sorted.
@@ -217,10 +216,10 @@ def write_checkpoints(cps: list[Checkpoint], path: Path) -> Path:
     rows: list[list[Any]] = [["label", "run_id", "scenario", "run_path", "arm", "concurrency", "variant", "draft",
                               "speedup_clock", "outputs_verdict", "outputs_identical_fraction"]]
     for cp in cps:
-        out = output_columns(cp.run.outputs_of(cp.arm, cp.concurrency, cp.variant))
-        frac = out["outputs_identical_fraction"]
+        out = cp.run.outputs_of(cp.arm, cp.concurrency, cp.variant)
+        frac = out.fraction
         rows.append([cp.label, cp.run.run_id, cp.run.scenario_name, str(cp.run.path or ""), cp.arm, cp.concurrency,
-                     cp.variant, cp.draft, cp.cells.get(ALL, {}).get("speedup_clock") or "", out["outputs_verdict"],
+                     cp.variant, cp.draft, cp.cells.get(ALL, {}).get("speedup_clock") or "", out.verdict_text,
                      "" if frac is None else frac])
     return _write_csv(path, rows)
 

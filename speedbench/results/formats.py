@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from speedbench.metrics.headline import headline_of
 from speedbench.records import RequestRecord
 from speedbench.results.files import atomic_write, atomic_write_with, finite
-from speedbench.results.output_summary import OUTPUT_COLUMNS, output_columns, outputs_reader
+from speedbench.metrics.stored_outputs import OutputsEntry
+from speedbench.results.output_summary import OUTPUT_COLUMNS, output_columns, summary_outputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +32,7 @@ HEADLINE_COLUMNS = {"speedup_headline_mean": "speedup", "speedup_headline_clock"
 CLIENT_COLUMNS = {k: "speedup_client_" + k.removeprefix("speedup_")
                   for k in ("speedup_mean", "speedup_median", "speedup_ci_low", "speedup_ci_high", "speedup_pairs",
                             "speedup_mean_all", "speedup_by_repeat", "speedup_between_sd", "speedup_lag_bound")}
-Outputs = Callable[[str, int, str], dict[str, Any]]  # (arm, concurrency, variant) -> outputs entry (Run.outputs_of)
+Outputs = Callable[[str, int, str], OutputsEntry]  # (arm, concurrency, variant) -> outputs entry (Run.outputs_of)
 
 
 def table_rows(rows: list[dict[str, Any]], outputs: Outputs | None = None) -> list[dict[str, Any]]:
@@ -73,7 +74,7 @@ def write_summary_csv(path: Path, rows: list[dict[str, Any]], fsync: bool = Fals
     """Columns: every key of every row, in first-seen order, the speedups named and ordered
     by :func:`table_rows`, each point's outputs verdict beside them (from ``summary``'s
     ``outputs`` block); lists and dicts as JSON."""
-    rows = table_rows(rows, outputs_reader(summary or {}))
+    rows = table_rows(rows, summary_outputs(summary or {}))
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]

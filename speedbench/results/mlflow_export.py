@@ -32,7 +32,6 @@ from pathlib import Path
 
 from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.metrics.outputs import IDENTICAL, LOSSY, NOT_CHECKED, NUMERICS
-from speedbench.results.output_summary import output_columns
 from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.mlflow_uri import artifact_location, check_uri, setup_error, shown
@@ -94,7 +93,7 @@ def arm_metrics(run: Run, arm: str) -> dict[str, float]:
             if key in NOT_METRICS or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 continue
             out[f"{key}{_point_suffix(row)}"] = float(v)
-        frac = run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or "")).get("identical_fraction")
+        frac = run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or "")).identical_fraction
         if isinstance(frac, (int, float)) and math.isfinite(frac):
             out[f"outputs_identical_fraction{_point_suffix(row)}"] = float(frac)
     for entry in run.summary.get("screening") or []:
@@ -137,10 +136,10 @@ def outputs_tags(run: Run, arm: str) -> dict[str, str]:
     for row in run.rows:
         if row.arm != arm:
             continue
-        e = output_columns(run.outputs_of(arm, int(row.concurrency), str(row.variant or "")))
-        out[f"outputs_verdict{_point_suffix(row)}"] = e["outputs_verdict"]
-        out[f"outputs_reason{_point_suffix(row)}"] = e["outputs_reason"][:PARAM_MAX]
-        seen.append(e["outputs_verdict"])
+        e = run.outputs_of(arm, int(row.concurrency), str(row.variant or ""))
+        out[f"outputs_verdict{_point_suffix(row)}"] = e.verdict_text
+        out[f"outputs_reason{_point_suffix(row)}"] = e.reason_text[:PARAM_MAX]
+        seen.append(e.verdict_text)
     if seen:
         out["speedbench.outputs"] = min(seen, key=lambda v: _VERDICT_ORDER.index(v) if v in _VERDICT_ORDER else 1)
     return out

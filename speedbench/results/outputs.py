@@ -6,8 +6,8 @@ numpy arrays (compressed): ``prompt_index``, ``turn``, ``lengths`` and all the i
 end (``uint16`` when every id fits, else ``uint32``). The prompts' ids as the server
 tokenised them go in too (``prompt_lengths``, ``prompt_ids``), for the check pass. The
 round's entry in points.json holds the file's name, its request and token counts and its
-SHA-256, so ``verify`` can check it and ``resume`` re-runs a round whose file is missing
-or changed. Text (for an engine that sends no ids) is already in the record lines
+SHA-256 (read back as :class:`OutputsFile`), so ``verify`` can check it and ``resume``
+re-runs a round whose file is missing or changed. Text (for an engine that sends no ids) is already in the record lines
 (``output_text``).
 """
 
@@ -15,17 +15,47 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from speedbench.metrics.stored import StoredRow
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import atomic_write_with, safe_part
 
 FOLDER = "outputs"
 Outputs = dict[tuple[int, int], np.ndarray]  # (prompt index, turn) -> the output's token ids
+
+
+@dataclass(frozen=True)
+class OutputsFile(StoredRow):
+    """A round's ``outputs`` entry in points.json (:func:`write_round`): its file, counts and
+    SHA-256; or, for a round whose stream carried no token ids, no file and why."""
+
+    file: str | None = None
+    requests: int | None = None
+    tokens: int | None = None
+    bytes: int | None = None
+    sha256: str | None = None
+    why: str | None = None
+
+
+RoundFiles = dict[tuple[PointKey, int], OutputsFile | None]  # (point, round) -> its outputs entry
+
+
+def round_files(rounds: Mapping[tuple[PointKey, int], Mapping[str, Any]]) -> RoundFiles:
+    """Each round's ``outputs`` entry (points.json, RunDir.point_rounds), read once; None
+    for a round that has none (a folder from before outputs were kept)."""
+    return {k: round_file(e) for k, e in rounds.items()}
+
+
+def round_file(entry: Mapping[str, Any]) -> OutputsFile | None:
+    """One round's ``outputs`` entry from its points.json entry; None where it has none."""
+    own = entry.get("outputs")
+    return OutputsFile.from_dict(own) if isinstance(own, Mapping) and own else None
 
 
 def relative_path(key: PointKey, repeat: int) -> str:
@@ -91,28 +121,27 @@ def write_round(root: Path, key: PointKey, repeat: int, records: Iterable[Reques
             "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def read_round(root: Path, entry: dict[str, Any] | None, prompts: bool = False) -> Outputs | None:
+def read_round(root: Path, entry: OutputsFile | None, prompts: bool = False) -> Outputs | None:
     """A round's outputs (or with ``prompts`` its prompts' ids) from its points.json entry;
     None when it has none or the file is missing or damaged (verify names which)."""
-    if not entry or not entry.get("file"):
+    if entry is None or not entry.file:
         return None
     try:
-        return decode((root / entry["file"]).read_bytes(), prompts)
+        return decode((root / entry.file).read_bytes(), prompts)
     except (OSError, ValueError, KeyError, EOFError):
         return None
 
 
-def problem(root: Path, entry: dict[str, Any] | None) -> str | None:
+def problem(root: Path, entry: OutputsFile | None) -> str | None:
     """What is wrong with a round's outputs file, or None (verify's and resume's check)."""
-    if not entry or not entry.get("file"):
+    if entry is None or not entry.file:
         return None
-    path = root / entry["file"]
     try:
-        data = path.read_bytes()
+        data = (root / entry.file).read_bytes()
     except OSError:
-        return f"{entry['file']} is missing"
-    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        return f"{entry['file']} does not match its SHA-256 in points.json"
+        return f"{entry.file} is missing"
+    if hashlib.sha256(data).hexdigest() != entry.sha256:
+        return f"{entry.file} does not match its SHA-256 in points.json"
     return None
 
 
@@ -131,27 +160,27 @@ def reference(key: PointKey, baseline: str | None, points: list[PointKey]) -> Po
     return None if key.concurrency == low else key._replace(concurrency=low)
 
 
-def reference_round(rounds: dict[tuple[PointKey, int], dict[str, Any]], ref: PointKey, repeat: int) -> int | None:
+def reference_round(found: RoundFiles, ref: PointKey, repeat: int) -> int | None:
     """The reference's round to compare with: the same round where there is one, else its first."""
-    have = sorted(r for (k, r), e in rounds.items() if k == ref and (e.get("outputs") or {}).get("file"))
+    have = sorted(r for (k, r), f in found.items() if k == ref and f is not None and f.file)
     if not have:
         return None
     return repeat if repeat in have else have[0]
 
 
-def round_pair(root: Path, rounds: dict[tuple[PointKey, int], dict[str, Any]], entry: dict[str, Any],
-               ref: PointKey, repeat: int) -> tuple[Outputs | None, Outputs | None, str]:
+def round_pair(root: Path, found: RoundFiles, key: PointKey, repeat: int,
+               ref: PointKey) -> tuple[Outputs | None, Outputs | None, str]:
     """(a round's outputs, its reference's, why one is missing: "" when both are there); the
-    one pairing the summary's verdicts and the check pass both read."""
-    own = entry.get("outputs")
-    if not own:
+    one pairing the summary's verdicts and the check pass both read (``found``: :func:`round_files`)."""
+    own = found.get((key, repeat))
+    if own is None:
         return None, None, "not recorded"
-    if not own.get("file"):
-        return None, None, own.get("why") or "not recorded"
-    rr = reference_round(rounds, ref, repeat)
+    if not own.file:
+        return None, None, own.why or "not recorded"
+    rr = reference_round(found, ref, repeat)
     if rr is None:
         return None, None, f"{ref.label} has no recorded outputs"
-    mine, theirs = read_round(root, own), read_round(root, rounds[(ref, rr)]["outputs"])
+    mine, theirs = read_round(root, own), read_round(root, found[(ref, rr)])
     if mine is None or theirs is None:
         return None, None, "an outputs file is missing or damaged (speedbench verify names it)"
     return mine, theirs, ""

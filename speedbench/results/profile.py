@@ -27,7 +27,6 @@ from typing import Any
 
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.files import atomic_write, finite, safe_part
-from speedbench.results.output_summary import output_columns
 from speedbench.results.run import Run
 
 SCHEMA_VERSION = "1.0"
@@ -179,9 +178,8 @@ def _extension(run: Run, row: SummaryRow, marginal: list[float], chain: bool,
 
 def _outputs(run: Run, row: SummaryRow) -> dict[str, Any]:
     """The point's outputs verdict (results/output_summary.py): verdict, identical fraction, reason."""
-    e = output_columns(run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or "")))
-    return {"verdict": e["outputs_verdict"], "identical_fraction": e["outputs_identical_fraction"],
-            "reason": e["outputs_reason"]}
+    e = run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or ""))
+    return {"verdict": e.verdict_text, "identical_fraction": e.fraction, "reason": e.reason_text}
 
 
 def profile_rows(run: Run) -> list[SummaryRow]:

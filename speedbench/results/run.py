@@ -13,6 +13,7 @@ from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry, StoredRow
+from speedbench.metrics.stored_outputs import OutputsBlock, OutputsEntry
 from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
@@ -165,20 +166,25 @@ class Run:
         return self.dir.all_points() if self.dir else {}
 
     @cached_property
-    def outputs(self) -> dict[PointKey, dict[str, Any]]:
+    def outputs_block(self) -> OutputsBlock | None:
+        """summary.json's ``outputs`` block, typed; None for a folder from before outputs were kept."""
+        return OutputsBlock.read(self.summary)
+
+    @cached_property
+    def outputs(self) -> dict[PointKey, OutputsEntry]:
         """Each point's outputs entry (verdict, reason, identical_fraction, ...): use
         :meth:`outputs_of`, which answers "not recorded" for a folder from before them."""
-        return point_outputs(self.summary)
+        return point_outputs(self.outputs_block)
 
-    def outputs_of(self, arm: str, concurrency: int, variant: str = "") -> dict[str, Any]:
+    def outputs_of(self, arm: str, concurrency: int, variant: str = "") -> OutputsEntry:
         """The point's outputs verdict (results/output_summary.py), ``not checked (not
         recorded)`` where the summary has none (``the reference`` for the baseline's point
         its other points are held against)."""
         return self._outputs_reader(arm, concurrency, variant)
 
     @cached_property
-    def _outputs_reader(self) -> Callable[[str, int, str], dict[str, Any]]:
-        return outputs_reader(self.summary)
+    def _outputs_reader(self) -> Callable[[str, int, str], OutputsEntry]:
+        return outputs_reader(self.outputs_block, self.baseline)
 
     def arms(self) -> list[str]:
         """Arm names in summary order (scenario order as written by the runner)."""

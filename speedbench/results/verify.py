@@ -141,7 +141,7 @@ def verify_run(rd: RunDir, arms: set[str] | None = None) -> Verification:
             v.unverifiable += 1
             continue
         v.checked += 1
-        if (why := outputs.problem(rd.path, p.get("outputs"))) is not None:
+        if (why := outputs.problem(rd.path, outputs.round_file(p))) is not None:
             v.bad_outputs[(key, rnd)] = why
         shas = found.get((key, rnd), [])
         if len(shas) != p["record_count"] or round_digest(shas) != p.get("records_sha256"):

@@ -57,6 +57,7 @@ def entry_ident(e: dict[str, Any]) -> tuple:
 def pending(run_dir: Any, baseline: str | None) -> list[Pending]:
     """Every round's first divergences (``CHECKS_PER_POINT`` per point), in point order."""
     rounds = run_dir.point_rounds()
+    found = files.round_files(rounds)
     every = [k for k, _ in rounds]
     out: list[Pending] = []
     per_point: dict[PointKey, int] = {}
@@ -64,14 +65,14 @@ def pending(run_dir: Any, baseline: str | None) -> list[Pending]:
         ref = files.reference(key, baseline, every)
         if ref is None or e.get("status") not in ("ok", "partial"):
             continue
-        mine, theirs, _ = files.round_pair(run_dir.path, rounds, e, ref, rep)
+        mine, theirs, _ = files.round_pair(run_dir.path, found, key, rep, ref)
         if mine is None or theirs is None:
             continue
         divs = cmp.compare(mine, theirs).divergences
         room = cmp.CHECKS_PER_POINT - per_point.get(key, 0)
         if not divs or room <= 0:
             continue
-        prompts = files.read_round(run_dir.path, e.get("outputs"), prompts=True) or {}
+        prompts = files.read_round(run_dir.path, found[(key, rep)], prompts=True) or {}
         for d in divs[:room]:
             ids = mine[(d.prompt_index, d.turn)]
             out.append(Pending(key, rep, d, prompts.get((d.prompt_index, d.turn), np.zeros(0, np.int64)),

@@ -23,6 +23,7 @@ from tests.integration.test_reliability import out_of, sb, the_run
 
 from speedbench.engine.vllm import logprobs
 from speedbench.metrics import outputs as cmp
+from speedbench.metrics.stored_outputs import OutputsEntry
 from speedbench.results.loader import load_run
 from speedbench.testing import FakeConfig
 from speedbench.testing.fake_tokens import OUTPUT, TIE
@@ -50,7 +51,7 @@ def checked(tmp_path_factory):
     return the_run(tmp / "out"), out_of(res), res.returncode
 
 
-def _entries(run: Path, arm: str) -> list[dict]:
+def _entries(run: Path, arm: str) -> list[OutputsEntry]:
     r = load_run(run)
     return [r.outputs_of(arm, c) for c in LEVELS]
 
@@ -58,19 +59,20 @@ def _entries(run: Path, arm: str) -> list[dict]:
 def test_honest_and_tied_arms_pass_and_the_wrong_one_is_lossy(checked):
     run, out, _ = checked
     honest, tie, wrong = _entries(run, "honest"), _entries(run, "tie"), _entries(run, "wrong")
-    assert [e["verdict"] for e in honest] == [cmp.IDENTICAL] * 2, honest
-    assert all(e["pairs"] == PROMPTS == e["identical"] for e in honest)
+    assert [e.verdict for e in honest] == [cmp.IDENTICAL] * 2, honest
+    assert all(e.pairs == PROMPTS == e.identical for e in honest)
     # every tie checked on the baseline's server, each a near-tie of 0.02 nats
-    assert [e["verdict"] for e in tie] == [cmp.NUMERICS] * 2, tie
-    assert all(e["checked"] == e["near_ties"] == e["divergences"] == PROMPTS for e in tie), tie
-    assert all(0 < m["margin"] < 0.05 and m["exact"] and m["position"] == AFTER
-               for e in tie for m in e["largest_margins"]), tie
-    assert [e["verdict"] for e in wrong] == [cmp.LOSSY] * 2, wrong
-    assert all(e["first_divergence"] == {"min": AFTER, "median": AFTER, "max": AFTER} for e in wrong)
+    assert [e.verdict for e in tie] == [cmp.NUMERICS] * 2, tie
+    assert all(e.checked == e.near_ties == e.divergences == PROMPTS for e in tie), tie
+    assert all(m.margin is not None and 0 < m.margin < 0.05 and m.exact and m.position == AFTER
+               for e in tie for m in e.largest_margins), tie
+    assert [e.verdict for e in wrong] == [cmp.LOSSY] * 2, wrong
+    assert all(e.to_dict()["first_divergence"] == {"min": AFTER, "median": AFTER, "max": AFTER} for e in wrong)
     # the wrong token is not among the target's top 20: the margin is a lower bound, far past the line
-    assert all(m["margin"] >= cmp.NEAR_TIE_NATS and not m["exact"] for e in wrong for m in e["largest_margins"])
+    assert all(m.margin is not None and m.margin >= cmp.NEAR_TIE_NATS and not m.exact
+               for e in wrong for m in e.largest_margins)
     # the baseline against itself at its lowest concurrency: the batch-shape floor
-    assert load_run(run).outputs_of("base", 2)["verdict"] == cmp.IDENTICAL
+    assert load_run(run).outputs_of("base", 2).verdict == cmp.IDENTICAL
 
 
 def test_the_check_pass_asked_the_baseline_once_and_only_where_outputs_differ(checked):

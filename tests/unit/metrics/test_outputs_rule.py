@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from speedbench.metrics import outputs as o
+from speedbench.metrics.stored_outputs import CheckAnswer
 
 
 def _outs(**seqs: list[int]) -> dict:
@@ -60,11 +61,11 @@ def _cmp(n_div: int, pairs: int = 10) -> o.Comparison:
 
 def test_verdicts():
     assert o.verdict(_cmp(0), [])[0] == o.IDENTICAL
-    tie = {"margin": 0.01, "exact": True}
+    tie = CheckAnswer(margin=0.01, exact=True)
     assert o.verdict(_cmp(2), [tie, tie])[0] == o.NUMERICS
-    v, why = o.verdict(_cmp(2), [tie, {"margin": 6.0, "exact": False}])
+    v, why = o.verdict(_cmp(2), [tie, CheckAnswer(margin=6.0, exact=False)])
     assert v == o.LOSSY and "1 of 2" in why
-    v, why = o.verdict(_cmp(2), [{"error": "the check request was refused (HTTP 400: no)"}])
+    v, why = o.verdict(_cmp(2), [CheckAnswer(error="the check request was refused (HTTP 400: no)")])
     assert v == o.NOT_CHECKED and "HTTP 400" in why
     assert o.verdict(None, [], "not recorded") == (o.NOT_CHECKED, "not recorded")
     # one of two divergences checked (under the per-point cap): not enough to call it lossless

@@ -92,8 +92,8 @@ def test_sampled_nights_add_no_identical_outputs_series(tmp_path):
 def test_nights_from_before_the_outputs_block_load_as_not_recorded(tmp_path):
     ns = load_nights(write_history(tmp_path / "r", 6, []))
     run = ns[-1].run
-    assert run.outputs_of("eagle3", 4) == {"verdict": "not checked", "reason": "not recorded",
-                                           "identical_fraction": None}
+    assert run.outputs_of("eagle3", 4).to_dict() == {"verdict": "not checked", "reason": "not recorded",
+                                                     "identical_fraction": None}
     series = nightly.collect("cpu_tiny", ns)
     assert not any(s.metric == nightly.IDENTICAL_OUTPUTS for s in series)
     assert any(s.metric == "speedup" and s.arm == "eagle3" and len(s.values) == 6 for s in series)

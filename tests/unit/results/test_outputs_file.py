@@ -3,8 +3,11 @@ and that a changed or missing file is named."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results import outputs
+from speedbench.results.outputs import OutputsFile
 
 
 def _rec(i: int, ids: list[int], **kw) -> RequestRecord:
@@ -17,26 +20,41 @@ def test_round_trip_keeps_measured_ok_requests_with_ids(tmp_path):
     entry = outputs.write_round(tmp_path, PointKey("a", 4, "code"), 1, recs)
     assert entry["file"] == "outputs/a/c4-code.r1.npz"
     assert (entry["requests"], entry["tokens"]) == (2, 5)
-    back = outputs.read_round(tmp_path, entry)
+    typed = OutputsFile.from_dict(entry)  # points.json's entry, read back
+    assert typed.to_dict() == entry and list(typed.to_dict()) == list(entry)
+    back = outputs.read_round(tmp_path, typed)
     assert sorted(back) == [(0, 0), (1, 0)]
     assert back[(1, 0)].tolist() == [70000, 5]  # past uint16: stored wider
-    assert outputs.problem(tmp_path, entry) is None
+    assert outputs.problem(tmp_path, typed) is None
 
 
 def test_no_ids_writes_nothing_and_says_why(tmp_path):
     entry = outputs.write_round(tmp_path, PointKey("a", 1), 0, [_rec(0, [])])
     assert entry == {"requests": 0, "why": "no token ids in the stream"}
     assert not (tmp_path / "outputs").exists()
+    typed = OutputsFile.from_dict(entry)
+    assert typed.file is None and typed.why == entry["why"] and typed.to_dict() == entry
+    assert outputs.read_round(tmp_path, typed) is None and outputs.problem(tmp_path, typed) is None
 
 
 def test_a_changed_or_missing_file_is_named(tmp_path):
-    entry = outputs.write_round(tmp_path, PointKey("a", 1), 0, [_rec(0, list(range(50)))])
-    path = tmp_path / entry["file"]
+    entry = OutputsFile.from_dict(outputs.write_round(tmp_path, PointKey("a", 1), 0, [_rec(0, list(range(50)))]))
+    assert entry.file is not None
+    path = tmp_path / entry.file
     path.write_bytes(path.read_bytes()[:-3] + b"xyz")
-    assert "SHA-256" in outputs.problem(tmp_path, entry)
+    assert "SHA-256" in (outputs.problem(tmp_path, entry) or "")
     path.unlink()
-    assert "missing" in outputs.problem(tmp_path, entry)
+    assert "missing" in (outputs.problem(tmp_path, entry) or "")
     assert outputs.read_round(tmp_path, entry) is None
+
+
+def test_round_files_read_each_rounds_entry_once():
+    a, b, c = PointKey("a", 1), PointKey("a", 4), PointKey("b", 1)
+    found = outputs.round_files({(a, 0): {"outputs": {"file": "x.npz", "sha256": "s"}}, (b, 0): {"status": "ok"},
+                                 (c, 0): {"outputs": {}}})
+    assert found[(a, 0)] == OutputsFile(file="x.npz", sha256="s") and found[(b, 0)] is None and found[(c, 0)] is None
+    assert outputs.reference_round(found, a, 3) == 0 and outputs.reference_round(found, b, 0) is None
+    assert outputs.round_pair(Path("."), found, b, 0, a)[2] == "not recorded"  # a folder from before outputs
 
 
 def test_record_lines_leave_the_ids_out():
