@@ -63,23 +63,23 @@ async def consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any 
     which would add our own parse time to the arrival times. Several reads buffered
     before this coroutine runs keep their own times.
     """
-    lines = _Lines(rec, Arrivals(proto, content), stream)
+    reader = _Lines(rec, Arrivals(proto, content), stream)
     try:
         async for piece_bytes in content.iter_any():
-            if lines.feed(piece_bytes, perf_counter_ns()):
+            if reader.feed(piece_bytes, perf_counter_ns()):
                 return
         # EOF without [DONE]
         rec.error, rec.error_detail = "truncated", "the stream ended before [DONE]"
-        _keep_tail(rec, lines.pending, lines.last)
+        _keep_tail(rec, reader.pending, reader.last)
     except aiohttp.ClientPayloadError:
         # The connection broke inside the body: keep the last bytes that did arrive,
         # as for a clean EOF (the caller records the error kind).
-        _keep_tail(rec, lines.pending, lines.last)
+        _keep_tail(rec, reader.pending, reader.last)
         raise
     finally:
         if not rec.t_end_ns:
             rec.t_end_ns = perf_counter_ns()
-        rec.output_text = "".join(lines.text)
+        rec.output_text = "".join(reader.text)
 
 
 class _Lines:
@@ -95,7 +95,7 @@ class _Lines:
 
     def feed(self, piece_bytes: bytes, resumed: int) -> bool:
         """One read (``resumed``: when this coroutine got it); True when the stream is over."""
-        rec = self.rec
+        rec, text, arrivals, stream = self.rec, self.text, self.arrivals, self.stream  # locals: read per line
         # body offset just past the newline of the line being looked at
         pos = self.taken - len(self.pending)
         self.taken += len(piece_bytes)
@@ -109,7 +109,7 @@ class _Lines:
                 self.last = line
                 # the stamp is looked up for every event, used only by one that carries
                 # tokens: marks before an earlier offset are never needed again
-                if _event(line, rec, self.text, self.arrivals.at(pos, resumed), self.stream):
+                if _event(line, rec, text, arrivals.at(pos, resumed), stream):
                     return True
             elif line.strip() and not line.startswith(b":") and not line.startswith(_IGNORED_FIELDS):
                 return _malformed(rec, "not an SSE data line", line)
