@@ -157,8 +157,8 @@ def _one_round_ci(num: np.ndarray, den: np.ndarray, spread: RoundSpread | None, 
 
 
 def _own_spread(groups: list[tuple[np.ndarray, np.ndarray]]) -> RoundSpread | None:
-    """The spread of this point's own per-round ratios S_r (df = R - 1); None where a
-    round has no positive ratio."""
+    """The spread of this point's own per-round ratios S_r on the log scale (df = R - 1);
+    None unless every round has a positive ratio."""
     r = len(groups)
     per_round = np.array([gn.sum() / gd.sum() for gn, gd in groups if gd.sum() > 0])
     return (RoundSpread(float(np.std(np.log(per_round), ddof=1)), r - 1)

@@ -1,6 +1,6 @@
-"""Reading a scenario file: YAML (duplicate keys are errors), ``--set`` overrides
-(applied by overrides.py), and validation errors that name the file, the key path, the line, what was expected and how
-to fix it (:class:`ScenarioError`)."""
+"""Reading a scenario file: YAML (duplicate keys are errors), ``--set`` overrides (applied
+by overrides.py), and validation errors that name the file, the key path, the line, what
+was expected and how to fix it (:class:`ScenarioError`)."""
 
 from __future__ import annotations
 
