@@ -73,7 +73,17 @@ def separation(rows: list[SummaryRow], arm_a: str, arm_b: str, axis: str = "dept
             return {kr: r for r in sel if variant_of(r) == fixed_v and (kr := k_of(r)) is not None}
         return {vt[variant_of(r)]: r for r in sel if variant_of(r) in vt and k_of(r) == fixed_k}
 
-    ia, ib = index(arm_a), index(arm_b)
+    points = _compared(index(arm_a), index(arm_b))
+    first = next((p for p in points if p.separated), None)
+    return Separation(
+        a=arm_a, b=arm_b, axis=axis, concurrency=conc, fixed=fixed_v if axis == "depth" else f"k={fixed_k}",
+        points=tuple(points),
+        first=first.x if first else None, leader=(arm_b if first.al_b > first.al_a else arm_a) if first else None,
+    )
+
+
+def _compared(ia: dict[int, SummaryRow], ib: dict[int, SummaryRow]) -> list[SepPoint]:
+    """The two curves compared at each x both have, in order of x."""
     points = []
     for x in sorted(set(ia) & set(ib)):
         a, b = al_of(ia[x])[0], al_of(ib[x])[0]
@@ -81,12 +91,7 @@ def separation(rows: list[SummaryRow], arm_a: str, arm_b: str, axis: str = "dept
         ok = math.isfinite(a) and math.isfinite(b) and a > 0
         points.append(SepPoint(x=x, al_a=a, al_b=b, rel_diff=(b - a) / a if ok else math.nan, noise=noise,
                                separated=ok and abs(b - a) > noise))
-    first = next((p for p in points if p.separated), None)
-    return Separation(
-        a=arm_a, b=arm_b, axis=axis, concurrency=conc, fixed=fixed_v if axis == "depth" else f"k={fixed_k}",
-        points=tuple(points),
-        first=first.x if first else None, leader=(arm_b if first.al_b > first.al_a else arm_a) if first else None,
-    )
+    return points
 
 
 def eagle_pairs(rows: list[SummaryRow]) -> list[tuple[str, str]]:

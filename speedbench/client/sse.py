@@ -63,45 +63,57 @@ async def consume(content: aiohttp.StreamReader, rec: RequestRecord, proto: Any 
     which would add our own parse time to the arrival times. Several reads buffered
     before this coroutine runs keep their own times.
     """
-    arrivals = Arrivals(proto, content)
-    text: list[str] = []
-    last = b""
-    pending = b""  # an incomplete line carried over to the next read
-    taken = 0  # body bytes taken so far, on the same scale as the marks
+    reader = _Lines(rec, Arrivals(proto, content), stream)
     try:
         async for piece_bytes in content.iter_any():
-            resumed = perf_counter_ns()
-            # body offset just past the newline of the line being looked at
-            pos = taken - len(pending)
-            taken += len(piece_bytes)
-            lines = (pending + piece_bytes if pending else piece_bytes).split(b"\n")
-            pending = lines.pop()
-            if len(pending) > _MAX_LINE:
-                _malformed(rec, "an SSE line over 16 MiB", pending)
+            if reader.feed(piece_bytes, perf_counter_ns()):
                 return
-            for line in lines:
-                pos += len(line) + 1
-                if line.startswith(b"data:"):
-                    last = line
-                    # the stamp is looked up for every event, used only by one that carries
-                    # tokens: marks before an earlier offset are never needed again
-                    if _event(line, rec, text, arrivals.at(pos, resumed), stream):
-                        return
-                elif line.strip() and not line.startswith(b":") and not line.startswith(_IGNORED_FIELDS):
-                    _malformed(rec, "not an SSE data line", line)
-                    return
         # EOF without [DONE]
         rec.error, rec.error_detail = "truncated", "the stream ended before [DONE]"
-        _keep_tail(rec, pending, last)
+        _keep_tail(rec, reader.pending, reader.last)
     except aiohttp.ClientPayloadError:
         # The connection broke inside the body: keep the last bytes that did arrive,
         # as for a clean EOF (the caller records the error kind).
-        _keep_tail(rec, pending, last)
+        _keep_tail(rec, reader.pending, reader.last)
         raise
     finally:
         if not rec.t_end_ns:
             rec.t_end_ns = perf_counter_ns()
-        rec.output_text = "".join(text)
+        rec.output_text = "".join(reader.text)
+
+
+class _Lines:
+    """The body split into lines across reads: each complete ``data:`` line handed to
+    ``_event`` with the arrival of its last byte; an incomplete one kept for the next read."""
+
+    def __init__(self, rec: RequestRecord, arrivals: Arrivals, stream: StreamExtensions) -> None:
+        self.rec, self.arrivals, self.stream = rec, arrivals, stream
+        self.text: list[str] = []
+        self.last = b""
+        self.pending = b""  # an incomplete line carried over to the next read
+        self.taken = 0  # body bytes taken so far, on the same scale as the marks
+
+    def feed(self, piece_bytes: bytes, resumed: int) -> bool:
+        """One read (``resumed``: when this coroutine got it); True when the stream is over."""
+        rec, text, arrivals, stream = self.rec, self.text, self.arrivals, self.stream  # locals: read per line
+        # body offset just past the newline of the line being looked at
+        pos = self.taken - len(self.pending)
+        self.taken += len(piece_bytes)
+        lines = (self.pending + piece_bytes if self.pending else piece_bytes).split(b"\n")
+        self.pending = lines.pop()
+        if len(self.pending) > _MAX_LINE:
+            return _malformed(rec, "an SSE line over 16 MiB", self.pending)
+        for line in lines:
+            pos += len(line) + 1
+            if line.startswith(b"data:"):
+                self.last = line
+                # the stamp is looked up for every event, used only by one that carries
+                # tokens: marks before an earlier offset are never needed again
+                if _event(line, rec, text, arrivals.at(pos, resumed), stream):
+                    return True
+            elif line.strip() and not line.startswith(b":") and not line.startswith(_IGNORED_FIELDS):
+                return _malformed(rec, "not an SSE data line", line)
+        return False
 
 
 def _keep_tail(rec: RequestRecord, pending: bytes, last: bytes) -> None:

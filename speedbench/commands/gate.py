@@ -13,11 +13,12 @@ from rich.table import Table
 
 from speedbench.report.fit import print_table
 from speedbench.report.headlines import arm_headlines
-from speedbench.report.gate import evaluate_gates, exit_code, load_gates, nothing_checked
+from speedbench.report.gate import GateResult, evaluate_gates, exit_code, load_gates, nothing_checked
 from speedbench.report.gate_files import junit_xml, summary_markdown
 from speedbench.errors import UsageError
 from speedbench.results import atomic_write
 from speedbench.results.loader import load_run
+from speedbench.results.run import Run
 from speedbench.results.files import output_error
 
 HELP = """\
@@ -80,15 +81,7 @@ def run(args) -> int:
     console.print(*verdict)  # the verdict first, each arm's headline, the gates; the verdict again last
     for line in arm_headlines(current, results):
         console.print(line, markup=False, soft_wrap=True)
-    table = Table(title=f"gates for {escape(current.scenario_name)} {escape(current.run_id)}", title_justify="left")
-    for col in ("result", "metric", "rule", "where", "value", "details"):
-        table.add_column(col, overflow="fold")
-    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
-    for r in results:
-        value = "–" if r.value != r.value else f"{r.value:.4g}"
-        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.metric, escape(r.bounds), escape(r.where),
-                      value, escape(r.message))
-    print_table(console, table)
+    print_table(console, _gates_table(current, results))
     console.print(*verdict)
 
     if args.junit:
@@ -102,3 +95,16 @@ def run(args) -> int:
     if unchecked:  # after the files: CI keeps the skipped testcases that say why
         raise UsageError(unchecked)
     return code
+
+
+def _gates_table(current: Run, results: list[GateResult]) -> Table:
+    """One row per gate checked: its result, metric, rule, where, value and why."""
+    table = Table(title=f"gates for {escape(current.scenario_name)} {escape(current.run_id)}", title_justify="left")
+    for col in ("result", "metric", "rule", "where", "value", "details"):
+        table.add_column(col, overflow="fold")
+    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    for r in results:
+        value = "–" if r.value != r.value else f"{r.value:.4g}"
+        table.add_row(f"[{style[r.status]}]{r.status.upper()}[/]", r.gate.metric, escape(r.bounds), escape(r.where),
+                      value, escape(r.message))
+    return table

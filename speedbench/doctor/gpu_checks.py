@@ -25,12 +25,9 @@ def _describe(gpus: list[GPU]) -> str:
 
 
 def check_gpus(ctx: Context) -> list[Check]:
-    probe, sc = ctx.facts.gpus, ctx.scenario
+    probe = ctx.facts.gpus
     if not ctx.needs_gpu:
-        why = {"cpu": f"{ctx.engine.origin} runs on the CPU", "external": "external endpoints only",
-               "unknown": "no vLLM installed to tell"}.get(ctx.engine.kind, "no arm is launched here")
-        have = f"; {len(probe.gpus)} present" if probe.gpus else ""
-        return [Check("gpus", "ok" if ctx.engine.kind != "unknown" else "warn", f"not needed: {why}{have}")]
+        return [_not_needed(ctx)]
     need = _need(ctx)
     most = max(need.values(), default=1)
     needs = f"this scenario needs {most} GPU{'s' if most > 1 else ''} per server (tensor x pipeline x data parallel)"
@@ -43,20 +40,8 @@ def check_gpus(ctx: Context) -> list[Check]:
     if not probe.gpus:
         return [Check("gpus", "fail", f"no GPU found ({probe.message or 'nvidia-smi lists none'}); {needs}",
                       "run on a GPU host with the NVIDIA driver; on a CPU-only machine use scenarios/cpu_tiny.yaml")]
-    out = []
-    wanted = sc.server.gpus
-    if wanted is not None:
-        absent = sorted(set(wanted) - {g.index for g in probe.gpus})
-        if absent:
-            out.append(Check("gpus", "fail",
-                             f"server.gpus lists {absent}, which nvidia-smi does not show (it shows "
-                             f"{[g.index for g in probe.gpus]})",
-                             "fix server.gpus (indices as nvidia-smi numbers them)"))
+    out = _listed_gpus(ctx, need)
     gpus = ctx.gpu_list
-    for arm in ctx.arms:
-        if arm.gpus is not None and len(arm.gpus) < need[arm.name]:
-            out.append(Check("gpus", "fail", f"arm lists GPUs {arm.gpus} but its server needs {need[arm.name]}",
-                             "list as many GPUs as tensor x pipeline x data parallel", arm.name))
     if len(gpus) < most:
         out.append(Check("gpus", "fail", f"{len(gpus)} usable: {_describe(gpus)}; {needs}",
                          "run on a host with more GPUs, or lower tensor-parallel-size "
@@ -71,6 +56,34 @@ def check_gpus(ctx: Context) -> list[Check]:
                          "pin every arm to the same model with server.gpus / arm gpus"))
     else:
         out.append(Check("gpus", "ok", detail))
+    return out
+
+
+def _not_needed(ctx: Context) -> Check:
+    """The row when no arm launches a server on this host's GPUs, saying why."""
+    why = {"cpu": f"{ctx.engine.origin} runs on the CPU", "external": "external endpoints only",
+           "unknown": "no vLLM installed to tell"}.get(ctx.engine.kind, "no arm is launched here")
+    have = f"; {len(ctx.facts.gpus.gpus)} present" if ctx.facts.gpus.gpus else ""
+    return Check("gpus", "ok" if ctx.engine.kind != "unknown" else "warn", f"not needed: {why}{have}")
+
+
+def _listed_gpus(ctx: Context, need: dict[str, int]) -> list[Check]:
+    """GPUs the scenario names: server.gpus indices nvidia-smi does not show, and arms that
+    list fewer GPUs than their server needs."""
+    out = []
+    present = ctx.facts.gpus.gpus
+    wanted = ctx.scenario.server.gpus
+    if wanted is not None:
+        absent = sorted(set(wanted) - {g.index for g in present})
+        if absent:
+            out.append(Check("gpus", "fail",
+                             f"server.gpus lists {absent}, which nvidia-smi does not show (it shows "
+                             f"{[g.index for g in present]})",
+                             "fix server.gpus (indices as nvidia-smi numbers them)"))
+    for arm in ctx.arms:
+        if arm.gpus is not None and len(arm.gpus) < need[arm.name]:
+            out.append(Check("gpus", "fail", f"arm lists GPUs {arm.gpus} but its server needs {need[arm.name]}",
+                             "list as many GPUs as tensor x pipeline x data parallel", arm.name))
     return out
 
 

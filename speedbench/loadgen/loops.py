@@ -103,19 +103,7 @@ async def _conversation(run: Pass, index: int, prompt: Prompt, t_queued: int) ->
         if turn:
             t_queued = perf_counter_ns()  # ready for the next turn
         path, body = run.target.builder.build(prompt, turn, history)
-        rec = RequestRecord(
-            arm=phase.key.arm,
-            concurrency=phase.key.concurrency,
-            prompt_index=index,
-            prompt_id=prompt.id,
-            variant=phase.key.variant,
-            repeat=phase.repeat,
-            turn=turn,
-            category=prompt.category,
-            warmup=phase.warmup,
-            t_queued_ns=t_queued,
-            tags=dict(prompt.tags),
-        )
+        rec = _new_record(phase, index, prompt, turn, t_queued)
         try:
             await stream_request(run.session, run.target.client, path, body, rec)
         except asyncio.CancelledError:
@@ -135,6 +123,23 @@ async def _conversation(run: Pass, index: int, prompt: Prompt, t_queued: int) ->
         if rec.error is not None:
             break
         history.append((prompt.turns[turn], rec.output_text))
+
+
+def _new_record(phase: Phase, index: int, prompt: Prompt, turn: int, t_queued: int) -> RequestRecord:
+    """The record of one turn before it is sent: where it belongs (point, round, prompt)."""
+    return RequestRecord(
+        arm=phase.key.arm,
+        concurrency=phase.key.concurrency,
+        prompt_index=index,
+        prompt_id=prompt.id,
+        variant=phase.key.variant,
+        repeat=phase.repeat,
+        turn=turn,
+        category=prompt.category,
+        warmup=phase.warmup,
+        t_queued_ns=t_queued,
+        tags=dict(prompt.tags),
+    )
 
 
 async def open_loop(run: Pass, prompts: Sequence[Prompt], arrivals: Sequence[float]) -> None:

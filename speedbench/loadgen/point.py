@@ -91,18 +91,7 @@ async def run_pass(
         if stop:
             return PointResult(records=[], wall_s=0.0, loop_lag_ms=lag.stats_ms(), aborted=stop,
                                warmup_records=warm_records)
-        # Move every object alive now (imported libraries, earlier records) out of the
-        # cyclic collector's reach: with torch/transformers loaded a full collection
-        # walks ~400k objects and froze the loop for ~400 ms mid-point in our client
-        # benchmark. O(1), no collection triggered, safe with arms in several threads;
-        # reference counting still frees these objects as usual.
-        gc.freeze()
-        helpers.append(asyncio.create_task(lag.run()))
-        phase = Phase(key=job.key, repeat=repeat, warmup=False, on_record=target.on_record, lag=lag)
-        if job.arrivals is None:
-            await closed_loop(Pass(session, target, phase), job.prompts)
-        else:
-            await open_loop(Pass(session, target, phase), job.prompts, job.arrivals)
+        phase = await _measure(session, target, job, repeat, lag, helpers)
         return PointResult(records=phase.records, wall_s=wall_s(phase.records), loop_lag_ms=lag.stats_ms(),
                            aborted=phase.aborted, warmup_records=warm_records)
     finally:
@@ -110,3 +99,22 @@ async def run_pass(
             t.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
         await session.close()
+
+
+async def _measure(session: Any, target: Target, job: PointJob, repeat: int, lag: LagProbe,
+                   helpers: list[asyncio.Task]) -> Phase:
+    """The pass's measured requests, closed loop or at ``job.arrivals``, with the loop-lag
+    probe running beside them (added to ``helpers``, which the caller cancels)."""
+    # Move every object alive now (imported libraries, earlier records) out of the
+    # cyclic collector's reach: with torch/transformers loaded a full collection
+    # walks ~400k objects and froze the loop for ~400 ms mid-point in our client
+    # benchmark. O(1), no collection triggered, safe with arms in several threads;
+    # reference counting still frees these objects as usual.
+    gc.freeze()
+    helpers.append(asyncio.create_task(lag.run()))
+    phase = Phase(key=job.key, repeat=repeat, warmup=False, on_record=target.on_record, lag=lag)
+    if job.arrivals is None:
+        await closed_loop(Pass(session, target, phase), job.prompts)
+    else:
+        await open_loop(Pass(session, target, phase), job.prompts, job.arrivals)
+    return phase

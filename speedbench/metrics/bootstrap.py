@@ -136,22 +136,33 @@ def cluster_paired_ratio_ci(
     num, den, clusters = num[keep], den[keep], clusters[keep]
     ids = list(dict.fromkeys(clusters.tolist()))
     if len(ids) <= 1:
-        # One round left (its other rounds lost every pair, e.g. to bursts) still stands for
-        # one server start: with a pooled spread, the t interval of a single round applies.
-        lo, hi = paired_ratio_ci(num, den, n_resamples=n_resamples, seed=seed, level=level)
-        if spread is None or len(num) < 2 or den.sum() <= 0:
-            return (lo, hi)
-        return _t_widened(lo, hi, float(num.sum() / den.sum()), spread, 1, level)
+        return _one_round_ci(num, den, spread, n_resamples, seed, level)
     groups = [(num[clusters == c], den[clusters == c]) for c in ids]
     if len(num) < 2 or den.sum() <= 0:
         return (math.nan, math.nan)
     r = len(groups)
     centre = float(num.sum() / den.sum())
     lo, hi = _interval(_two_level_resamples(groups, centre, n_resamples, seed), level)
+    return _t_widened(lo, hi, centre, _wider(spread, _own_spread(groups)), r, level)
+
+
+def _one_round_ci(num: np.ndarray, den: np.ndarray, spread: RoundSpread | None, n_resamples: int, seed: int,
+                  level: float) -> tuple[float, float]:
+    """One round left (its other rounds lost every pair, e.g. to bursts) still stands for
+    one server start: with a pooled spread, the t interval of a single round applies."""
+    lo, hi = paired_ratio_ci(num, den, n_resamples=n_resamples, seed=seed, level=level)
+    if spread is None or len(num) < 2 or den.sum() <= 0:
+        return (lo, hi)
+    return _t_widened(lo, hi, float(num.sum() / den.sum()), spread, 1, level)
+
+
+def _own_spread(groups: list[tuple[np.ndarray, np.ndarray]]) -> RoundSpread | None:
+    """The spread of this point's own per-round ratios S_r on the log scale (df = R - 1);
+    None unless every round has a positive ratio."""
+    r = len(groups)
     per_round = np.array([gn.sum() / gd.sum() for gn, gd in groups if gd.sum() > 0])
-    own = (RoundSpread(float(np.std(np.log(per_round), ddof=1)), r - 1)
-           if len(per_round) == r and np.all(per_round > 0) else None)
-    return _t_widened(lo, hi, centre, _wider(spread, own), r, level)
+    return (RoundSpread(float(np.std(np.log(per_round), ddof=1)), r - 1)
+            if len(per_round) == r and np.all(per_round > 0) else None)
 
 
 _MAX_LOG = math.log(sys.float_info.max)  # the largest x whose exp(x) is a finite float

@@ -76,18 +76,9 @@ def summary_rows(
     measured = [r for r in requests if not r.warmup]
     df = requests.where(lambda t: ~t["warmup"])
     by_key = {PointKey(a, int(c), v): g for (a, c, v), g in df.groupby(["arm", "concurrency", "variant"], sort=False)}
-    ok_recs: dict[PointKey, list[RequestRecord]] = {}
-    all_recs: dict[PointKey, list[RequestRecord]] = {}
-    for r in measured:
-        all_recs.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
-        if r.error is None:
-            ok_recs.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
+    all_recs, ok_recs = _records_by_point(measured)
     points = points or {}
-    # the points' own keys carry the point's load (workload, rate); the records' do not
-    loaded = {k: k for k in points if isinstance(k, PointKey)}
-    keys = [loaded.get(k, k) for k in dict.fromkeys([*by_key, *(PointKey(a, int(c), v) for a, c, v in points)])]
-    arm_order = {a: i for i, a in enumerate(arm_info)}
-    keys.sort(key=lambda k: (arm_order.get(k[0], len(arm_order)), k[0], k[1]))
+    keys = _point_keys(list(by_key), points, arm_info)
     groups = {k: by_key.get(k, df.iloc[0:0]) for k in keys}
     pairings = _pairings(groups, baseline_arm)
     stopped: dict[tuple, list[dict[str, Any]]] = {}
@@ -104,6 +95,29 @@ def summary_rows(
                          stopped.get((k[0], k[1], k[2] or ""), []), extra.predict)
         rows.append(build_row(data))
     return rows
+
+
+def _records_by_point(measured: list[RequestRecord]) -> tuple[dict[PointKey, list[RequestRecord]],
+                                                                dict[PointKey, list[RequestRecord]]]:
+    """Each point's measured records: all of them, and those without an error."""
+    ok_recs: dict[PointKey, list[RequestRecord]] = {}
+    all_recs: dict[PointKey, list[RequestRecord]] = {}
+    for r in measured:
+        all_recs.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
+        if r.error is None:
+            ok_recs.setdefault(PointKey(r.arm, r.concurrency, r.variant), []).append(r)
+    return all_recs, ok_recs
+
+
+def _point_keys(measured: list[PointKey], points: dict[PointKey, Any], arm_info: dict[str, Any]) -> list[PointKey]:
+    """Every point that has records or was attempted, in the scenario's arm order, then by
+    arm name and concurrency."""
+    # the points' own keys carry the point's load (workload, rate); the records' do not
+    loaded = {k: k for k in points if isinstance(k, PointKey)}
+    keys = [loaded.get(k, k) for k in dict.fromkeys([*measured, *(PointKey(a, int(c), v) for a, c, v in points)])]
+    arm_order = {a: i for i, a in enumerate(arm_info)}
+    keys.sort(key=lambda k: (arm_order.get(k[0], len(arm_order)), k[0], k[1]))
+    return keys
 
 
 def _pairings(groups: dict[PointKey, pd.DataFrame], baseline_arm: str | None) -> dict[PointKey, Pairing]:

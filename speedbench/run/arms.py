@@ -101,13 +101,7 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
     todo = [k for k in ctx.plan.points(arm.name) if (k, repeat) not in ctx.done_points]
     if not todo or ctx.stop.is_set() or arm.name in ctx.failures:
         return
-    log = ctx.run_dir.log_path(arm.name)
-    ctx.live.server_starting(arm.name, log if ap.launched else None)  # an endpoint's log is not ours
-    server = make_server(
-        sc, ap.launch, log, on_progress=lambda elapsed, phase: ctx.live.server_progress(arm.name, elapsed, phase),
-    )
-    with ctx.lock:
-        ctx.servers.append(server)
+    server = _new_server(ctx, ap)
     t0 = time.monotonic()
     start_s: float | None = None
     current: PointKey | None = None  # the point in progress
@@ -140,6 +134,20 @@ def run_arm(ctx: RunContext, ap: ArmPlan, repeat: int = 0) -> None:
             _arm_failed(ctx, arm.name, todo[todo.index(current):] if current else todo, str(e), repeat)
     finally:
         _end_round(ctx, ap, server, repeat, start_s, time.monotonic() - t0)
+
+
+def _new_server(ctx: RunContext, ap: ArmPlan) -> Server:
+    """The arm's server, not started yet, its log in the run folder; held in ``ctx.servers``
+    so that a stop can reach it."""
+    name = ap.arm.name
+    log = ctx.run_dir.log_path(name)
+    ctx.live.server_starting(name, log if ap.launched else None)  # an endpoint's log is not ours
+    server = make_server(
+        ctx.scenario, ap.launch, log, on_progress=lambda elapsed, phase: ctx.live.server_progress(name, elapsed, phase),
+    )
+    with ctx.lock:
+        ctx.servers.append(server)
+    return server
 
 
 def _arm_failed(ctx: RunContext, arm: str, left: list[PointKey], msg: str, repeat: int) -> None:

@@ -6,13 +6,12 @@ Everything is importable from ``speedbench.scenario`` as before the split.
 """
 
 from speedbench.scenario.load import (
-    apply_overrides,
     format_validation_error,
     load_raw,
     load_scenario,
-    parse_override,
     validate_data,
 )
+from speedbench.scenario.overrides import apply_overrides, parse_override
 from speedbench.scenario.arms import SWEEP_ROOTS, SWEEP_SUGAR, ArmSpec, SpeculativeConfig, SweepSpec, expand_arms
 from speedbench.scenario.base import ArgValue, EnvValue
 from speedbench.scenario.executor import ExecutorSpec, SlurmSpec

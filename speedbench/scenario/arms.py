@@ -186,38 +186,41 @@ def expand_arms(arms: list[ArmSpec]) -> list[ArmSpec]:
             out.append(arm.model_copy(update={"sweep": None, "series": name}))
             continue
         for combo in itertools.product(*[vals for _, _, vals in axes]):
-            spec = arm.speculative_config
-            args = dict(arm.args)
-            values: dict[str, Any] = {}
-            parts = [arm.name]
-            series_parts = [arm.name]
-            for (key, shown, _), val in zip(axes, combo):
-                values[shown] = val
-                root, _, rest = key.partition(".")
-                if root == "speculative_config":
-                    if spec is None:
-                        what = next((n for n, (d, _) in SWEEP_SUGAR.items() if d == key), key)
-                        raise ValueError(f"arm '{arm.name}': sweep.{what} needs a speculative_config")
-                    spec = spec.with_value(rest, val)
-                else:
-                    args[rest] = val
-                part = (f"k{val}" if shown == "k" else
-                        _fmt_value(val) if shown == "draft" else f"{_fmt_value(shown)}{_fmt_value(val)}")
-                parts.append(part)
-                series_parts += [] if shown == "k" else [part]
-            out.append(
-                arm.model_copy(
-                    update={
-                        "name": "-".join(parts),
-                        "speculative_config": spec,
-                        "args": args,
-                        "sweep": None,
-                        "env": dict(arm.env),
-                        "gpus": list(arm.gpus) if arm.gpus is not None else None,
-                        "template": arm.name,
-                        "sweep_values": values,
-                        "series": arm.series or "-".join(series_parts),
-                    }
-                )
-            )
+            out.append(_combination(arm, axes, combo))
     return out
+
+
+def _combination(arm: ArmSpec, axes: list[tuple[str, str, list[Any]]], combo: tuple[Any, ...]) -> ArmSpec:
+    """One arm of a sweep: ``arm`` with one value per axis (``combo``), named after them."""
+    spec = arm.speculative_config
+    args = dict(arm.args)
+    values: dict[str, Any] = {}
+    parts = [arm.name]
+    series_parts = [arm.name]
+    for (key, shown, _), val in zip(axes, combo):
+        values[shown] = val
+        root, _, rest = key.partition(".")
+        if root == "speculative_config":
+            if spec is None:
+                what = next((n for n, (d, _) in SWEEP_SUGAR.items() if d == key), key)
+                raise ValueError(f"arm '{arm.name}': sweep.{what} needs a speculative_config")
+            spec = spec.with_value(rest, val)
+        else:
+            args[rest] = val
+        part = (f"k{val}" if shown == "k" else
+                _fmt_value(val) if shown == "draft" else f"{_fmt_value(shown)}{_fmt_value(val)}")
+        parts.append(part)
+        series_parts += [] if shown == "k" else [part]
+    return arm.model_copy(
+        update={
+            "name": "-".join(parts),
+            "speculative_config": spec,
+            "args": args,
+            "sweep": None,
+            "env": dict(arm.env),
+            "gpus": list(arm.gpus) if arm.gpus is not None else None,
+            "template": arm.name,
+            "sweep_values": values,
+            "series": arm.series or "-".join(series_parts),
+        }
+    )

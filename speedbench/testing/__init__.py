@@ -2,6 +2,7 @@
 
 - script.py       FakeConfig, Fault, the scripted plan of each request
 - fake_server.py  the server (``python -m speedbench.testing.fake_server``)
+- fake_stream.py  its streamed answers (steps when due, faults, the usage chunk)
 - fake_state.py   what it did per request (Emission), its counters and Prometheus text
 - fake_sglang.py  its second wire (``--shape sglang``), which shares none of vLLM's names
 - hosting.py      FakeServer (a background thread) and FakeProcess (a child process)

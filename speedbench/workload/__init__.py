@@ -7,6 +7,7 @@ gets the same prompts in the same order. See docs/workloads.md.
 - sources.py        the sources by ``workload.source``, one module each:
   speed_bench.py    SPEED-Bench (hub or a local copy); sample.py the bundled sample;
   jsonl.py          a JSONL file; random_tokens.py random tokens (opt-in)
+- speed_bench_rows.py  a SPEED-Bench row -> Prompt (the sample and JSONL read rows with it too)
 - select.py         filters, placeholders refused, the seeded order, warmup prompts
 - load.py           load_workload: the one loading path (read, select, cap, warmup)
 - check.py          the doctor's check of a source and its provenance fingerprint

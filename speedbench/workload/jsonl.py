@@ -23,7 +23,7 @@ from speedbench.records import Prompt
 from speedbench.scenario import VariantSpec, WorkloadSpec
 from speedbench.workload.base import Source
 from speedbench.workload.speed_bench import fingerprint, read_jsonl, resolve_path
-from speedbench.workload.speed_bench import turns_from_messages as _from_messages
+from speedbench.workload.speed_bench_rows import turns_from_messages as _from_messages
 
 DEFAULT_CATEGORY = "uncategorized"
 

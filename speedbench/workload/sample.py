@@ -18,7 +18,8 @@ from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
 from speedbench.scenario import VariantSpec, WorkloadSpec
 from speedbench.workload.base import Source
-from speedbench.workload.speed_bench import fingerprint, row_to_prompt
+from speedbench.workload.speed_bench import fingerprint
+from speedbench.workload.speed_bench_rows import row_to_prompt
 
 SAMPLE_FILE = "coding_sample.jsonl"
 SOURCE_NAME = "speedbench-sample"

@@ -11,7 +11,8 @@ from typing import Sequence
 from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
 from speedbench.workload.base import DOCS, tag
-from speedbench.workload.speed_bench import PLACEHOLDER_PREFIX, normalize_tier
+from speedbench.workload.speed_bench import PLACEHOLDER_PREFIX
+from speedbench.workload.speed_bench_rows import normalize_tier
 
 
 def filter_prompts(

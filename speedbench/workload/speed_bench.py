@@ -26,6 +26,7 @@ from speedbench.errors import ScenarioError
 from speedbench.records import Prompt
 from speedbench.scenario import VariantSpec, WorkloadSpec
 from speedbench.workload.base import Source, SourceCheck
+from speedbench.workload.speed_bench_rows import row_to_prompt
 
 HUB_NAME = "nvidia/SPEED-Bench"
 QUALITATIVE = "qualitative"
@@ -35,13 +36,7 @@ CONFIG_INPUT_TOKENS = {"throughput_1k": 1024, "throughput_2k": 2048, "throughput
                        "throughput_16k": 16384, "throughput_32k": 32768}
 CATEGORIES = ("coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning",
               "roleplay", "stem", "summarization", "writing")
-ENTROPY_TIERS = ("low_entropy", "mixed", "high_entropy")
 PLACEHOLDER_PREFIX = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE"
-REQUIRED_COLUMNS = ("question_id", "category")  # plus "turns" or "messages"
-# The published schema (dataset card) has no entropy column; a prepared copy may add one
-# under any of these names. Without one, a throughput row whose `category` is itself a
-# tier name ("low_entropy", "mixed", ...) takes its tier from there.
-ENTROPY_COLUMNS = ("entropy_tier", "entropy", "entropy_level", "entropy_bucket", "tier")
 DATA_SUFFIXES = (".parquet", ".jsonl")
 DOCS = "docs/workloads.md"
 # Model-Optimizer's examples/specdec_bench/prepare_data.py writes OUT/speed/C/test.parquet
@@ -59,19 +54,6 @@ LAYOUTS: tuple[tuple[str, str, str], ...] = (
      "NeMo-Skills nemo_skills/dataset/speed-bench/prepare.py --output_dir PATH (one .jsonl per config, with messages)"),
     ("flat", "PATH/*.parquet or PATH/*.jsonl", "a folder that holds only this config"),
 )
-
-_TIER_ALIASES = {
-    "low": "low_entropy", "low_entropy": "low_entropy", "lowentropy": "low_entropy",
-    "high": "high_entropy", "high_entropy": "high_entropy", "highentropy": "high_entropy",
-    "mixed": "mixed", "mixed_entropy": "mixed", "mid": "mixed", "medium": "mixed",
-}
-
-
-def normalize_tier(value: Any) -> str:
-    """'Low-Entropy', 'low', 'low_entropy' -> 'low_entropy'; unknown names are kept, lowercased."""
-    key = str(value).strip().lower().replace("-", "_").replace(" ", "_")
-    return _TIER_ALIASES.get(key, key)
-
 
 def check_config(config: str) -> str:
     if config not in CONFIGS:
@@ -151,10 +133,15 @@ def locate(root: Path, config: str) -> Located:
               if not any(f.name.startswith(o) for o in others)]
     if direct:
         return Located("flat", root, tuple(direct))
+    raise _no_layout(root, config)
+
+
+def _no_layout(root: Path, config: str) -> ScenarioError:
+    """A folder in none of the layouts: the error names the configs it does hold."""
     found = [c for c in CONFIGS
              if (root / c).is_dir() or (root / SPECDEC_BENCH_DIR / c).is_dir()
              or any((root / f"{c}{s}").is_file() for s in DATA_SUFFIXES)]
-    raise ScenarioError(
+    return ScenarioError(
         f"workload.path: {root} is not a recognised layout for config '{config}'"
         + (f" (configs found there: {', '.join(found)})" if found else "")
         + f". Recognised layouts: {layouts_text(config)} -- fix: point workload.path at one of them; see {DOCS}"
@@ -218,79 +205,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         row.setdefault("_line", lineno)
         rows.append(row)
     return rows
-
-
-def turns_from_messages(messages: Any, at: str) -> tuple[tuple[str, ...], str]:
-    """User turns and a leading system message of an OpenAI-style ``messages`` list."""
-    if not isinstance(messages, list) or not messages:
-        raise ScenarioError(f"{at}: 'messages' must be a non-empty list of {{role, content}} objects")
-    turns: list[str] = []
-    system = ""
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or "role" not in m or not isinstance(m.get("content"), str):
-            raise ScenarioError(f"{at}: messages[{i}] needs a 'role' and a string 'content'")
-        role = m["role"]
-        if role == "system":
-            if turns:
-                raise ScenarioError(f"{at}: messages[{i}]: a system message is only accepted first")
-            system = m["content"]
-        elif role == "user":
-            turns.append(m["content"])
-        elif role != "assistant":  # assistant answers are replaced by the model's own
-            raise ScenarioError(f"{at}: messages[{i}]: unsupported role '{role}' (use system, user, assistant)")
-    if not turns:
-        raise ScenarioError(f"{at}: 'messages' has no user message")
-    return tuple(turns), system
-
-
-def row_to_prompt(row: dict[str, Any], config: str, *, where: str) -> Prompt:
-    at = f"{where}:{row['_line']}" if "_line" in row else where
-    missing = [c for c in REQUIRED_COLUMNS if c not in row]
-    if "turns" not in row and "messages" not in row:
-        missing.append("turns")
-    if missing:
-        raise ScenarioError(
-            f"{at}: missing column(s) {missing}; a SPEED-Bench row has question_id, category, "
-            "sub_category, turns (or NeMo-Skills' messages), source, src_id, difficulty, multiturn"
-        )
-    if "turns" in row:
-        turns = row["turns"]
-        if isinstance(turns, str):  # some exports flatten a single turn
-            turns = [turns]
-        turns = tuple(str(t) for t in (turns or ()))
-    else:
-        # NeMo-Skills' prepare script replaces `turns` with one user message per turn.
-        turns, system = turns_from_messages(list(row["messages"] or ()), at)
-    if not turns:
-        raise ScenarioError(f"{at}: row {row['question_id']!r} has no turns")
-    # config "" = not a SPEED-Bench config (the bundled sample, JSONL files in this schema)
-    tags: list[tuple[str, str]] = [("config", config)] if config else []
-    tier = entropy_tier(row, config)
-    if tier:
-        tags.append(("entropy_tier", tier))
-    if row.get("difficulty"):
-        tags.append(("difficulty", str(row["difficulty"])))
-    if "turns" not in row and system:
-        tags.append(("system_prompt", system))
-    return Prompt(
-        id=str(row["question_id"]),
-        turns=turns,
-        category=str(row.get("category") or ""),
-        sub_category=str(row.get("sub_category") or ""),
-        source=str(row.get("source") or ""),
-        tags=tuple(tags),
-    )
-
-
-def entropy_tier(row: dict[str, Any], config: str) -> str:
-    for col in ENTROPY_COLUMNS:
-        if row.get(col) not in (None, ""):
-            return normalize_tier(row[col])
-    if config.startswith("throughput"):
-        guess = normalize_tier(row.get("category") or "")
-        if guess in ENTROPY_TIERS:
-            return guess
-    return ""
 
 
 def _load_hub(config: str) -> list[dict[str, Any]]:

@@ -125,22 +125,7 @@ def parse_spec(d: Any) -> SpecStats | None:
     """
     if not isinstance(d, dict):
         return None
-    raw = d.get("acceptance_histogram", d.get("histogram"))
-    hist: list[int] = []
-    if isinstance(raw, dict):
-        pairs = {int(k): int(v) for k, v in raw.items()}  # TypeError/ValueError: malformed
-        if pairs:
-            hist = [0] * (max(pairs) + 1)
-            for j, v in pairs.items():
-                if j < 0 or v < 0:
-                    raise ValueError(f"negative histogram entry {j}: {v}")
-                hist[j] = v
-    elif isinstance(raw, list):
-        hist = [int(v) for v in raw]  # int(None) -> TypeError: malformed
-        if any(v < 0 for v in hist):
-            raise ValueError("negative histogram count")
-    elif raw is not None:
-        raise TypeError(f"acceptance_histogram is a {type(raw).__name__}")
+    hist = _histogram(d.get("acceptance_histogram", d.get("histogram")))
     steps = _first_int(d, "num_spec_steps", "num_drafts", "num_steps")
     accepted = _first_int(d, "num_accepted_draft_tokens", "num_accepted_tokens", "accepted_tokens")
     drafts = _first_int(d, "num_draft_tokens", "draft_tokens")
@@ -158,3 +143,24 @@ def parse_spec(d: Any) -> SpecStats | None:
         acceptance_histogram=hist,
         mean_acceptance_length=float(mal) if isinstance(mal, (int, float)) else None,
     )
+
+
+def _histogram(raw: Any) -> list[int]:
+    """The acceptance histogram as a dense list (``hist[j]``: steps that accepted ``j``
+    tokens), from the dense list or the older sparse ``{"j": count}``; [] when absent."""
+    hist: list[int] = []
+    if isinstance(raw, dict):
+        pairs = {int(k): int(v) for k, v in raw.items()}  # TypeError/ValueError: malformed
+        if pairs:
+            hist = [0] * (max(pairs) + 1)
+            for j, v in pairs.items():
+                if j < 0 or v < 0:
+                    raise ValueError(f"negative histogram entry {j}: {v}")
+                hist[j] = v
+    elif isinstance(raw, list):
+        hist = [int(v) for v in raw]  # int(None) -> TypeError: malformed
+        if any(v < 0 for v in hist):
+            raise ValueError("negative histogram count")
+    elif raw is not None:
+        raise TypeError(f"acceptance_histogram is a {type(raw).__name__}")
+    return hist

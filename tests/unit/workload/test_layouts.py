@@ -17,7 +17,8 @@ import pytest
 from speedbench.errors import ScenarioError
 from speedbench.scenario import VariantSpec, WorkloadSpec
 from speedbench.workload import filter_prompts, load_workload, read_source, source_fingerprint, tag
-from speedbench.workload.speed_bench import ENTROPY_TIERS, LAYOUTS, PLACEHOLDER_PREFIX, locate
+from speedbench.workload.speed_bench import LAYOUTS, PLACEHOLDER_PREFIX, locate
+from speedbench.workload.speed_bench_rows import ENTROPY_TIERS
 
 
 def rows(config: str) -> list[dict]:

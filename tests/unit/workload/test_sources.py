@@ -16,7 +16,8 @@ from speedbench.scenario import VariantSpec, WorkloadSpec
 from speedbench.workload import (
     check_source, load_workload, read_source, tag,
 )
-from speedbench.workload.speed_bench import CATEGORIES, CONFIGS, ENTROPY_TIERS, PLACEHOLDER_PREFIX
+from speedbench.workload.speed_bench import CATEGORIES, CONFIGS, PLACEHOLDER_PREFIX
+from speedbench.workload.speed_bench_rows import ENTROPY_TIERS
 
 # The published SPEED-Bench schema (dataset card): the same columns in every config.
 SCHEMA = pa.schema([
