@@ -3,7 +3,9 @@
 Pure functions. Arms keep their scenario order: a wave is a run of consecutive arms
 whose GPU sets are disjoint, so they can be served concurrently; an arm that does
 not fit next to the others starts the next wave. On a host without GPUs every arm
-is its own wave (CPU servers would fight over the same cores).
+is its own wave (CPU servers would fight over the same cores). How many GPUs one arm's
+server spans is the engine's answer (``Engine.gpus_per_server``; vLLM's reads its
+parallel sizes), so nothing here knows an engine's flags.
 """
 
 from __future__ import annotations
