@@ -77,8 +77,8 @@ def _pick(arm: ArmSpec, inv: list[int], need: int, used: set[int]) -> tuple[int,
 
 
 def schedule_scenario(sc: Scenario, inventory: Sequence[int] | None, engine: Engine) -> list[Wave]:
-    """``schedule`` with each arm's GPU need asked of the engine, from the arm's launch
-    (at least one: a CPU server still takes its turn alone).
+    """``schedule`` with each arm's GPU need asked of the engine, from the arm's launch;
+    at least one, as the doctor counts (a CPU server, which needs none, is placed as one GPU).
 
     ``server.gpus``, when set, replaces the detected inventory.
     """
