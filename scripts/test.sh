@@ -24,6 +24,15 @@
 # (the same seed over the same test paths gives the same order); -p no:randomly runs the
 # files' own order.
 #
+# Temporary files: the tiers run with TMPDIR set to one folder of their own,
+# /tmp/speedbench-tests.XXXXXX, and each tier its pytest --basetemp inside it (tiers run at
+# the same time, and pytest empties its --basetemp when it starts); the folder is removed
+# on exit, whatever the outcome. vLLM's files follow TMPDIR (each server's own folder:
+# engine/local.py). After the tiers pass, scripts/tmp_check.py fails the run if the suite
+# still left anything of its own directly in /tmp. The one entry kept there on purpose is
+# /tmp/speedbench-vllm.lock (tests/conftest.py): a fixed path that concurrent suites in
+# other checkouts and the benchmarks all see, so they never start two vLLM servers at once.
+#
 # --busy (or SPEEDBENCH_TEST_BUSY=1): the tiers run while a CPU hog holds one core, as on
 # a shared CI host. The script starts it, prints its PID, and stops it by that PID on exit,
 # failure or Ctrl-C; the hog also ends by itself once this script is gone.
@@ -70,6 +79,13 @@ tier() {  # tier NAME PYTEST-ARGS...: run one tier, print its wall time, pass on
     'BEGIN { printf "\n[test] %s tier: %.1f s wall (exit %d; load average 1/5/15 min: %s)\n", n, b - a, rc, l }'
   return "$rc"
 }
+# what of the suite's kind is in /tmp before it starts (its own folder not yet made)
+tmp_before=$(.venv/bin/python scripts/tmp_check.py snapshot)
+suite_tmp=$(mktemp -d /tmp/speedbench-tests.XXXXXX)
+# traversable as /tmp is (the Slurm tests' munge and job users); what tempfile and pytest
+# make inside is private to this user all the same
+chmod 755 "$suite_tmp"
+export TMPDIR=$suite_tmp
 hog=""
 e2e=""
 stop_hog() {
@@ -89,7 +105,7 @@ stop_e2e() {  # the e2e tier's process group: SIGINT first (teardown), SIGKILL a
   fi
   e2e=""
 }
-cleanup() { stop_e2e; stop_hog; }
+cleanup() { stop_e2e; stop_hog; rm -rf "$suite_tmp"; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -104,7 +120,8 @@ slowest=(--durations=10 --durations-min=1)
 mkdir -p .test-logs
 e2e_log=.test-logs/e2e.log
 set -m  # the background tier gets a process group of its own, so it can be stopped whole
-tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" ${args[@]+"${args[@]}"} \
+tier "end-to-end (real vLLM on the CPU)" tests/e2e -m vllm -q "${slowest[@]}" --basetemp "$suite_tmp/e2e" \
+  ${args[@]+"${args[@]}"} \
   > "$e2e_log" 2>&1 < /dev/null &
 e2e=$!
 set +m
@@ -122,15 +139,20 @@ niced=(nice -n 19)
 echo "[test] lint: ruff and mypy"
 "${niced[@]}" .venv/bin/ruff check .  # the files [tool.ruff] include names
 "${niced[@]}" .venv/bin/mypy speedbench
-tier unit tests/unit -q -n 2 "${slowest[@]}" ${args[@]+"${args[@]}"}
+tier unit tests/unit -q -n 2 "${slowest[@]}" --basetemp "$suite_tmp/unit" ${args[@]+"${args[@]}"}
 niced=(nice -n 5)
 tier integration tests/integration -q -n "${SPEEDBENCH_TEST_WORKERS:-4}" --dist loadfile "${slowest[@]}" \
-  ${args[@]+"${args[@]}"}
+  --basetemp "$suite_tmp/integration" ${args[@]+"${args[@]}"}
 echo "[test] end-to-end tier, from its start (still running: followed to its end)"
 tail -n +1 -f --pid="$e2e" "$e2e_log"
 e2e_rc=0
 wait "$e2e" || e2e_rc=$?
 e2e=""
 [ "$e2e_rc" = 0 ] || exit "$e2e_rc"
+rm -rf "$suite_tmp"
+if ! printf '%s\n' "$tmp_before" | .venv/bin/python scripts/tmp_check.py compare; then
+  echo "[test] the suite left files in /tmp (above): a test or a server writes there directly"
+  exit 1
+fi
 awk -v a="$t_start" -v b="$(date +%s.%N)" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
   'BEGIN { printf "[test] all tiers passed: %.1f min in all, set-up included (load average now %s)\n", (b - a) / 60, l }'

@@ -24,6 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 # Two cores cannot host two vLLM servers: every test that starts one holds this lock,
 # so concurrent pytest runs (developers, helpers) queue instead of starving each other.
+# The one file a suite keeps in /tmp on purpose (scripts/tmp_check.py allows it): every
+# checkout's suite, the benchmarks and `flock` in docs/testing.md must find the same lock,
+# so its path is fixed and not under the suite's own TMPDIR; it stays, empty, between runs.
 VLLM_LOCK = Path("/tmp/speedbench-vllm.lock")
 
 try:  # property-based tests (tests/unit/client/test_properties.py): the same examples on every run

@@ -1,5 +1,6 @@
-"""The docker launcher: the same server arguments, run in the engine's image (vLLM's
-official one by default), whose entrypoint starts the server.
+"""The docker launcher: the same server arguments, run in the engine's image (the
+scenario's server.docker.image), whose entrypoint starts the server: the engine says which
+of its arguments the image takes (LaunchSpec.image_args).
 
 The container always listens on 8000; the host side gets the port speedbench chose.
 Secrets travel by name only (``-e HF_TOKEN``): docker copies the value from its own
@@ -13,6 +14,7 @@ import re
 import socket
 import subprocess
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from speedbench.engine.base import LaunchSpec
@@ -21,6 +23,7 @@ from speedbench.engine.local import LocalServer, ProgressFn
 from speedbench.scenario import DockerSpec
 
 CONTAINER_PORT = 8000
+# the Hugging Face cache of an image that runs as root (the hub libraries' default there)
 CONTAINER_CACHE = "/root/.cache/huggingface"
 # Every container speedbench starts carries these labels, so `speedbench doctor` can find
 # the ones an earlier run left behind (a killed harness cannot run its `docker stop`) and
@@ -69,9 +72,11 @@ def docker_run_argv(spec: LaunchSpec, docker: DockerSpec, port: int, name: str,
             forwarded.append(key)
     argv += list(docker.extra_args)
     argv.append(docker.image)
-    # the image's entrypoint starts the server: the engine strips its own command (vLLM's `vllm serve`)
-    argv += spec.image_args(spec.argv) if spec.image_args is not None else spec.argv
-    argv += ["--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
+    # Inside the container the server listens on every interface at CONTAINER_PORT, given
+    # as the launch gives any port (argv_with_port); the image's entrypoint starts the
+    # server, so the engine strips its own command (LaunchSpec.image_args: vLLM's `vllm serve`).
+    inside = replace(spec, host="0.0.0.0").argv_with_port(CONTAINER_PORT)
+    argv += spec.image_args(inside) if spec.image_args is not None else inside
     return argv
 
 

@@ -3,16 +3,16 @@
 Pure functions. Arms keep their scenario order: a wave is a run of consecutive arms
 whose GPU sets are disjoint, so they can be served concurrently; an arm that does
 not fit next to the others starts the next wave. On a host without GPUs every arm
-is its own wave (CPU servers would fight over the same cores).
+is its own wave (CPU servers would fight over the same cores). How many GPUs one arm's
+server spans is the engine's answer (``Engine.gpus_per_server``; vLLM's reads its
+parallel sizes), so nothing here knows an engine's flags.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from speedbench.engine.vllm.command import merged_args
+from speedbench.engine.base import Engine
 from speedbench.errors import ScenarioError
 from speedbench.scenario import ArmSpec, Scenario
 
@@ -25,24 +25,6 @@ class Placement:
 
 
 Wave = list[Placement]
-
-
-def _int_arg(args: Mapping[str, Any], *names: str) -> int:
-    for n in names:
-        if n in args and args[n] not in (None, False):
-            try:
-                return max(1, int(args[n]))
-            except (TypeError, ValueError):
-                raise ScenarioError(f"argument '{n}' must be an integer, got {args[n]!r}") from None
-    return 1
-
-
-def gpus_per_server(args: Mapping[str, Any]) -> int:
-    """tensor-parallel-size x pipeline-parallel-size x data-parallel-size of merged args."""
-    tp = _int_arg(args, "tensor-parallel-size", "tensor_parallel_size", "-tp")
-    pp = _int_arg(args, "pipeline-parallel-size", "pipeline_parallel_size", "-pp")
-    dp = _int_arg(args, "data-parallel-size", "data_parallel_size", "-dp")
-    return tp * pp * dp
 
 
 def schedule(arms: Sequence[ArmSpec], inventory: Sequence[int] | None,
@@ -94,13 +76,17 @@ def _pick(arm: ArmSpec, inv: list[int], need: int, used: set[int]) -> tuple[int,
     return tuple(free[:need]) if len(free) >= need else None
 
 
-def schedule_scenario(sc: Scenario, inventory: Sequence[int] | None) -> list[Wave]:
-    """``schedule`` with each arm's GPU need read from its merged vLLM args.
+def schedule_scenario(sc: Scenario, inventory: Sequence[int] | None, engine: Engine) -> list[Wave]:
+    """``schedule`` with each arm's GPU need asked of the engine, from the arm's launch;
+    at least one, as the doctor counts (a CPU server, which needs none, is placed as one GPU).
 
     ``server.gpus``, when set, replaces the detected inventory.
     """
     inv = sc.server.gpus if sc.server.gpus is not None else inventory
-    needs = {a.name: gpus_per_server(merged_args(sc.server, a)) for a in sc.arms}
+    needs = {}
+    for arm in sc.arms:
+        launch = engine.launch_spec(sc, arm)
+        needs[arm.name] = max(1, engine.gpus_per_server(launch.argv, launch.env))
     return schedule(sc.arms, inv, needs)
 
 

@@ -97,17 +97,18 @@ class Plan:
         return per_point * self.n_points
 
 
-def _schedule(sc: Scenario, inventory: list[int] | None) -> tuple[dict[str, list[int] | None], list[list[str]]]:
+def _schedule(sc: Scenario, inventory: list[int] | None,
+              engine: Engine) -> tuple[dict[str, list[int] | None], list[list[str]]]:
     """Assign GPU sets and group arms into concurrent waves; sequential without GPUs."""
-    waves = schedule_scenario(sc, inventory)
+    waves = schedule_scenario(sc, inventory, engine)
     gpu_sets = {p.arm: (list(p.gpus) if p.gpus is not None else None) for w in waves for p in w}
     return gpu_sets, [[p.arm for p in w] for w in waves]
 
 
 def build_plan(sc: Scenario, *, inventory: list[int] | None = None, n_prompts: int | None = None,
                overrides: list[str] | None = None) -> Plan:
-    gpu_sets, waves = _schedule(sc, inventory)
     engine = engine_for(sc)
+    gpu_sets, waves = _schedule(sc, inventory, engine)
     arms = [ArmPlan(arm=a, launch=engine.launch_spec(sc, a, gpu_sets.get(a.name))) for a in sc.arms]
     return Plan(
         scenario=sc,

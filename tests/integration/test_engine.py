@@ -18,12 +18,13 @@ from tests.helpers.sockets import tmp_sockets
 
 from speedbench.engine import make_server
 from speedbench.engine.base import LaunchSpec
+from speedbench.engine.vllm import VllmEngine
 from speedbench.engine.vllm.command import image_args, launch_spec
 from speedbench.engine.docker import DockerServer, container_name, docker_run_argv
 from speedbench.engine.external import ExternalServer
 from speedbench.engine.local import LocalServer
 from speedbench.engine.probe import free_port, http_json, port_is_free
-from speedbench.engine.placement import describe, gpus_per_server, schedule, schedule_scenario
+from speedbench.engine.placement import describe, schedule, schedule_scenario
 from speedbench.engine.vllm.provenance import collect_provenance, draft_info
 from speedbench.errors import ScenarioError, ServerError, UsageError
 from speedbench.secrets import REDACTED
@@ -469,13 +470,18 @@ def test_placement_too_big_and_external():
 
 
 def test_gpus_per_server_and_schedule_scenario():
-    assert gpus_per_server({}) == 1
-    assert gpus_per_server({"tensor-parallel-size": 4, "pipeline-parallel-size": 2}) == 8
+    engine = VllmEngine()
+    assert engine.gpus_per_server(["vllm", "serve", "m"], {}) == 1
+    assert engine.gpus_per_server(["vllm", "serve", "m", "--tensor-parallel-size", "4", "-pp", "2"], {}) == 8
+    assert engine.gpus_per_server(["vllm", "serve", "m", "--tensor-parallel-size", "4"],
+                                  {"VLLM_CPU_KVCACHE_SPACE": "4"}) == 0
+    with pytest.raises(ScenarioError, match="argument 'tensor-parallel-size' must be an integer, got 'abc'"):
+        engine.gpus_per_server(["vllm", "serve", "m", "--tensor-parallel-size", "abc"], {})
     sc = validate_data({"name": "s", "server": {"model": "m", "args": {"tensor-parallel-size": 4}},
                         "arms": [{"name": "base"}, {"name": "spec", "speculative_config": {"method": "ngram"}}]})
-    waves = schedule_scenario(sc, list(range(8)))
+    waves = schedule_scenario(sc, list(range(8)), engine)
     assert [[p.gpus for p in w] for w in waves] == [[(0, 1, 2, 3), (4, 5, 6, 7)]]
-    assert len(schedule_scenario(sc, None)) == 2
+    assert len(schedule_scenario(sc, None, engine)) == 2
 
 
 # ---- provenance ------------------------------------------------------------------------

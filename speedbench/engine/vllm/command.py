@@ -14,7 +14,7 @@ from typing import Any
 
 from speedbench.engine.base import LaunchSpec, argv_value, flag_value
 from speedbench.engine.vllm.diagnose import DEATH_MARKS, read_death
-from speedbench.errors import UsageError
+from speedbench.errors import ScenarioError, UsageError
 from speedbench.scenario import ArmSpec, Scenario, ServerSpec
 
 def args_to_argv(args: dict[str, Any]) -> list[str]:
@@ -39,21 +39,33 @@ def args_to_argv(args: dict[str, Any]) -> list[str]:
     return argv
 
 
+def _parallel_size(argv: list[str], *flags: str) -> int:
+    # the first of the flags given counts; a bare flag or none is 1; a value that is not an
+    # integer stops the plan (vLLM would refuse it)
+    for flag in flags:
+        value = argv_value(argv, flag)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            return 1
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ScenarioError(f"argument '{flag.removeprefix('--')}' must be an integer, got {value!r}") from None
+    return 1
+
+
 def gpus_per_server(argv: list[str], env: Mapping[str, str]) -> int:
     """tensor x pipeline x data parallel sizes as vLLM reads them from ``argv`` (1 each by
-    default); 0 for the CPU build (a "cpu" in the command, or vLLM's CPU KV-cache variable)."""
+    default); 0 for the CPU build (a "cpu" in the command, or vLLM's CPU KV-cache variable).
+    Placement (engine/placement.py) asks this through the engine, so the sizes are checked
+    even on the CPU."""
+    gpus = (_parallel_size(argv, "--tensor-parallel-size", "-tp")
+            * _parallel_size(argv, "--pipeline-parallel-size", "-pp")
+            * _parallel_size(argv, "--data-parallel-size", "-dp"))
     if "cpu" in " ".join(argv).lower() or env.get("VLLM_CPU_KVCACHE_SPACE"):
         return 0
-
-    def num(*flags: str) -> int:
-        v = argv_value(argv, *flags)
-        try:
-            return max(1, int(v)) if isinstance(v, str) else 1
-        except ValueError:
-            return 1
-
-    return (num("--tensor-parallel-size", "-tp") * num("--pipeline-parallel-size", "-pp")
-            * num("--data-parallel-size", "-dp"))
+    return gpus
 
 
 # The flag that takes an arm's speculative config, as compact JSON (args_to_argv).

