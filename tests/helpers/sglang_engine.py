@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from speedbench import __version__
+
 from speedbench.client.scrape import SpecCounters, counters_of, parse_prometheus, scrape
 from speedbench.engine.base import CheckFn, LaunchSpec, flag_value
 from speedbench.engine.preflight import Check, Context, Facts, Installed, collapse
@@ -30,7 +30,7 @@ from speedbench.provenance import Draft, Provenance
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_argv, secret_values
-from speedbench.workload import source_fingerprint
+from speedbench.engine.shared_provenance import run_facts
 
 NAME, LABEL, VERSION = "sglang-standin", "SGLang stand-in", "0.5.0+standin"
 SERVER = "speedbench.testing.fake_server"
@@ -100,8 +100,7 @@ class Engine:
             "launcher": "external" if launch.base_url else sc.server.launcher, "target": sc.server.model or "",
             "argv": clean, "command": shlex.join(clean), "base_url": base_url or launch.base_url or "",
             "speculative_config": spec.to_dict() if spec else None, "hardware": self.hardware(),
-            "data": source_fingerprint(sc.workload), "speedbench_version": __version__,
-            "server_info": {"shape": "sglang", "server": SERVER}})
+            **run_facts(sc), "server_info": {"shape": "sglang", "server": SERVER}})
 
     def read_provenance(self, saved: Mapping[str, Any]) -> Provenance:
         spec = saved.get("speculative_config") if isinstance(saved.get("speculative_config"), dict) else None
