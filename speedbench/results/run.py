@@ -17,6 +17,7 @@ from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
+from speedbench.results.stored_scenario import StoredScenario
 from speedbench.results.output_summary import outputs_reader, point_outputs
 from speedbench.results.verify import Verification, verify_run
 
@@ -159,6 +160,11 @@ class Run:
     @cached_property
     def scenario(self) -> dict[str, Any]:
         return self.dir.load_scenario() if self.dir else {}
+
+    @cached_property
+    def stored_scenario(self) -> StoredScenario:
+        """The saved scenario typed (results/stored_scenario.py): what its readers use of it."""
+        return StoredScenario.from_dict(self.scenario)
 
     @cached_property
     def points(self) -> dict[PointKey, dict[str, Any]]:
