@@ -325,7 +325,7 @@ def run_warnings(run: Run) -> list[str]:
     for arm, msgs in failed.items():
         out.insert(0, f"arm {arm} FAILED: {msgs[0]}")
     for (arm, c, v), p in run.points.items():
-        if p.get("status") == "interrupted":
+        if p.status == "interrupted":
             out.append(f"{PointKey(arm, c, v).label}: interrupted; resume the run to complete it")
     if not run.baseline and spec_arms(run):
         out.append("no baseline arm: speedups are not available")

@@ -195,8 +195,8 @@ def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any
         recs = by_point.get(key, [])
         if not recs:
             continue
-        point = run.points.get(key) or {}
-        wall = point.get("wall_s") or wall_s(recs)
+        point = run.points.get(key)
+        wall = (point.wall_s if point else None) or wall_s(recs)
         rate = row.request_rate
         backend = "openai" if workload.api == "completions" else "openai-chat"
         header = {

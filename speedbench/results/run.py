@@ -16,6 +16,7 @@ from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry,
 from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
+from speedbench.results.rounds import PointRound
 from speedbench.results.rundir import RunDir
 from speedbench.results.stored_scenario import StoredScenario
 from speedbench.results.output_summary import outputs_reader, point_outputs
@@ -120,7 +121,7 @@ class Run:
 
     @property
     def reference(self) -> dict[str, Any]:
-        return self.summary.get("reference") or self.scenario.get("reference") or {}
+        return self.summary.get("reference") or dict(self.stored_scenario.reference or {})
 
     @cached_property
     def records(self) -> list[RequestRecord]:
@@ -167,8 +168,9 @@ class Run:
         return StoredScenario.from_dict(self.scenario)
 
     @cached_property
-    def points(self) -> dict[PointKey, dict[str, Any]]:
-        return self.dir.all_points() if self.dir else {}
+    def points(self) -> dict[PointKey, PointRound]:
+        """Each marked point, its rounds folded (status, failure, wall time), typed."""
+        return self.dir.points() if self.dir else {}
 
     @cached_property
     def outputs(self) -> dict[PointKey, dict[str, Any]]:

@@ -99,13 +99,13 @@ class StoredScenario:
         """The scenario as a folder saved it; anything not a mapping reads as empty."""
         if not isinstance(d, Mapping):
             return cls()
-        server, workload = d.get("server"), d.get("workload")
+        server, workload, reference = d.get("server"), d.get("workload"), d.get("reference")
         arms: Any = d.get("arms")
         return cls(server=StoredServer.from_dict(server) if isinstance(server, Mapping) else StoredServer(),
                    arms=tuple(StoredArm.from_dict(a) for a in (arms if isinstance(arms, list) else [])
                               if isinstance(a, Mapping)),
                    workload=StoredWorkload.from_dict(workload) if isinstance(workload, Mapping) and workload
                    else None,
-                   percentiles=d.get("percentiles"), reference=d.get("reference"),
+                   percentiles=d.get("percentiles"), reference=reference if isinstance(reference, Mapping) else None,
                    checkpoint_reference=d.get("checkpoint_reference"), gates=d.get("gates"),
                    gates_off=tuple(d.get("gates_off") or ()))
