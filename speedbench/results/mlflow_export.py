@@ -71,7 +71,7 @@ def arm_params(run: Run, arm: str) -> dict[str, str]:
         "target_model": prov.target or run.stored_scenario.server.model or "",
         "target_config_sha256": prov.target_config_sha256,
         prov.version_key: prov.engine_version,  # keyed by the engine: <engine>_version
-        "hardware": run.summary.get("hardware") or prov.hardware_summary,
+        "hardware": run.hardware or prov.hardware_summary,
         "method": (rows[0].method if rows else "") or "", "k": (rows[0].num_speculative_tokens if rows else 0) or 0,
         "concurrency_levels": ",".join(str(c) for c in sorted({int(r.concurrency) for r in rows})),
         "variants": ",".join(sorted({str(r.variant or "") for r in rows} - {""})),
@@ -97,14 +97,13 @@ def arm_metrics(run: Run, arm: str) -> dict[str, float]:
         frac = run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or "")).get("identical_fraction")
         if isinstance(frac, (int, float)) and math.isfinite(frac):
             out[f"outputs_identical_fraction{_point_suffix(row)}"] = float(frac)
-    for entry in run.summary.get("screening") or []:
-        if entry.get("arm") != arm:
+    for entry in run.screening:
+        if entry.arm != arm:
             continue
-        for p in entry.get("predicted") or []:
-            s = p.get("speedup")
+        for p in entry.predicted:
+            s = p.speedup
             if isinstance(s, (int, float)) and math.isfinite(s):
-                out[f"predicted_speedup/c{p.get('concurrency')}" + (f"/{entry['variant']}" if entry.get("variant")
-                                                                   else "")] = float(s)
+                out[f"predicted_speedup/c{p.concurrency}" + (f"/{entry.variant}" if entry.variant else "")] = float(s)
     return out
 
 
@@ -112,7 +111,7 @@ def arm_tags(run: Run, arm: str) -> dict[str, str]:
     prov = run.provenance_of(arm)
     rows = [r for r in run.rows if r.arm == arm]
     method = str(rows[0].method or "") if rows else ""
-    screened = any(e.get("arm") == arm for e in run.summary.get("screening") or [])
+    screened = any(e.arm == arm for e in run.screening)
     workload = run.stored_scenario.workload
     spec = prov.speculative_config or {}
     tags = {RUN_KEY_TAG: f"{run.run_id}/{arm}", "speedbench.run_id": run.run_id, "speedbench.scenario":

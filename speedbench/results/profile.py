@@ -111,7 +111,7 @@ def _conditions(run: Run, row: SummaryRow) -> dict[str, Any]:
             "concurrency": row.concurrency,
             "variant": row.variant or None, "engine": run.engine.name if run.engine else None,
             "engine_version": prov.engine_version if prov else None,
-            "hardware": run.summary.get("hardware"), "temperature": workload.temperature,
+            "hardware": run.hardware, "temperature": workload.temperature,
             "max_tokens": workload.max_tokens, "num_requests": row.n_ok}
 
 

@@ -54,6 +54,21 @@ class PointRound(StoredRow):
         return self.status in RESUMABLE_DONE
 
 
+@dataclass(frozen=True)
+class ArmRound(StoredRow):
+    """One server lifetime of an arm as arms.json holds it (``PointLog.mark_arm_round``)."""
+
+    arm: str | None = None
+    repeat: int | None = None
+    start_s: float | None = None
+    wall_s: float | None = None
+    gpus: int | None = None
+
+    def of(self, arm: str, repeat: int) -> bool:
+        """Whether this is that arm's round (marking it again replaces it)."""
+        return (self.arm, self.repeat) == (arm, repeat)
+
+
 class PointLog:
     """Marks and folds rounds of points and arms; mixed into ``RunDir``."""
 
@@ -98,20 +113,20 @@ class PointLog:
         entry = {"arm": arm, "repeat": int(repeat), "start_s": start_s, "wall_s": wall_s, "gpus": int(gpus)}
         with self._lock:
             own = self._own("arms", ".json")
-            rounds = [a for a in self.read_json(own, []) or [] if (a.get("arm"), a.get("repeat")) != (arm, repeat)]
+            rounds = [a for a in self.read_json(own, []) or [] if not ArmRound.from_dict(a).of(arm, repeat)]
             self.write_json(own, [*rounds, entry])
 
     def arm_costs(self) -> dict[str, dict[str, Any]]:
         """Per arm: server start seconds per round, wall seconds, GPUs and GPU-hours."""
         out: dict[str, dict[str, Any]] = {}
         for f in self._all_files("arms", ".json"):
-            for a in self.read_json(f.name, []) or []:
-                c = out.setdefault(a["arm"], {"server_start_s": [], "wall_s": 0.0, "gpus": 0, "gpu_hours": 0.0})
-                if a.get("start_s") is not None:
-                    c["server_start_s"].append(a["start_s"])
-                c["wall_s"] += a.get("wall_s") or 0.0
-                c["gpus"] = max(c["gpus"], a.get("gpus") or 0)
-                c["gpu_hours"] += (a.get("wall_s") or 0.0) / 3600 * (a.get("gpus") or 0)
+            for a in map(ArmRound.from_dict, self.read_json(f.name, []) or []):
+                c = out.setdefault(str(a.arm), {"server_start_s": [], "wall_s": 0.0, "gpus": 0, "gpu_hours": 0.0})
+                if a.start_s is not None:
+                    c["server_start_s"].append(a.start_s)
+                c["wall_s"] += a.wall_s or 0.0
+                c["gpus"] = max(c["gpus"], a.gpus or 0)
+                c["gpu_hours"] += (a.wall_s or 0.0) / 3600 * (a.gpus or 0)
         return out
 
     def point_rounds(self) -> dict[tuple[PointKey, int], dict[str, Any]]:

@@ -82,6 +82,11 @@ class Run:
         return str(self.summary.get("created_utc") or "")
 
     @property
+    def hardware(self) -> Any:
+        """summary.json's ``hardware`` line as stored (None where a folder has none)."""
+        return self.summary.get("hardware") if isinstance(self.summary, dict) else None
+
+    @property
     def started(self) -> dt.datetime:
         """When the run started (results/files.py's run_started: the one fallback)."""
         return run_started(self.created_utc, self.run_id, folder=self.dir.path if self.dir else None)
@@ -92,7 +97,8 @@ class Run:
         point's headline clock (metrics/headline.py's category_headline), never stored."""
         out = []
         for c in self.summary.get("categories") or []:  # as stored: typed once its headline is known
-            point = self.row(str(c.get("arm")), int(c.get("concurrency") or 0), str(c.get("variant") or ""))
+            cat = CategoryRow.from_dict(c)
+            point = self.row(str(cat.arm), int(cat.concurrency or 0), str(cat.variant or ""))
             out.append(CategoryRow.from_dict({**c, **category_headline(c, point)}))
         return out
 

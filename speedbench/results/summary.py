@@ -25,8 +25,10 @@ from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
 from speedbench.provenance import Provenance
+from speedbench.records import PointKey
 from speedbench.results.output_summary import outputs_block
 from speedbench.results.files import atomic_write, run_started
+from speedbench.results.rounds import PointRound
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
 from speedbench.results.run import RunEngine, read_provenance
 from speedbench.scenario import Scenario, validate_data
@@ -78,15 +80,16 @@ def _look_levels(stopping: list[dict[str, Any]]) -> dict[tuple[str, int, str], f
     return out
 
 
-def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Provenance]) -> dict[str, ArmInfo]:
+def _arm_infos(sc: Scenario, points: dict[PointKey, PointRound],
+               provenance: dict[str, Provenance]) -> dict[str, ArmInfo]:
     """Each arm's facts for its rows: its draft's EAGLE version, and its first failure."""
     out = {}
     for arm in sc.arms:
         prov = provenance.get(arm.name)
-        failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
+        failed = [p for k, p in points.items() if k.arm == arm.name and p.status == "failed"]
         out[arm.name] = ArmInfo.from_arm(arm, eagle_version=prov.eagle_version if prov else "",
                                          status="failed" if failed else "ok",
-                                         failure=(failed[0].get("failure") if failed else None))
+                                         failure=(failed[0].failure if failed else None))
     return out
 
 
@@ -137,7 +140,7 @@ class _Inputs:
 def _rows(run_dir: RunDir, sc: Scenario, records: Requests, given: _Inputs) -> list[SummaryRow]:
     """The summary rows, each point's inputs read from the folder."""
     points = run_dir.all_points()
-    arm_info = _arm_infos(sc, points, given.provenance)
+    arm_info = _arm_infos(sc, {k: PointRound.from_dict(p) for k, p in points.items()}, given.provenance)
     deltas = _prom_deltas(run_dir, points, given.engine)
     infos = {key: PointInfo.from_point(p) for key, p in points.items()}
     return summary_rows(records, deltas, sc.baseline_arm, arm_info, infos,
