@@ -47,6 +47,12 @@ class PointRound(StoredRow):
     records_sha256: str | None = None
     outputs: dict[str, Any] | None = None
     repeats: list[int] | None = None
+    # sequential stopping's marks on a stopped round (stopping/point.py writes them)
+    stop_reason: str | None = None
+    stop_prompts: int | None = None
+    stop_look: int | None = None
+    stop_looks: int | None = None
+    stop_intervals: dict[str, Any] | None = None
 
     @property
     def done(self) -> bool:

@@ -115,7 +115,7 @@ def summarize_run_dir(run_dir: RunDir, engine: RunEngine, *, write: bool = True,
     provenance = read_provenance(run_dir, engine)
     stopping: list[dict[str, Any]] = []
     if sc.stop is not None:  # intervals of stopped points are taken at the look level
-        stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
+        stopping = stopping_rows(records, run_dir.rounds(), sc.baseline_arm, sc.stop.alpha)
     cals = calibrations(run_dir, sc, provenance, engine, write)
     given = _Inputs(engine, provenance, stopping, cals)
     summary = _document(run_dir, sc, records, given, _rows(run_dir, sc, records, given))
