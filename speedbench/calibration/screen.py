@@ -11,13 +11,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.cells import num
-from speedbench.calibration.store import predict
+from speedbench.metrics.stored import ScreenEntry
+from speedbench.calibration.store import Calibration
 from speedbench.scenario import Scenario
 from speedbench.scenario.traffic import PromoteSpec
+
+
+class Ranked(NamedTuple):
+    """One candidate :func:`promote` ranks: its name (a screened arm, or a matrix cell) and
+    its screening entry (summary.json's ``screening``, typed)."""
+
+    name: str
+    entry: ScreenEntry
+
+    def al(self, by: str) -> float:
+        """The AL the rule ranks by (``al_tokens`` or ``al_requests``); NaN when not measured."""
+        return num(self.entry.al_requests if by == "al_requests" else self.entry.al_tokens)
+
 
 def _copied(r: SummaryRow) -> dict[str, Any]:
     """The row's acceptance figures a screening entry carries (summary.json's names)."""
@@ -32,25 +47,26 @@ def screening_rows(rows: Sequence[SummaryRow], sc: Scenario,
     """One entry per screened (arm, variant): its acceptance figures and, per concurrency
     level of the scenario, the predicted speedup (NaN without a calibration curve there)."""
     out = []
+    typed = {arm: Calibration.from_dict(cal) for arm, cal in calibrations.items() if cal}
     for r in rows:
         if not r.speculative or r.status == "failed":
             continue
-        cal = calibrations.get(r.arm)
+        cal = typed.get(str(r.arm))
         predicted = []
         for c in sc.concurrency:
-            s, lo, hi = predict(cal, c, r.al_tokens, str(r.variant or "")) if cal else (math.nan,) * 3
+            s, lo, hi = cal.predict(c, r.al_tokens, str(r.variant or "")) if cal else (math.nan,) * 3
             predicted.append({"concurrency": c, "speedup": s, "ci_low": lo, "ci_high": hi})
         out.append({**_copied(r), "predicted": predicted,
-                    "calibration": cal.get("file") if cal else None, "promoted": False})
+                    "calibration": cal.file if cal else None, "promoted": False})
     return out
 
 
-def promote(entries: Sequence[dict[str, Any]], rule: PromoteSpec | None, name: str = "arm") -> list[str]:
-    """The names (``entry[name]``) the rule promotes, best AL first. ``beats`` names an entry
-    whose AL the others must exceed (it is never promoted by beating itself)."""
+def promote(candidates: Sequence[Ranked], rule: PromoteSpec | None) -> list[str]:
+    """The names the rule promotes, best AL first. ``beats`` names a candidate whose AL the
+    others must exceed (it is never promoted by beating itself)."""
     if rule is None:
         return []
-    scored = [(e[name], num(e.get(rule.by))) for e in entries]
+    scored = [(c.name, c.al(rule.by)) for c in candidates]
     scored = [(n, al) for n, al in scored if math.isfinite(al)]
     if rule.beats is not None:
         ref = [al for n, al in scored if n == rule.beats]
@@ -70,8 +86,6 @@ def screening_block(rows: Sequence[SummaryRow], sc: Scenario,
     """(screening entries, promoted arms) of a screening run; ([], []) otherwise."""
     if sc.load.mode != "screen":
         return [], []
-    entries = screening_rows(rows, sc, calibrations)
-    promoted = promote(entries, sc.promote)
-    for e in entries:
-        e["promoted"] = e["arm"] in promoted
-    return entries, promoted
+    entries = [ScreenEntry.from_dict(e) for e in screening_rows(rows, sc, calibrations)]
+    promoted = promote([Ranked(str(e.arm), e) for e in entries], sc.promote)
+    return [replace(e, promoted=e.arm in promoted).to_dict() for e in entries], promoted

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -70,29 +72,47 @@ def find(folder: Path, key: dict[str, Any]) -> Path | None:
     path = Path(folder) / file_name(key)
     if path.is_file():
         try:
-            if load(path).get("key") == key:
+            if Calibration.from_dict(load(path)).key == key:
                 return path
         except (OSError, ValueError):
             return None
     return None
 
 
-def curves_of(data: dict[str, Any]) -> dict[tuple[int, str], Curve]:
-    out = {}
-    for d in data.get("curves", []):
-        c = Curve.from_dict(d)
-        out[(c.concurrency, c.variant)] = c
-    return out
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration file (or its copy in a run folder's calibrations.json), typed: the key
+    it holds for, the file it was found in, its curves by (concurrency, variant), parsed
+    when first asked for (finding a file reads only its key). The document itself stays
+    a dict: it is copied into the run folder as it was."""
 
+    document: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
-def predict(data: dict[str, Any], concurrency: int, al: Any, variant: str = "") -> tuple[float, float, float]:
-    """(speedup, low, high) the calibration predicts at this concurrency, workload variant
-    and AL; NaN when it has no curve there (no interpolation between levels: the step
-    cost's dependence on the batch is not known between them)."""
-    curve = curves_of(data).get((int(concurrency), variant or ""))
-    if curve is None or not isinstance(al, (int, float)) or not math.isfinite(al):
-        return (math.nan, math.nan, math.nan)
-    return curve.predict(float(al))
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
+        return cls(document=data)
+
+    @property
+    def key(self) -> Any:
+        return self.document.get("key")
+
+    @property
+    def file(self) -> str | None:
+        return self.document.get("file")
+
+    @cached_property
+    def curves(self) -> dict[tuple[int, str], Curve]:
+        curves = (Curve.from_dict(d) for d in self.document.get("curves", []))
+        return {(c.concurrency, c.variant): c for c in curves}
+
+    def predict(self, concurrency: int, al: Any, variant: str = "") -> tuple[float, float, float]:
+        """(speedup, low, high) the calibration predicts at this concurrency, workload
+        variant and AL; NaN when it has no curve there (no interpolation between levels:
+        the step cost's dependence on the batch is not known between them)."""
+        curve = self.curves.get((int(concurrency), variant or ""))
+        if curve is None or not isinstance(al, (int, float)) or not math.isfinite(al):
+            return (math.nan, math.nan, math.nan)
+        return curve.predict(float(al))
 
 
 def matching(folder: Path, sc: Scenario, provenance: dict[str, Provenance],
@@ -113,9 +133,11 @@ def matching(folder: Path, sc: Scenario, provenance: dict[str, Provenance],
 def predictor(calibrations: dict[str, dict[str, Any]]) -> Callable[[PointKey, Any], tuple[float, float, float]]:
     """``(point, AL) -> (speedup, low, high)`` for summary rows: the point's arm's
     calibration at its concurrency and variant; NaN where the arm has none."""
+    typed = {arm: Calibration.from_dict(cal) for arm, cal in calibrations.items()}
+
     def predict_point(key: PointKey, al: Any) -> tuple[float, float, float]:
-        cal = calibrations.get(key.arm)
+        cal = typed.get(key.arm)
         if cal is None:
             return (math.nan, math.nan, math.nan)
-        return predict(cal, key.concurrency, al, str(key.variant or ""))
+        return cal.predict(key.concurrency, al, str(key.variant or ""))
     return predict_point

@@ -34,8 +34,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from speedbench.calibration.screen import promote
+from speedbench.calibration.screen import Ranked, promote
 from speedbench.errors import ScenarioError
+from speedbench.metrics.stored import ScreenEntry
 from speedbench.scenario import Scenario, load_scenario
 from speedbench.scenario.traffic import PromoteSpec
 
@@ -142,7 +143,8 @@ def cell_entries(runs: list[tuple[Cell, Path]]) -> list[dict]:
 def promoted_cells(m: Matrix, runs: list[tuple[Cell, Path]]) -> list[Cell]:
     """The promoted cells, best first, as full-run cells (same overrides, then FULL_RUN)."""
     cells = [c for c, _ in runs]
-    names = promote(cell_entries(runs), promote_rule(m, cells), name="name")
+    names = promote([Ranked(str(e["name"]), ScreenEntry.from_dict(e)) for e in cell_entries(runs)],
+                    promote_rule(m, cells))
     by_name = {cell_name(c): c for c in cells}
     return [full_cell(by_name[n]) for n in names]
 

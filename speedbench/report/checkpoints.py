@@ -163,7 +163,7 @@ def compare_scenario(scenario: str, runs: Sequence[Run], reference: str | None =
     names = list(dict.fromkeys(ck for night in nights for ck in night))
     if not names:
         return None
-    ref = resolve(reference, names, runs[-1].scenario.get("checkpoint_reference"))
+    ref = resolve(reference, names, runs[-1].stored_scenario.checkpoint_reference)
     clocks, verdicts = _clocks(runs, label), _outputs(runs, label)
     results = []
     for name in names:

@@ -8,9 +8,8 @@ from speedbench.results import Run
 
 
 def target_model(run: Run) -> str:
-    server = run.scenario.get("server") or {}
-    if server.get("model"):
-        return str(server["model"])
+    if run.stored_scenario.server.model:
+        return str(run.stored_scenario.server.model)
     for prov in run.provenance.values():
         if prov.target:
             return prov.target
@@ -18,13 +17,9 @@ def target_model(run: Run) -> str:
 
 
 def draft_model(run: Run, arm: str) -> str:
-    for a in run.scenario.get("arms") or []:
-        if isinstance(a, dict) and a.get("name") == arm:
-            sc = a.get("speculative_config") or {}
-            if sc.get("model"):
-                return str(sc["model"])
-            if sc.get("method"):
-                return str(sc["method"])
+    saved = run.stored_scenario.arm(arm)
+    if saved is not None and (saved.draft_model or saved.draft_method):
+        return saved.draft_model or saved.draft_method
     prov = run.provenance.get(arm)
     return prov.draft.model if prov and prov.draft else ""
 
@@ -36,8 +31,8 @@ def draft_weights(run: Run, arm: str) -> str:
 
 
 def hardware(run: Run) -> str:
-    if run.summary.get("hardware"):
-        return str(run.summary["hardware"])
+    if run.hardware:
+        return str(run.hardware)
     for prov in run.provenance.values():
         h = prov.hardware  # engine hardware(): {"kind", "gpus" | "cpu", "summary"}
         text = h.get("summary") or h.get("cpu") or ", ".join(map(str, h.get("gpus") or []))

@@ -80,7 +80,7 @@ def load_gates(run: Run, path: str | Path | None = None) -> list[GateSpec]:
 def default_gates(run: Run) -> list[DefaultGate]:
     """The default gates that judge ``run``: those its scenario did not turn off
     (``gates_off``) and that it has the data for (lossless: outputs that were compared)."""
-    off = set(run.scenario.get("gates_off") or [])
+    off = set(run.stored_scenario.gates_off)
     return [g for name, g in DEFAULT_GATES.items() if name not in off and (g is not LOSSLESS or lossless.applies(run))]
 
 
@@ -97,7 +97,7 @@ def gate_arms(run: Run) -> list[str]:
     """Every arm name a gate may give for ``run``: its rows' arms and its scenario's (one
     that failed before any row is still an arm: its gate fails, exit 1, rather than exit 2).
     Not a sweep's template: no row carries that name, so its gate could only fail."""
-    names = [*run.arms(), *(a.get("name") for a in run.scenario.get("arms") or [] if isinstance(a, dict))]
+    names = [*run.arms(), *run.stored_scenario.arm_names]
     return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
 
 
@@ -108,7 +108,7 @@ def _scenario_gates(run: Run) -> tuple[list[GateSpec], str]:
     if not scen.exists():  # its gates are unknown, not absent: never "no gates defined"
         raise UsageError(f"{run.path}: {scen.name} is missing, so the run's own gates are unknown -- fix: pass "
                          "--gates FILE, or restore the file from a copy of the run folder")
-    return scenario_gates(run.scenario.get("gates") or [], str(scen), scen.read_text(encoding="utf-8")), str(scen)
+    return scenario_gates(run.stored_scenario.gates or [], str(scen), scen.read_text(encoding="utf-8")), str(scen)
 
 
 def metric_value(row: SummaryRow | None, metric: str) -> float:
@@ -134,8 +134,7 @@ def _select(run: Run, g: GateSpec) -> tuple[list[SummaryRow], list[str]]:
         rows = [r for r in run.rows if r.arm == g.arm]
     else:
         rows = [r for r in run.rows if tables.is_speculative(r)] if spec_only else list(run.rows)
-        expected = [a.get("name") for a in run.scenario.get("arms") or [] if isinstance(a, dict)
-                    and (a.get("speculative_config") or not spec_only)]
+        expected = [a.name for a in run.stored_scenario.arms if a.speculative_config or not spec_only]
         problems += [f"arm {a} has no results in this run" for a in expected if a not in run.arms()]
         if not rows and not problems:
             problems.append("no speculative arm in this run" if spec_only else "the run has no rows")

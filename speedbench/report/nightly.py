@@ -226,7 +226,7 @@ def steady(series: Series, nights: Sequence[Night]) -> bool:
     figure) of a greedy workload (sampling above temperature 0 moves it by chance)."""
     if series.metric not in ("AL", "acceptance (joint)"):
         return False
-    temps = {(nights[i].run.scenario.get("workload") or {}).get("temperature", 0) for i in series.nights}
+    temps = {nights[i].run.stored_scenario.temperature for i in series.nights}
     return all(isinstance(t, (int, float)) and t == 0 for t in temps)
 
 

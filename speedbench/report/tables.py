@@ -235,8 +235,7 @@ def _speedup_row(run: Run, r: SummaryRow, base: SummaryRow | None, c: int) -> Sp
 
 def measured_lines(run: Run) -> list[str]:
     """Plain-language statement of what the numbers are and where they come from."""
-    sc = run.scenario
-    w = sc.get("workload") or {}
+    w = run.stored_scenario.workload
     lines = [
         ("Per-user TPS: decode tokens/s of each request, (output tokens - 1) / (last token time - first token "
          "time), mean over requests. Speedup: mean speculative / mean baseline per-user TPS at the same "
@@ -258,12 +257,12 @@ def measured_lines(run: Run) -> list[str]:
         facts.append(f"{engine} {version}")
     facts += [f"{label} {text}" for label, text in engine_notes(run)]
     if w:
-        src = str(w.get("source", ""))
+        src = str(w.source if w.has("source") else "")
         if src == "speed_bench":
-            src += f"/{w.get('config', '')}"
-        if w.get("categories"):
-            src += " " + ",".join(map(str, w["categories"]))
-        facts.append(f"workload {src}, T={w.get('temperature')}, max_tokens={w.get('max_tokens')}")
+            src += f"/{w.config if w.has('config') else ''}"
+        if w.categories:
+            src += " " + ",".join(map(str, w.categories))
+        facts.append(f"workload {src}, T={w.temperature}, max_tokens={w.max_tokens}")
     if run.baseline:
         facts.append(f"baseline arm {run.baseline}")
     lines.append("Measured: " + "; ".join(facts) + ".")
@@ -326,7 +325,7 @@ def run_warnings(run: Run) -> list[str]:
     for arm, msgs in failed.items():
         out.insert(0, f"arm {arm} FAILED: {msgs[0]}")
     for (arm, c, v), p in run.points.items():
-        if p.get("status") == "interrupted":
+        if p.status == "interrupted":
             out.append(f"{PointKey(arm, c, v).label}: interrupted; resume the run to complete it")
     if not run.baseline and spec_arms(run):
         out.append("no baseline arm: speedups are not available")

@@ -99,7 +99,7 @@ def _pick_concurrency(run: Run, wanted: int | None) -> int | None:
 def _server_args_apart(runs: list[Run]) -> dict[int, str]:
     """Per run, the server args in which the runs differ (``dtype=bfloat16``): what most
     often tells two runs of one scenario apart. Empty when no arg differs."""
-    args = [(r.scenario.get("server") or {}).get("args") or {} for r in runs]
+    args = [r.stored_scenario.server.args or {} for r in runs]
     keys = sorted({k for a in args for k in a if len({json.dumps(b.get(k), sort_keys=True) for b in args}) > 1})
     return {id(r): ",".join(f"{k}={a.get(k)}" for k in keys) for r, a in zip(runs, args)} if keys else {}
 

@@ -34,6 +34,7 @@ from speedbench.results.formats import data_frame, table_rows, write_parquet
 from speedbench.results.output_summary import output_columns
 from speedbench.results.run import Run
 from speedbench.results.profile import write_profiles
+from speedbench.results.stored_scenario import StoredWorkload
 
 Counters = Callable[[str], SpecCounters]  # one Prometheus snapshot -> its counters (Engine.spec_counters)
 
@@ -112,15 +113,8 @@ def _spec_fields(prom: SpecCounters | None, ok: list[RequestRecord]) -> dict[str
     }
 
 
-def vllm_result(recs: list[RequestRecord], *, wall_s: float, percentiles: Iterable[float],
-                header: dict[str, Any], prom: SpecCounters | None = None,
-                request_goodput: float | None = None) -> dict[str, Any]:
-    """One point as ``vllm bench serve --save-result`` writes it. ``recs``: the point's
-    measured records (every repeat); ``header``: date, backend, label, model_id,
-    tokenizer_id, num_prompts, request_rate, burstiness, max_concurrency."""
-    ok = [r for r in recs if r.ok]
-    out_lens = [r.n_output for r in ok]
-    total_in = sum(r.prompt_tokens or 0 for r in ok)
+def _latencies(ok: list[RequestRecord]) -> tuple[list[float], ...]:
+    """vLLM's TTFT, TPOT, ITL and E2EL samples (seconds) of the completed requests."""
     ttft: list[float] = []
     tpot: list[float] = []
     itl: list[float] = []
@@ -135,6 +129,18 @@ def vllm_result(recs: list[RequestRecord], *, wall_s: float, percentiles: Iterab
                 # vLLM: (latency - ttft) / (n - 1), the stream's end included
                 tpot.append((lat - first) / (r.n_output - 1))
             itl.extend(np.diff(np.asarray(r.chunk_ns, dtype=np.int64)) / 1e9)
+    return ttft, tpot, itl, e2el
+
+
+def vllm_result(recs: list[RequestRecord], *, wall_s: float, percentiles: Iterable[float],
+                header: dict[str, Any], prom: SpecCounters | None = None,
+                request_goodput: float | None = None) -> dict[str, Any]:
+    """One point as ``vllm bench serve --save-result`` writes it. ``recs``: the point's
+    measured records (every repeat); ``header``: date, backend, label, model_id,
+    tokenizer_id, num_prompts, request_rate, burstiness, max_concurrency."""
+    ok = [r for r in recs if r.ok]
+    out_lens = [r.n_output for r in ok]
+    total_in = sum(r.prompt_tokens or 0 for r in ok)
     dur = wall_s if wall_s and wall_s > 0 else float("nan")
     peak_tokens, peak_active = _peak_output(ok)
     res: dict[str, Any] = {
@@ -156,7 +162,7 @@ def vllm_result(recs: list[RequestRecord], *, wall_s: float, percentiles: Iterab
         "rtfx": 0.0,
     }
     res.update(_spec_fields(prom, ok))
-    for name, values in zip(VLLM_LATENCIES, (ttft, tpot, itl, e2el)):
+    for name, values in zip(VLLM_LATENCIES, _latencies(ok)):
         for stat, v in _dist(values, percentiles).items():
             res[f"{stat}_{name}_ms"] = v
     return res
@@ -177,11 +183,10 @@ def _prom(run: "Run", key: PointKey, counters: Counters) -> SpecCounters | None:
 def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any]]:
     """Every point of the run with measured records, as vLLM result dicts (``counters``:
     the run's ``Engine.spec_counters``, which reads a Prometheus snapshot)."""
-    scenario = run.scenario or {}
-    server = scenario.get("server") or {}
-    workload = scenario.get("workload") or {}
-    model = str(server.get("model") or "")
-    percentiles = run.summary.get("percentiles") or scenario.get("percentiles") or [50, 90, 95, 99]
+    saved = run.stored_scenario
+    workload = saved.workload or StoredWorkload()
+    model = str(saved.server.model or "")
+    percentiles = run.summary.get("percentiles") or saved.percentiles or [50, 90, 95, 99]
     date = (run.created_utc or "").replace("-", "").replace(":", "")[:15].replace("T", "-")
     by_point = _point_records(run)
     out: dict[PointKey, dict[str, Any]] = {}
@@ -190,14 +195,14 @@ def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any
         recs = by_point.get(key, [])
         if not recs:
             continue
-        point = run.points.get(key) or {}
-        wall = point.get("wall_s") or wall_s(recs)
+        point = run.points.get(key)
+        wall = (point.wall_s if point else None) or wall_s(recs)
         rate = row.request_rate
-        backend = "openai" if workload.get("api") == "completions" else "openai-chat"
+        backend = "openai" if workload.api == "completions" else "openai-chat"
         header = {
             "date": date, "endpoint_type": backend, "backend": backend,
             "label": key.arm + (f" [{key.variant}]" if key.variant else ""),
-            "model_id": model, "tokenizer_id": str(workload.get("tokenizer") or server.get("tokenizer") or model),
+            "model_id": model, "tokenizer_id": str(workload.tokenizer or saved.server.tokenizer or model),
             "num_prompts": len(recs),
             # where `vllm bench serve --metadata KEY=VALUE` puts its keys: tools that read
             # vLLM's files pass them through (same outputs or no speedup travels with the point)
@@ -230,15 +235,8 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) ->
     if fmt not in FORMATS:
         raise UsageError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out = ensure_dir(Path(out_dir))
-    written: list[Path] = []
     if fmt == "vllm":
-        for key, res in vllm_results(run, counters).items():
-            p = out / vllm_file_name(key)
-            atomic_write(p, json.dumps(finite(res), indent=1) + "\n")
-            written.append(p)
-        if not written:
-            raise UsageError(f"{run.path}: no measured records to export")
-        return written
+        return _export_vllm(run, out, counters)
     if fmt == "speculation-profile":
         written = write_profiles(run, out)
         if not written:
@@ -248,6 +246,24 @@ def export_run(run: "Run", fmt: str, out_dir: str | Path, counters: Counters) ->
         p = out / "summary.json"
         atomic_write(p, json.dumps(finite(run.summary), indent=1) + "\n")
         return [p]
+    return _export_tables(run, fmt, out)
+
+
+def _export_vllm(run: "Run", out: Path, counters: Counters) -> list[Path]:
+    """One vLLM-format JSON per measured point."""
+    written: list[Path] = []
+    for key, res in vllm_results(run, counters).items():
+        p = out / vllm_file_name(key)
+        atomic_write(p, json.dumps(finite(res), indent=1) + "\n")
+        written.append(p)
+    if not written:
+        raise UsageError(f"{run.path}: no measured records to export")
+    return written
+
+
+def _export_tables(run: "Run", fmt: str, out: Path) -> list[Path]:
+    """The summary and category tables as csv or parquet (the records too, for parquet)."""
+    written: list[Path] = []
     tables = {"summary": table_rows([r.to_dict() for r in run.rows], run.outputs_of),
               "categories": table_rows([c.to_dict() for c in run.categories])}
     for name, rows in tables.items():

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from speedbench.errors import SpeedbenchError, UsageError
 from speedbench.metrics.outputs import IDENTICAL, LOSSY, NOT_CHECKED, NUMERICS
-from speedbench.results.profile import dataset_name, profile_dir_name, profile_rows, write_profile
+from speedbench.results.profile import profile_dir_name, profile_rows, write_profile
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.mlflow_uri import artifact_location, check_uri, setup_error, shown
 from speedbench.provenance import Draft
@@ -67,10 +67,10 @@ def arm_params(run: Run, arm: str) -> dict[str, str]:
         "checkpoint": prov.draft_model,
         "draft_config_sha256": draft.config_sha256,
         "draft_weights_sha256": draft.weights_sha256,
-        "target_model": prov.target or (run.scenario.get("server") or {}).get("model") or "",
+        "target_model": prov.target or run.stored_scenario.server.model or "",
         "target_config_sha256": prov.target_config_sha256,
         prov.version_key: prov.engine_version,  # keyed by the engine: <engine>_version
-        "hardware": run.summary.get("hardware") or prov.hardware_summary,
+        "hardware": run.hardware or prov.hardware_summary,
         "method": (rows[0].method if rows else "") or "", "k": (rows[0].num_speculative_tokens if rows else 0) or 0,
         "concurrency_levels": ",".join(str(c) for c in sorted({int(r.concurrency) for r in rows})),
         "variants": ",".join(sorted({str(r.variant or "") for r in rows} - {""})),
@@ -96,14 +96,13 @@ def arm_metrics(run: Run, arm: str) -> dict[str, float]:
         frac = run.outputs_of(str(row.arm), int(row.concurrency), str(row.variant or "")).identical_fraction
         if isinstance(frac, (int, float)) and math.isfinite(frac):
             out[f"outputs_identical_fraction{_point_suffix(row)}"] = float(frac)
-    for entry in run.summary.get("screening") or []:
-        if entry.get("arm") != arm:
+    for entry in run.screening:
+        if entry.arm != arm:
             continue
-        for p in entry.get("predicted") or []:
-            s = p.get("speedup")
+        for p in entry.predicted:
+            s = p.speedup
             if isinstance(s, (int, float)) and math.isfinite(s):
-                out[f"predicted_speedup/c{p.get('concurrency')}" + (f"/{entry['variant']}" if entry.get("variant")
-                                                                   else "")] = float(s)
+                out[f"predicted_speedup/c{p.concurrency}" + (f"/{entry.variant}" if entry.variant else "")] = float(s)
     return out
 
 
@@ -111,15 +110,15 @@ def arm_tags(run: Run, arm: str) -> dict[str, str]:
     prov = run.provenance_of(arm)
     rows = [r for r in run.rows if r.arm == arm]
     method = str(rows[0].method or "") if rows else ""
-    screened = any(e.get("arm") == arm for e in run.summary.get("screening") or [])
-    workload = run.scenario.get("workload") or {}
+    screened = any(e.arm == arm for e in run.screening)
+    workload = run.stored_scenario.workload
     spec = prov.speculative_config or {}
     tags = {RUN_KEY_TAG: f"{run.run_id}/{arm}", "speedbench.run_id": run.run_id, "speedbench.scenario":
             run.scenario_name, "speedbench.arm": arm, "speedbench.kind": "screening" if screened else "measured",
             "eagle_version": str(prov.eagle_version or (rows[0].eagle_version if rows else "") or ""),
             # specdec_bench's tags: same names, so a search across both tools lines up
             "model": _leaf(prov.target), "algorithm": method.upper() or "NONE", "engine": prov.engine.upper(),
-            "dataset": dataset_name(workload), "draft_model": _leaf(str(spec.get("model") or ""))}
+            "dataset": workload.dataset if workload else "", "draft_model": _leaf(str(spec.get("model") or ""))}
     return {k: v for k, v in {**tags, **outputs_tags(run, arm)}.items() if v}
 
 

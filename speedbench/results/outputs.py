@@ -54,7 +54,11 @@ def round_files(rounds: Mapping[tuple[PointKey, int], Mapping[str, Any]]) -> Rou
 
 def round_file(entry: Mapping[str, Any]) -> OutputsFile | None:
     """One round's ``outputs`` entry from its points.json entry; None where it has none."""
-    own = entry.get("outputs")
+    return outputs_file(entry.get("outputs"))
+
+
+def outputs_file(own: Any) -> OutputsFile | None:
+    """A points.json entry's ``outputs`` value, typed; None where it is missing or empty."""
     return OutputsFile.from_dict(own) if isinstance(own, Mapping) and own else None
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.files import atomic_write, finite, safe_part
 from speedbench.results.run import Run
+from speedbench.results.stored_scenario import StoredWorkload
 
 SCHEMA_VERSION = "1.0"
 FILE_NAME = "speculation_profile.json"
@@ -101,29 +102,22 @@ def _draft_model(run: Run, arm: str) -> str:
     return run.provenance_of(arm).draft_model
 
 
-def dataset_name(workload: dict[str, Any]) -> str:
-    """``speed_bench:<config>`` or the source (``sample``, ``jsonl``, ``random``): a
-    SPEED-Bench config means something only for SPEED-Bench data."""
-    source = str(workload.get("source") or "")
-    return f"speed_bench:{workload.get('config')}" if source == "speed_bench" else source
-
-
 def _conditions(run: Run, row: SummaryRow) -> dict[str, Any]:
     """What a reader needs to interpret the numbers without the run folder."""
-    workload = run.scenario.get("workload") or {}
+    workload = run.stored_scenario.workload or StoredWorkload()
     prov = run.provenance.get(str(row.arm))
-    return {"dataset": dataset_name(workload), "categories": workload.get("categories"),
+    return {"dataset": workload.dataset, "categories": workload.categories,
             "concurrency": row.concurrency,
             "variant": row.variant or None, "engine": run.engine.name if run.engine else None,
             "engine_version": prov.engine_version if prov else None,
-            "hardware": run.summary.get("hardware"), "temperature": workload.get("temperature"),
-            "max_tokens": workload.get("max_tokens"), "num_requests": row.n_ok}
+            "hardware": run.hardware, "temperature": workload.temperature,
+            "max_tokens": workload.max_tokens, "num_requests": row.n_ok}
 
 
 def _checkpoints(run: Run, arm: str) -> tuple[dict[str, Any], dict[str, Any]]:
     prov = run.provenance_of(arm)
     model = prov.draft_model
-    target = prov.target or str((run.scenario.get("server") or {}).get("model") or "")
+    target = prov.target or str(run.stored_scenario.server.model or "")
     return ({"id": checkpoint_id(model), "config_sha256": (prov.draft.config_sha256 if prov.draft else "") or None,
              "eagle_version": prov.eagle_version or None},
             {"id": checkpoint_id(target)})

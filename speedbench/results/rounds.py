@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import threading
-from pathlib import Path
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from speedbench.client.scrape import SpecCounters, add, delta
 from speedbench.metrics.inputs import fold_rounds
+from speedbench.metrics.stored import StoredRow
 from speedbench.records import PointKey
 from speedbench.results.lines import round_digest
 
@@ -25,6 +27,52 @@ POINT_STATUSES = ("ok", "partial", "failed", "interrupted")
 # Points with these statuses are kept and skipped by `speedbench run --resume`; failed and
 # interrupted points are run again (a failed arm may start this time).
 RESUMABLE_DONE = ("ok", "partial")
+
+
+@dataclass(frozen=True)
+class PointRound(StoredRow):
+    """One round of one point as points.json holds it, or a point's rounds folded
+    (``RunDir.all_points``: ``repeats`` lists them), read by attribute. Keys of an old
+    folder or of other parts of the run (stopping, conditions, outputs files) are kept."""
+
+    arm: str | None = None
+    concurrency: int | None = None
+    variant: str | None = None
+    repeat: int | None = None
+    status: str | None = None
+    failure: str | None = None
+    wall_s: float | None = None
+    finished_utc: str | None = None
+    record_count: int | None = None
+    records_sha256: str | None = None
+    outputs: dict[str, Any] | None = None
+    repeats: list[int] | None = None
+    # sequential stopping's marks on a stopped round (stopping/point.py writes them)
+    stop_reason: str | None = None
+    stop_prompts: int | None = None
+    stop_look: int | None = None
+    stop_looks: int | None = None
+    stop_intervals: dict[str, Any] | None = None
+
+    @property
+    def done(self) -> bool:
+        """Kept by resume: status ok or partial."""
+        return self.status in RESUMABLE_DONE
+
+
+@dataclass(frozen=True)
+class ArmRound(StoredRow):
+    """One server lifetime of an arm as arms.json holds it (``PointLog.mark_arm_round``)."""
+
+    arm: str | None = None
+    repeat: int | None = None
+    start_s: float | None = None
+    wall_s: float | None = None
+    gpus: int | None = None
+
+    def of(self, arm: str, repeat: int) -> bool:
+        """Whether this is that arm's round (marking it again replaces it)."""
+        return (self.arm, self.repeat) == (arm, repeat)
 
 
 class PointLog:
@@ -71,20 +119,20 @@ class PointLog:
         entry = {"arm": arm, "repeat": int(repeat), "start_s": start_s, "wall_s": wall_s, "gpus": int(gpus)}
         with self._lock:
             own = self._own("arms", ".json")
-            rounds = [a for a in self.read_json(own, []) or [] if (a.get("arm"), a.get("repeat")) != (arm, repeat)]
+            rounds = [a for a in self.read_json(own, []) or [] if not ArmRound.from_dict(a).of(arm, repeat)]
             self.write_json(own, [*rounds, entry])
 
     def arm_costs(self) -> dict[str, dict[str, Any]]:
         """Per arm: server start seconds per round, wall seconds, GPUs and GPU-hours."""
         out: dict[str, dict[str, Any]] = {}
         for f in self._all_files("arms", ".json"):
-            for a in self.read_json(f.name, []) or []:
-                c = out.setdefault(a["arm"], {"server_start_s": [], "wall_s": 0.0, "gpus": 0, "gpu_hours": 0.0})
-                if a.get("start_s") is not None:
-                    c["server_start_s"].append(a["start_s"])
-                c["wall_s"] += a.get("wall_s") or 0.0
-                c["gpus"] = max(c["gpus"], a.get("gpus") or 0)
-                c["gpu_hours"] += (a.get("wall_s") or 0.0) / 3600 * (a.get("gpus") or 0)
+            for a in map(ArmRound.from_dict, self.read_json(f.name, []) or []):
+                c = out.setdefault(str(a.arm), {"server_start_s": [], "wall_s": 0.0, "gpus": 0, "gpu_hours": 0.0})
+                if a.start_s is not None:
+                    c["server_start_s"].append(a.start_s)
+                c["wall_s"] += a.wall_s or 0.0
+                c["gpus"] = max(c["gpus"], a.gpus or 0)
+                c["gpu_hours"] += (a.wall_s or 0.0) / 3600 * (a.gpus or 0)
         return out
 
     def point_rounds(self) -> dict[tuple[PointKey, int], dict[str, Any]]:
@@ -99,9 +147,14 @@ class PointLog:
                     out[key] = p
         return out
 
+    def rounds(self) -> dict[tuple[PointKey, int], PointRound]:
+        """:meth:`point_rounds`, each entry typed (its readers use attributes; the entries
+        as stored go on to what folds or copies them)."""
+        return {k: PointRound.from_dict(p) for k, p in self.point_rounds().items()}
+
     def finished_rounds(self) -> set[tuple[PointKey, int]]:
         """Rounds that resume skips: status ok or partial."""
-        return {k for k, v in self.point_rounds().items() if v.get("status") in RESUMABLE_DONE}
+        return {k for k, v in self.rounds().items() if v.done}
 
     def all_points(self) -> dict[PointKey, dict[str, Any]]:
         """Every marked point (any status), its rounds folded (``metrics.inputs.fold_rounds``:
@@ -111,9 +164,13 @@ class PointLog:
             by_point.setdefault(key, []).append((rnd, p))
         return {key: fold_rounds(rounds) for key, rounds in by_point.items()}
 
+    def points(self) -> dict[PointKey, PointRound]:
+        """:meth:`all_points`, each point's folded rounds typed."""
+        return {k: PointRound.from_dict(p) for k, p in self.all_points().items()}
+
     def finished_points(self) -> dict[PointKey, dict[str, Any]]:
         """Points whose every marked round is ok or partial."""
-        return {k: v for k, v in self.all_points().items() if v.get("status") in RESUMABLE_DONE}
+        return {k: p for k, p in self.all_points().items() if PointRound.from_dict(p).done}
 
     def prometheus_delta(self, key: PointKey, counters: Callable[[str], SpecCounters]) -> SpecCounters | None:
         """The point's spec-decode counter deltas, summed over its rounds (each round is a

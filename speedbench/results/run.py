@@ -17,7 +17,9 @@ from speedbench.metrics.stored_outputs import OutputsBlock, OutputsEntry
 from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
+from speedbench.results.rounds import PointRound
 from speedbench.results.rundir import RunDir
+from speedbench.results.stored_scenario import StoredScenario
 from speedbench.results.output_summary import outputs_reader, point_outputs
 from speedbench.results.verify import Verification, verify_run
 
@@ -81,6 +83,11 @@ class Run:
         return str(self.summary.get("created_utc") or "")
 
     @property
+    def hardware(self) -> Any:
+        """summary.json's ``hardware`` line as stored (None where a folder has none)."""
+        return self.summary.get("hardware") if isinstance(self.summary, dict) else None
+
+    @property
     def started(self) -> dt.datetime:
         """When the run started (results/files.py's run_started: the one fallback)."""
         return run_started(self.created_utc, self.run_id, folder=self.dir.path if self.dir else None)
@@ -91,7 +98,8 @@ class Run:
         point's headline clock (metrics/headline.py's category_headline), never stored."""
         out = []
         for c in self.summary.get("categories") or []:  # as stored: typed once its headline is known
-            point = self.row(str(c.get("arm")), int(c.get("concurrency") or 0), str(c.get("variant") or ""))
+            cat = CategoryRow.from_dict(c)
+            point = self.row(str(cat.arm), int(cat.concurrency or 0), str(cat.variant or ""))
             out.append(CategoryRow.from_dict({**c, **category_headline(c, point)}))
         return out
 
@@ -120,7 +128,7 @@ class Run:
 
     @property
     def reference(self) -> dict[str, Any]:
-        return self.summary.get("reference") or self.scenario.get("reference") or {}
+        return self.summary.get("reference") or dict(self.stored_scenario.reference or {})
 
     @cached_property
     def records(self) -> list[RequestRecord]:
@@ -162,8 +170,14 @@ class Run:
         return self.dir.load_scenario() if self.dir else {}
 
     @cached_property
-    def points(self) -> dict[PointKey, dict[str, Any]]:
-        return self.dir.all_points() if self.dir else {}
+    def stored_scenario(self) -> StoredScenario:
+        """The saved scenario typed (results/stored_scenario.py): what its readers use of it."""
+        return StoredScenario.from_dict(self.scenario)
+
+    @cached_property
+    def points(self) -> dict[PointKey, PointRound]:
+        """Each marked point, its rounds folded (status, failure, wall time), typed."""
+        return self.dir.points() if self.dir else {}
 
     @cached_property
     def outputs_block(self) -> OutputsBlock | None:

@@ -8,6 +8,7 @@ summary as the run that wrote the files.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,18 @@ from speedbench.metrics.inputs import ArmInfo, PointInfo
 from speedbench.metrics.conditions import conditions_block
 from speedbench.metrics.controls import AA_CONTROL_FAMILY, controls_block
 from speedbench.metrics.noise_floor import noise_floor
+from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.rows import RowExtras, summary_rows
+from speedbench.metrics.stored import StopEntry
 from speedbench.metrics.table import Requests
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
 from speedbench.provenance import Provenance
+from speedbench.records import PointKey
 from speedbench.results.output_summary import outputs_block
 from speedbench.results.files import atomic_write, run_started
+from speedbench.results.rounds import PointRound
 from speedbench.results.rundir import HOST_FILE, SCHEMA_VERSION, RunDir
 from speedbench.results.run import RunEngine, read_provenance
 from speedbench.scenario import Scenario, validate_data
@@ -69,21 +74,22 @@ def _look_levels(stopping: list[dict[str, Any]]) -> dict[tuple[str, int, str], f
     """A stopped point's look level (the lowest over its stopped rounds), for the intervals
     its category rows take from the same requests."""
     out: dict[tuple[str, int, str], float] = {}
-    for s in stopping:
-        key = (str(s["arm"]), int(s["concurrency"]), str(s["variant"] or ""))
-        out[key] = min(out.get(key, 1.0), float(s["level"]))
+    for e in map(StopEntry.from_dict, stopping):
+        key = (str(e.arm), int(e.concurrency or 0), str(e.variant or ""))
+        out[key] = min(out.get(key, 1.0), float(e.level if e.level is not None else 1.0))
     return out
 
 
-def _arm_infos(sc: Scenario, points: dict, provenance: dict[str, Provenance]) -> dict[str, ArmInfo]:
+def _arm_infos(sc: Scenario, points: dict[PointKey, PointRound],
+               provenance: dict[str, Provenance]) -> dict[str, ArmInfo]:
     """Each arm's facts for its rows: its draft's EAGLE version, and its first failure."""
     out = {}
     for arm in sc.arms:
         prov = provenance.get(arm.name)
-        failed = [p for k, p in points.items() if k[0] == arm.name and p.get("status") == "failed"]
+        failed = [p for k, p in points.items() if k.arm == arm.name and p.status == "failed"]
         out[arm.name] = ArmInfo.from_arm(arm, eagle_version=prov.eagle_version if prov else "",
                                          status="failed" if failed else "ok",
-                                         failure=(failed[0].get("failure") if failed else None))
+                                         failure=(failed[0].failure if failed else None))
     return out
 
 
@@ -104,29 +110,55 @@ def summarize_run_dir(run_dir: RunDir, engine: RunEngine, *, write: bool = True,
     summary.json/csv and records.parquet. The reports are report/'s job (``report.render.write_report``).
     ``requests``: the folder's records, whose request table every part of the summary
     shares (read here when not given; run/finish.py hands the report the same)."""
-    raw = run_dir.load_scenario()
-    sc: Scenario = validate_data(raw, str(run_dir.scenario_path))
+    sc: Scenario = validate_data(run_dir.load_scenario(), str(run_dir.scenario_path))
     records = requests if requests is not None else Requests(run_dir.load_records())
-    points = run_dir.all_points()
     provenance = read_provenance(run_dir, engine)
-    arm_info = _arm_infos(sc, points, provenance)
     stopping: list[dict[str, Any]] = []
     if sc.stop is not None:  # intervals of stopped points are taken at the look level
-        stopping = stopping_rows(records, run_dir.point_rounds(), sc.baseline_arm, sc.stop.alpha)
+        stopping = stopping_rows(records, run_dir.rounds(), sc.baseline_arm, sc.stop.alpha)
     cals = calibrations(run_dir, sc, provenance, engine, write)
-    deltas = _prom_deltas(run_dir, points, engine)
+    given = _Inputs(engine, provenance, stopping, cals)
+    summary = _document(run_dir, sc, records, given, _rows(run_dir, sc, records, given))
+    if write:
+        run_dir.write_summary(summary)
+        if records:
+            run_dir.write_parquet(records.records)
+    return summary
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What the rows and the document share besides the records: the engine, the arms'
+    provenance, sequential stopping's entries and the calibrations found."""
+
+    engine: RunEngine
+    provenance: dict[str, Provenance]
+    stopping: list[dict[str, Any]]
+    calibrations: dict[str, Any]
+
+
+def _rows(run_dir: RunDir, sc: Scenario, records: Requests, given: _Inputs) -> list[SummaryRow]:
+    """The summary rows, each point's inputs read from the folder."""
+    points = run_dir.all_points()
+    arm_info = _arm_infos(sc, {k: PointRound.from_dict(p) for k, p in points.items()}, given.provenance)
+    deltas = _prom_deltas(run_dir, points, given.engine)
     infos = {key: PointInfo.from_point(p) for key, p in points.items()}
-    rows = summary_rows(records, deltas, sc.baseline_arm, arm_info, infos,
-                         percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
-                         extra=RowExtras(stopping, calib_store.predictor(cals)))
-    screening, promoted = calib_screen.screening_block(rows, sc, cals)
+    return summary_rows(records, deltas, sc.baseline_arm, arm_info, infos,
+                        percentiles=sc.percentiles, slo=sc.slo.model_dump() if sc.slo.given else None,
+                        extra=RowExtras(given.stopping, calib_store.predictor(given.calibrations)))
+
+
+def _document(run_dir: RunDir, sc: Scenario, records: Requests, given: _Inputs,
+              rows: list[SummaryRow]) -> dict[str, Any]:
+    """summary.json, in its order (docs/architecture.md, "Summary rows")."""
+    screening, promoted = calib_screen.screening_block(rows, sc, given.calibrations)
     floor = noise_floor(records, sc.baseline_arm, sc.aa_arm)
-    summary = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "scenario": sc.name,
         "run_id": run_dir.path.name,
         "created_utc": _created(run_dir),
-        "hardware": _hardware(provenance, run_dir.read_json(HOST_FILE)),
+        "hardware": _hardware(given.provenance, run_dir.read_json(HOST_FILE)),
         "baseline": sc.baseline_arm,
         "reference": sc.reference.model_dump(mode="json"),
         "percentiles": list(sc.percentiles),
@@ -137,14 +169,9 @@ def summarize_run_dir(run_dir: RunDir, engine: RunEngine, *, write: bool = True,
         "screening": screening,
         "promoted": promoted,
         "arms": run_dir.arm_costs(),
-        "stopping": stopping,
+        "stopping": given.stopping,
         "baseline_source": run_dir.read_json("baseline.json") or {"reused": False},
         "rows": [r.to_dict() for r in rows],
         "categories": category_rows(records, sc.baseline_arm, [a.name for a in sc.arms],
-                                    levels=_look_levels(stopping)),
+                                    levels=_look_levels(given.stopping)),
     }
-    if write:
-        run_dir.write_summary(summary)
-        if records:
-            run_dir.write_parquet(records.records)
-    return summary

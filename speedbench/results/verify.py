@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from speedbench.errors import UsageError
+from speedbench.metrics.registry import SummaryRow
 from speedbench.records import PointKey
 from speedbench.results import outputs
 from speedbench.results.lines import DAMAGED_NAME, round_digest, round_of, line_sha, scan_file
-from speedbench.results.rounds import RESUMABLE_DONE
+from speedbench.results.rounds import PointRound
 from speedbench.results.rundir import RunDir
 
 
@@ -53,7 +54,7 @@ class MissingFile:
         return f"{self.name} is missing: {self.why} -- fix: {self.fix}"
 
 
-def missing_files(rd: RunDir, rounds: dict[tuple[PointKey, int], dict]) -> list[MissingFile]:
+def missing_files(rd: RunDir, rounds: dict[tuple[PointKey, int], PointRound]) -> list[MissingFile]:
     """The files a run writes before or while it measures, gone from ``rd``: its scenario
     (written before the first server starts), points.json once a record or the summary
     exists (a round is marked as it finishes), and the records once a round finished."""
@@ -74,14 +75,14 @@ def missing_files(rd: RunDir, rounds: dict[tuple[PointKey, int], dict]) -> list[
     return out
 
 
-def _measured(rd: RunDir, rounds: dict[tuple[PointKey, int], dict], has_points: bool) -> bool:
+def _measured(rd: RunDir, rounds: dict[tuple[PointKey, int], PointRound], has_points: bool) -> bool:
     """Whether the run finished a round that wrote records (an arm that never started
     writes none): from points.json, or from the summary's request counts without it."""
     if has_points:
-        return any(p.get("status") in RESUMABLE_DONE and p.get("record_count", 1) for p in rounds.values())
+        return any(p.done and (p.record_count if p.has("record_count") else 1) for p in rounds.values())
     summary = rd.read_json(rd.summary_path.name) if rd.summary_path.exists() else None
     rows = summary.get("rows") if isinstance(summary, dict) else None
-    return any(isinstance(r, dict) and (r.get("n_requests") or 0) > 0 for r in rows or [])
+    return any(isinstance(r, dict) and (SummaryRow.from_dict(r).n_requests or 0) > 0 for r in rows or [])
 
 
 @dataclass
@@ -117,7 +118,7 @@ def verify_run(rd: RunDir, arms: set[str] | None = None) -> Verification:
     reads only, changes nothing."""
     v = Verification(rd)
     try:
-        rounds = rd.point_rounds()
+        rounds = rd.rounds()
     except UsageError as e:
         v.unreadable.append(str(e))
         rounds = {}
@@ -135,17 +136,17 @@ def verify_run(rd: RunDir, arms: set[str] | None = None) -> Verification:
     if rd.damaged_path.exists():
         v.quarantined = sum(1 for line in rd.damaged_path.read_text(errors="replace").splitlines() if line.strip())
     for (key, rnd), p in sorted(rounds.items()):
-        if p.get("status") not in RESUMABLE_DONE or (arms is not None and key.arm not in arms):
+        if not p.done or (arms is not None and key.arm not in arms):
             continue
-        if "record_count" not in p:
+        if not p.has("record_count"):
             v.unverifiable += 1
             continue
         v.checked += 1
-        if (why := outputs.problem(rd.path, outputs.round_file(p))) is not None:
+        if (why := outputs.problem(rd.path, outputs.outputs_file(p.outputs))) is not None:
             v.bad_outputs[(key, rnd)] = why
         shas = found.get((key, rnd), [])
-        if len(shas) != p["record_count"] or round_digest(shas) != p.get("records_sha256"):
-            v.bad.append(BadRound(key, rnd, int(p["record_count"]), len(shas), len(shas) == p["record_count"]))
+        if len(shas) != p.record_count or round_digest(shas) != p.records_sha256:
+            v.bad.append(BadRound(key, rnd, int(p.record_count or 0), len(shas), len(shas) == p.record_count))
     return v
 
 

@@ -24,7 +24,6 @@ from speedbench.stopping.schedule import prompt_order
 from speedbench.metrics.table import request_table
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.baselines import Candidate, find_candidates, pick
-from speedbench.results.rounds import RESUMABLE_DONE
 from speedbench.run.context import RunContext
 from speedbench.run.point import client_side
 
@@ -135,15 +134,15 @@ def _copy(ctx: RunContext, found: Candidate, old: list[RequestRecord]) -> None:
     for r in old:
         rnd_key = (PointKey(found.baseline, r.concurrency, r.variant or ""), int(r.repeat or 0))
         by_round.setdefault(rnd_key, []).append(r)
-    for (key, rnd), entry in found.run_dir.point_rounds().items():
-        if key.arm != found.baseline or entry.get("status") not in RESUMABLE_DONE or rnd >= ctx.plan.rounds:
+    for (key, rnd), entry in found.run_dir.rounds().items():
+        if key.arm != found.baseline or not entry.done or rnd >= ctx.plan.rounds:
             continue
         for r in by_round.get((key, rnd), []):
             r.arm = name
             ctx.run_dir.append_record(r)
         here = key._replace(arm=name)
-        extra = {k: v for k, v in entry.items() if k not in _OWN_FIELDS}
-        ctx.run_dir.mark_point(here, entry["status"], repeat=rnd, failure=entry.get("failure"),
-                               wall_s=entry.get("wall_s"), **{**extra, "reused_from": found.run_dir.name})
+        extra = {k: v for k, v in entry.to_dict().items() if k not in _OWN_FIELDS}
+        ctx.run_dir.mark_point(here, str(entry.status), repeat=rnd, failure=entry.failure,
+                               wall_s=entry.wall_s, **{**extra, "reused_from": found.run_dir.name})
         ctx.done_points.add((here, rnd))
 

@@ -20,23 +20,23 @@ from speedbench.stopping.schedule import look_level
 def stopping_rows(records: Iterable[RequestRecord], points: dict, baseline: str | None,
                   alpha: float) -> list[dict[str, Any]]:
     """One entry per stopped round of a point (points.json entries carrying
-    ``stop_reason``): why and after how many prompts it stopped, and the speedup (and AL)
+    ``stop_reason``, typed: ``RunDir.rounds()``): why and after how many prompts it stopped, and the speedup (and AL)
     with its interval at the look level, as the run's last look found them. ``records``:
     a ``Requests`` (metrics/table.py) shares its request table, built only for an old folder."""
     requests = Requests.of(records)
     out = []
     for (key, rnd), p in sorted(points.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        if not p.get("stop_reason"):
+        if not p.stop_reason:
             continue
-        n_looks = int(p.get("stop_looks") or 1)
+        n_looks = int(p.stop_looks or 1)
         level = look_level(alpha, n_looks)
-        found = p.get("stop_intervals")
+        found = p.stop_intervals
         if found is None:  # an older run folder: the look is recomputed from its records
             table = requests.table
             base = round_rows(table, key._replace(arm=baseline), rnd) if baseline not in (None, key.arm) else None
             found = look_fields(point_looks(round_rows(table, key, rnd), base, level))
         out.append({"arm": key.arm, "concurrency": key.concurrency, "variant": key.variant, "repeat": rnd,
-                    "reason": p["stop_reason"], "prompts": p.get("stop_prompts"), "look": p.get("stop_look"),
+                    "reason": p.stop_reason, "prompts": p.stop_prompts, "look": p.stop_look,
                     "n_looks": n_looks, "level": level, **{k: _number(v) for k, v in found.items()}})
     return out
 

@@ -9,11 +9,12 @@ import pytest
 from speedbench.metrics.registry import SummaryRow
 from speedbench.calibration import store
 from speedbench.calibration.fit import CurvePoint, fit_curve
-from speedbench.calibration.screen import promote, screening_block
+from speedbench.calibration.screen import Ranked, promote, screening_block
 from speedbench.calibration.sweep import default_als, drafts_scenario, synthetic_scenario
 from speedbench.engine.vllm import record
 from speedbench.engine.vllm.command import NOT_SYSTEM_ARGS as IGNORE
 from speedbench.errors import ScenarioError
+from speedbench.metrics.stored import ScreenEntry
 from speedbench.records import PointKey
 from speedbench.run.calibrate import save
 from speedbench.scenario import validate_data
@@ -49,9 +50,9 @@ def test_the_key_ignores_the_checkpoint_and_the_measurement_flags_but_not_the_sy
     for other in (_prov(vllm_version="0.33.0"), _prov(num_speculative_tokens=5), _prov(hardware={"summary": "x"})):
         assert store.find(tmp_path, store.calibration_key(other, args)) is None
     assert store.find(tmp_path, store.calibration_key(_prov(), {"max-num-seqs": 32})) is None
-    data = store.load(path)
-    assert store.predict(data, 1, 3.0) == pytest.approx((1.5, 1.47, 1.53), rel=1e-3)
-    assert all(math.isnan(v) for v in store.predict(data, 4, 3.0))  # no curve at c=4: no prediction
+    cal = store.Calibration.from_dict(store.load(path))
+    assert cal.predict(1, 3.0) == pytest.approx((1.5, 1.47, 1.53), rel=1e-3)
+    assert all(math.isnan(v) for v in cal.predict(4, 3.0))  # no curve at c=4: no prediction
 
 
 def test_matching_and_the_predictor_fill_only_calibrated_arms_at_calibrated_levels(tmp_path):
@@ -99,8 +100,9 @@ def test_screen_mode_drops_the_baseline_and_runs_one_high_concurrency_point():
 
 
 def test_promote_rules():
-    entries = [{"arm": "a", "al_tokens": 2.0}, {"arm": "b", "al_tokens": 3.0}, {"arm": "c", "al_tokens": 2.5},
-               {"arm": "d", "al_tokens": math.nan}]
+    entries = [Ranked(str(e["arm"]), ScreenEntry.from_dict(e)) for e in (
+        {"arm": "a", "al_tokens": 2.0}, {"arm": "b", "al_tokens": 3.0}, {"arm": "c", "al_tokens": 2.5},
+        {"arm": "d", "al_tokens": math.nan})]
     assert promote(entries, PromoteSpec(best=2)) == ["b", "c"]
     assert promote(entries, PromoteSpec(beats="a")) == ["b", "c"]
     assert promote(entries, PromoteSpec(beats="c", best=5)) == ["b"]
@@ -134,7 +136,7 @@ def test_each_workload_variant_has_its_own_curve():
 
     curves = curves_from_rows([SummaryRow.from_dict(row("", 1.0, 0.5)), SummaryRow.from_dict(row("ctx8k", 1.0, 0.3))],
                               ["a"])
-    data = {"curves": [c.to_dict() for c in curves]}
-    assert store.predict(data, 1, 2.0)[0] == pytest.approx(1.0)
-    assert store.predict(data, 1, 2.0, "ctx8k")[0] == pytest.approx(0.6)  # longer context: dearer steps
-    assert math.isnan(store.predict(data, 1, 2.0, "ctx32k")[0])
+    cal = store.Calibration.from_dict({"curves": [c.to_dict() for c in curves]})
+    assert cal.predict(1, 2.0)[0] == pytest.approx(1.0)
+    assert cal.predict(1, 2.0, "ctx8k")[0] == pytest.approx(0.6)  # longer context: dearer steps
+    assert math.isnan(cal.predict(1, 2.0, "ctx32k")[0])
