@@ -121,10 +121,10 @@ class _Trends:
                     (sr.created, tables.num(p.speedup), tables.num(p.ci_low), tables.num(p.ci_high)))
         for r in run.rows:
             self._add_row(sr, r, measured=not screening)  # a screening run measured no speedup
-        arms_cost = run.summary.get("arms") or {}
+        arms_cost = run.arm_costs
         if arms_cost:
-            gpu_h = sum(float(a.get("gpu_hours") or 0.0) for a in arms_cost.values())
-            wall_h = sum(float(a.get("wall_s") or 0.0) for a in arms_cost.values()) / 3600
+            gpu_h = sum(float(a.gpu_hours or 0.0) for a in arms_cost.values())
+            wall_h = sum(float(a.wall_s or 0.0) for a in arms_cost.values()) / 3600
             self.cost["GPU-hours"].setdefault("run", []).append((sr.created, gpu_h))
             self.cost["server hours (any device)"].setdefault("run", []).append((sr.created, wall_h))
         for arm in tables.spec_arms(run):

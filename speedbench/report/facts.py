@@ -36,8 +36,8 @@ def draft_weights(run: Run, arm: str) -> str:
 
 
 def hardware(run: Run) -> str:
-    if run.summary.get("hardware"):
-        return str(run.summary["hardware"])
+    if run.hardware:
+        return run.hardware
     for prov in run.provenance.values():
         h = prov.hardware  # engine hardware(): {"kind", "gpus" | "cpu", "summary"}
         text = h.get("summary") or h.get("cpu") or ", ".join(map(str, h.get("gpus") or []))

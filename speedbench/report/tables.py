@@ -97,28 +97,22 @@ def concurrencies(run: Run) -> list[int]:
     return sorted({int(r.concurrency) for r in run.rows if r.concurrency is not None})
 
 
-def _keyed(d: dict[Any, Any], key: Any) -> Any:
-    # JSON turns integer keys into strings; accept both.
-    return d.get(key, d.get(str(key)))
-
-
 def reference_speedup(run: Run, arm: str, concurrency: int) -> float:
-    ref = run.reference or {}
-    if ref.get("arm") not in (None, arm):
+    ref = run.reference
+    if ref.arm not in (None, arm):
         return math.nan
-    if ref.get("arm") is None and len(spec_arms(run)) != 1:
+    if ref.arm is None and len(spec_arms(run)) != 1:
         return math.nan  # unnamed reference and several candidates: do not guess
-    return num(_keyed(ref.get("speedup") or {}, concurrency))
+    return num(ref.speedup_at(concurrency))
 
 
 def reference_al(run: Run, category: str) -> float:
-    return num((run.reference or {}).get("acceptance_length", {}).get(category))
+    return num(run.reference.al_of(category))
 
 
 def reference_arm(run: Run) -> str | None:
-    ref = run.reference or {}
     arms = spec_arms(run)
-    return ref.get("arm") or (arms[0] if len(arms) == 1 else None)
+    return run.reference.arm or (arms[0] if len(arms) == 1 else None)
 
 
 @dataclass
@@ -267,9 +261,8 @@ def measured_lines(run: Run) -> list[str]:
     if run.baseline:
         facts.append(f"baseline arm {run.baseline}")
     lines.append("Measured: " + "; ".join(facts) + ".")
-    ref = run.reference or {}
-    if ref.get("source"):
-        lines.append(f"Reference figures: {ref['source']}.")
+    if run.reference.source:
+        lines.append(f"Reference figures: {run.reference.source}.")
     return lines
 
 
