@@ -21,7 +21,7 @@ from urllib.parse import quote
 from speedbench.errors import SpeedbenchError
 from speedbench.metrics.headline import headline
 from speedbench.metrics.registry import SummaryRow
-from speedbench.report import acknowledged, html
+from speedbench.report import acknowledged, facts, html
 from speedbench.report import checkpoints as across_nights
 from speedbench.report import leaderboard
 from speedbench.report import nightly
@@ -241,7 +241,7 @@ def _latest_table(runs: list[SiteRun]) -> str:
         failed = sorted({str(r.arm) for r in run.rows if r.status == "failed"})
         status = html.pill("failed") if failed else (_DIFFER_PILL if lossy_points(run) else html.pill("ok"))
         link = html.Safe(f'<a href="{html.esc(sr.report)}">{html.esc(run.run_id)}</a>') if sr.report else run.run_id
-        rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, tables.hardware(run),
+        rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, facts.hardware(run),
                      "; ".join(heads) or "–", status, ", ".join(failed)])
     return "<h2>Latest runs</h2>" + html.card(html.table(
         ["created (UTC)", "scenario", "run (report)", "hardware", "headline speedup", "status", "failed arms"], rows,
