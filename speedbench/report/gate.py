@@ -10,6 +10,8 @@ Rules (docs/gates.md explains them with examples):
 - a gate that names an arm, concurrency or variant the run lacks, or an arm that failed,
   fails: a gate never passes for want of data. A relative gate with no baseline run, or
   with no matching row in it, is reported as skipped.
+
+The relative check, and what a gate reads of a row, are report/regression.py's.
 """
 
 from __future__ import annotations
