@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from speedbench.metrics.cells import num
+from speedbench.metrics.stored_blocks import Conditions
 from speedbench.records import PointKey
 
 # The CPUs left to the engine and the client (the host's, less other work's) may differ by
@@ -186,10 +187,4 @@ def conditions_block(rounds: Mapping[tuple[PointKey, int], Mapping[str, Any]], b
 
 def confounded(block: Mapping[str, Any] | None, arm: str, concurrency: int, variant: str = "") -> str | None:
     """Why a point's comparison is confounded, or None (not confounded, or not compared)."""
-    for e in (block or {}).get("points") or []:
-        where = (e.get("arm"), int(e.get("concurrency") or 0), str(e.get("variant") or ""))
-        if where == (arm, concurrency, variant) and e.get("confounded"):
-            over = f"over {e.get('rounds')} rounds; " if (e.get("rounds") or 1) > 1 else ""
-            return ("; ".join(e.get("why") or []) + f" ({over}arm: {e.get('arm_conditions')}; "
-                    f"baseline: {e.get('baseline_conditions')})")
-    return None
+    return Conditions.from_dict(block or {}).confounded(arm, concurrency, variant)  # the one reading: the record's

@@ -24,6 +24,7 @@ from typing import Any
 
 from speedbench.metrics.cells import num
 from speedbench.metrics.headline import headline, headline_clock
+from speedbench.metrics.stored_blocks import Controls
 
 SELF_DRAFT, UNTRAINED, AA = "self_draft", "untrained", "aa"
 # The A/A control's family level: its intervals hold all at once with this probability, so
@@ -108,4 +109,4 @@ def controls_block(scenario: Mapping[str, Any], rows: Sequence[Any], floor: Sequ
 
 def failed_lines(block: Mapping[str, Any] | None) -> list[str]:
     """Each failed control's reason, for the report and the gate."""
-    return [str(f.get("why")) for f in (block or {}).get("failed") or []]
+    return Controls.from_dict(block or {}).failed_lines()  # the one reading: the record's

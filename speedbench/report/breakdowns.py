@@ -93,7 +93,7 @@ def position_rows(curves: dict[tuple[str, str], tuple[list[float], list[float]]]
 
 def run_percentiles(run: Run) -> list[float]:
     """The percentiles a run's rows carry: summary.json's list, else the scenario's, else the default."""
-    for source in (run.summary.get("percentiles"), run.stored_scenario.percentiles):
+    for source in (run.percentiles, run.stored_scenario.percentiles):
         if isinstance(source, list) and source:
             return [float(p) for p in source]
     return list(DEFAULT_PERCENTILES)

@@ -20,7 +20,7 @@ from rich.table import Table
 from speedbench.metrics.cells import al_of
 from speedbench.metrics.headline import ENGINE, headline, headline_clock
 from speedbench.metrics.registry import SummaryRow
-from speedbench.report import outputs, trust
+from speedbench.report import facts, outputs, trust
 from speedbench.report import significance
 from speedbench.report.fit import print_table
 from speedbench.report import tables
@@ -114,7 +114,7 @@ def compare_runs(runs: list[Run]) -> Comparison:
     first = runs[0]
     cmp = Comparison(title="Comparison of runs", runs=labels, sections=[])
     cmp.sections.append(Section(title="Runs", headers=["label", "scenario", "run", "created", "hardware"],
-                                rows=[[lab, r.scenario_name, r.run_id, r.created_utc, tables.hardware(r)] for lab,
+                                rows=[[lab, r.scenario_name, r.run_id, r.created_utc, facts.hardware(r)] for lab,
                                  r in labels],
                                 left=5))
     rec = [_has_records(r) for r in runs]

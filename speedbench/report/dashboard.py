@@ -21,7 +21,7 @@ from urllib.parse import quote
 from speedbench.errors import SpeedbenchError
 from speedbench.metrics.headline import headline
 from speedbench.metrics.registry import SummaryRow
-from speedbench.report import acknowledged, html
+from speedbench.report import acknowledged, facts, html
 from speedbench.report import checkpoints as across_nights
 from speedbench.report import leaderboard
 from speedbench.report import nightly
@@ -121,10 +121,10 @@ class _Trends:
                     (sr.created, tables.num(p.speedup), tables.num(p.ci_low), tables.num(p.ci_high)))
         for r in run.rows:
             self._add_row(sr, r, measured=not screening)  # a screening run measured no speedup
-        arms_cost = run.summary.get("arms") or {}
+        arms_cost = run.arm_costs
         if arms_cost:
-            gpu_h = sum(float(a.get("gpu_hours") or 0.0) for a in arms_cost.values())
-            wall_h = sum(float(a.get("wall_s") or 0.0) for a in arms_cost.values()) / 3600
+            gpu_h = sum(float(a.gpu_hours or 0.0) for a in arms_cost.values())
+            wall_h = sum(float(a.wall_s or 0.0) for a in arms_cost.values()) / 3600
             self.cost["GPU-hours"].setdefault("run", []).append((sr.created, gpu_h))
             self.cost["server hours (any device)"].setdefault("run", []).append((sr.created, wall_h))
         for arm in tables.spec_arms(run):
@@ -241,7 +241,7 @@ def _latest_table(runs: list[SiteRun]) -> str:
         failed = sorted({str(r.arm) for r in run.rows if r.status == "failed"})
         status = html.pill("failed") if failed else (_DIFFER_PILL if lossy_points(run) else html.pill("ok"))
         link = html.Safe(f'<a href="{html.esc(sr.report)}">{html.esc(run.run_id)}</a>') if sr.report else run.run_id
-        rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, tables.hardware(run),
+        rows.append([sr.created.strftime("%Y-%m-%d %H:%M"), run.scenario_name, link, facts.hardware(run),
                      "; ".join(heads) or "–", status, ", ".join(failed)])
     return "<h2>Latest runs</h2>" + html.card(html.table(
         ["created (UTC)", "scenario", "run (report)", "hardware", "headline speedup", "status", "failed arms"], rows,

@@ -4,7 +4,7 @@ The numbers come from :mod:`speedbench.analysis.drift` (pure); this module only 
 and lays out the plots of :mod:`speedbench.report.drift_plots`.
 
 ``run`` (for the ``drift_section_*`` functions) is any object with
-  * ``summary``: the summary.json dict; ``summary["rows"]`` are the summary rows;
+  * ``rows``: the summary rows (SummaryRow objects, as results.run.Run reads them);
   * ``scenario``: the resolved scenario dict (``workload.variants``, ``arms``), or None;
   * ``engine``: the engine that ran it (its speculative flag heads the optimal-k table).
 ``speedbench.results.loader.load_run(path)`` returns such an object.
@@ -69,9 +69,28 @@ def _speedup_cell(o: OptimalK) -> str:
     return f"{_f(o.speedup, 2, '×')} [{_f(o.ci_low)}, {_f(o.ci_high)}]"
 
 
+@dataclass(frozen=True)
+class OptimalKRow:
+    """One row of the optimal-k table as text: TABLE_COLUMNS' cells, then the chosen
+    config as the engine's speculative flag takes it (``config``)."""
+
+    draft: str
+    variant: str
+    concurrency: str
+    best_k: str
+    speedup: str
+    proxy_best_k: str
+    config: str
+
+    def cells(self) -> list[str]:
+        """In the order of the table's columns (:func:`_columns`)."""
+        return [self.draft, self.variant, self.concurrency, self.best_k, self.speedup, self.proxy_best_k,
+                self.config]
+
+
 def drift_table(rows: list[SummaryRow], engine: Engine,
-                arms_spec: dict[str, dict] | None = None) -> list[dict[str, str]]:
-    """The optimal-k table as plain string rows (keys: TABLE_COLUMNS and the engine's
+                arms_spec: dict[str, dict] | None = None) -> list[OptimalKRow]:
+    """The optimal-k table as plain text rows (columns: TABLE_COLUMNS and the engine's
     speculative flag), for any renderer."""
     return _opt_rows(optimal_k(rows, arms_spec=arms_spec), engine)
 
@@ -80,19 +99,17 @@ def _columns(engine: Engine) -> list[str]:
     return [*TABLE_COLUMNS, engine.speculative_flag]
 
 
-def _opt_rows(opts: list[OptimalK], engine: Engine) -> list[dict[str, str]]:
+def _opt_rows(opts: list[OptimalK], engine: Engine) -> list[OptimalKRow]:
     out = []
     for o in opts:
         best = str(o.best_k)
         if o.tie:
             others = ",".join(str(k) for k in o.contenders if k != o.best_k)
             best += f" (tie with k={others}; by CI)"
-        out.append({
-            "draft": o.series, "variant": o.variant or "-", "concurrency": str(o.concurrency), "best k": best,
-            "speedup [95% CI]": _speedup_cell(o),
-            "proxy best k": str(o.proxy_best_k) if o.proxy_best_k is not None else "n/a",
-            engine.speculative_flag: shlex.join(engine.speculative_args(o.speculative_config)),
-        })
+        out.append(OptimalKRow(
+            draft=o.series, variant=o.variant or "-", concurrency=str(o.concurrency), best_k=best,
+            speedup=_speedup_cell(o), proxy_best_k=str(o.proxy_best_k) if o.proxy_best_k is not None else "n/a",
+            config=shlex.join(engine.speculative_args(o.speculative_config))))
     return out
 
 
@@ -138,8 +155,7 @@ def _table_rows(data: _Drift) -> list[tuple[str, list[str], list[list[str]]]]:
     out = []
     table = _opt_rows(data.opts, data.engine)
     if table:
-        columns = _columns(data.engine)
-        out.append(("Optimal k per concurrency", columns, [[r[c] for c in columns] for r in table]))
+        out.append(("Optimal k per concurrency", _columns(data.engine), [r.cells() for r in table]))
     if data.depth:
         kmax = sorted({k for c in data.depth for k in c.ks})
         out.append(("Acceptance length vs k", ["draft", "variant", "concurrency", *[f"k={k}" for k in kmax]],

@@ -10,6 +10,8 @@ Rules (docs/gates.md explains them with examples):
 - a gate that names an arm, concurrency or variant the run lacks, or an arm that failed,
   fails: a gate never passes for want of data. A relative gate with no baseline run, or
   with no matching row in it, is reported as skipped.
+
+The relative check, and what a gate reads of a row, are report/regression.py's.
 """
 
 from __future__ import annotations
@@ -19,18 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench.errors import UsageError, did_you_mean
-from speedbench.metrics.headline import CLIENT, ENGINE, clock_figure, headline_clock
 from speedbench.metrics.gates import DEFAULT_GATES, GATE_METRICS, LOSSLESS, DefaultGate
 from speedbench.metrics.registry import SummaryRow
-from speedbench.report import lossless
-from speedbench.report import noise
-from speedbench.report import significance
-from speedbench.report import tables
-from speedbench.report import trust
+from speedbench.report import lossless, tables, trust
+from speedbench.report.regression import clock_tag, gate_clock, ident, metric_value, relative
 from speedbench.results import Run
 from speedbench.scenario import GateSpec
 from speedbench.scenario.gatefile import load_gates_file, scenario_gates
-
 
 
 @dataclass
@@ -111,18 +108,6 @@ def _scenario_gates(run: Run) -> tuple[list[GateSpec], str]:
     return scenario_gates(run.stored_scenario.gates or [], str(scen), scen.read_text(encoding="utf-8")), str(scen)
 
 
-def metric_value(row: SummaryRow | None, metric: str) -> float:
-    """A gate metric's value in a summary row (metrics.gates.GATES says which column)."""
-    if not row:
-        return math.nan
-    # the gate names its column as data (metrics/gates.py, declared keys), so read through cell
-    gm = GATE_METRICS[metric]
-    value = tables.num(row.cell(gm.column))
-    if not math.isfinite(value) and gm.fallback:
-        value = tables.num(row.cell(gm.fallback))
-    return value
-
-
 def _select(run: Run, g: GateSpec) -> tuple[list[SummaryRow], list[str]]:
     """(rows the gate applies to, problems that fail it outright)."""
     problems: list[str] = []
@@ -147,121 +132,6 @@ def _select(run: Run, g: GateSpec) -> tuple[list[SummaryRow], list[str]]:
         if not rows and not problems:
             problems.append(f"no results for variant '{g.variant}'")
     return rows, problems
-
-
-# the gate metrics that read one clock's speedup; ``speedup`` reads the row's headline clock
-SPEEDUP_CLOCKS = {"speedup_client": CLIENT, "speedup_engine": ENGINE}
-
-
-def gate_clock(row: SummaryRow, metric: str) -> str | None:
-    """The clock a speedup gate reads on this row (None for the other metrics)."""
-    if metric == "speedup":
-        return headline_clock(row) or CLIENT
-    return SPEEDUP_CLOCKS.get(metric)
-
-
-def _ident(row: SummaryRow) -> tuple[str, int, str]:
-    """(arm, concurrency, variant) of a row, as gate results and baseline look-ups name it."""
-    return str(row.arm), int(row.concurrency), str(row.variant or "")
-
-
-def clock_tag(row: SummaryRow, metric: str) -> str:
-    """The clock a gate's figure was read on, where it is not said already: the ``speedup``
-    gate's on a point whose headline is the engine's, and the client's per-user TPS."""
-    if metric == "speedup" and gate_clock(row, metric) == ENGINE:
-        return " (engine clock)"
-    return " (client clock)" if metric == "per_user_tps" else ""
-
-
-def unit(row: SummaryRow, metric: str) -> str:
-    """The value's unit in a gate's message, its clock named (:func:`clock_tag`)."""
-    return GATE_METRICS[metric].suffix + (clock_tag(row, metric) if metric == "speedup" else "")
-
-
-def _current_ci_high(run: Run, row: SummaryRow, metric: str) -> tuple[float, str]:
-    """Upper end of the current value's 95% CI and where it came from. A speedup reads the
-    stored interval of the clock the gate reads: never the other clock's, whose width
-    (a busy host's lag-widened client interval) says nothing about this one's drop."""
-    arm, c, v = _ident(row)
-    clock = gate_clock(row, metric)
-    if clock is not None:
-        _, _, high = clock_figure(row, clock)
-        if math.isfinite(high):
-            n = noise.rounds(row)
-            return high, (f"{clock}-clock summary CI over {n} rounds of server starts" if n >= 2
-                          else f"{clock}-clock summary CI, one server per arm")
-        if clock == ENGINE:  # no per-request fallback: the records' bootstrap is the client's clock
-            return metric_value(row, metric), "point estimate (no engine-clock interval)"
-    iv = significance.NAN_INTERVAL
-    if run.records:
-        if clock is not None:
-            iv = significance.speedup_ci(run, arm, c, v)
-        elif metric == "acceptance_length":
-            iv = significance.al_ci(run, arm, c, v)
-        elif metric == "per_user_tps":
-            iv = significance.mean_tps_ci(run, arm, c, v)
-    if math.isfinite(iv.high):
-        return iv.high, iv.test
-    return metric_value(row, metric), "point estimate (no per-request data)"
-
-
-def _baseline_value(row: SummaryRow, brow: SummaryRow | None, metric: str) -> float:
-    """The baseline run's figure for a relative gate, on the same clock as the current
-    row's (a busy night's engine-clock headline is not compared with a client figure)."""
-    if not brow or brow.status == "failed":
-        return math.nan
-    clock = gate_clock(row, metric)
-    if clock is not None:
-        same = clock_figure(brow, clock)[0]
-        return same if math.isfinite(same) else metric_value(brow, metric)
-    return metric_value(brow, metric)
-
-
-def _relative(run: Run, row: SummaryRow, g: GateSpec, value: float, baseline: Run | None,
-              history: list[Run] | None = None) -> tuple[str, str]:
-    if baseline is None:
-        return "skip", "relative gate skipped: no --baseline-run given"
-    brow = baseline.row(*_ident(row))
-    bval = _baseline_value(row, brow, g.metric)
-    if not math.isfinite(bval):
-        return "skip", f"relative gate skipped: no usable {g.metric} for this point in baseline run {baseline.run_id}"
-    r = g.max_regression or 0.0
-    u = unit(row, g.metric)
-    if not GATE_METRICS[g.metric].higher_is_better:
-        # error_rate, the one lower-is-better gate metric: r is absolute, and the Wilson
-        # lower bound of the current rate must clear the limit too.
-        threshold = bval + r
-        n, k = int(tables.num(row.n_requests) or 0), int(tables.num(row.n_errors) or 0)
-        low, _ = significance.wilson(k, n)
-        if value > threshold and low > threshold:
-            return "fail", (f"error rate rose from {bval:.4f} to {value:.4f} (> {threshold:.4f} = baseline + {r:g}); "
-                            f"Wilson 95% lower bound {low:.4f} is above it too")
-        return "pass", f"error rate {value:.4f} vs baseline {bval:.4f}; limit {threshold:.4f} (Wilson low {low:.4f})"
-    threshold = bval * (1 - r)
-    change = value / bval - 1 if bval else math.nan
-    if value >= threshold:
-        return "pass", f"{value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}); limit {threshold:.3f}{u}"
-    high, source = _current_ci_high(run, row, g.metric)
-    if high < threshold:
-        # Beyond one run's interval; is it beyond the night-to-night spread too?
-        column = GATE_METRICS[g.metric].column
-        ident = _ident(row)
-        past = noise.history_values(history or [], run.scenario_name, *ident, column, exclude=[run.run_id],
-                                    before=run.created_utc)
-        spread = ""
-        if len(past) >= noise.MIN_NIGHTS:
-            called = noise.tonight(past, value)
-            if called is None or called.delta >= 0:
-                return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within the "
-                                f"night-to-night noise: the dashboard's detector puts no lower level on this night "
-                                f"over {len(past)} earlier runs (night-to-night sd {noise.night_sd(past):.3f})")
-            spread = (f"; the dashboard's detector calls it too: {called.before:.3f} → {called.after:.3f}, "
-                      f"{called.sigmas:.1f}x the night-to-night sd {called.noise_sd:.3f} ({len(past)} runs)")
-        return "fail", (f"regression: {value:.3f}{u} vs baseline {bval:.3f}{u} ({change:+.1%}, more than "
-                        f"{r:.0%}); the 95% CI upper end {high:.3f} ({source}) is below the limit {threshold:.3f}"
-                        + spread)
-    return "pass", (f"dropped {change:+.1%} to {value:.3f}{u} (baseline {bval:.3f}{u}) but within noise: 95% CI "
-                    f"upper end {high:.3f} ({source}) reaches the limit {threshold:.3f}")
 
 
 def _damaged(run: Run, gates: list[GateSpec | DefaultGate], which: str) -> list[GateResult]:
@@ -299,7 +169,7 @@ def _confounded(run: Run, row: SummaryRow, metric: str) -> str | None:
     different conditions (metrics/conditions.py), so the ratio measures the host too."""
     if gate_clock(row, metric) is None:
         return None
-    why = trust.confounded(run, *_ident(row))
+    why = trust.confounded(run, *ident(row))
     return None if why is None else f"confounded, counted as missing data: {why}"
 
 
@@ -324,15 +194,15 @@ def evaluate_gates(run: Run, gates: list[GateSpec], baseline: Run | None = None,
 def _row_result(run: Run, i: int, g: GateSpec, row: SummaryRow, baseline: Run | None,
                 history: list[Run] | None) -> GateResult:
     """One gate on one summary row."""
-    ident = _ident(row)
+    where = ident(row)
     value = metric_value(row, g.metric)
     if row.status == "failed":
-        return GateResult(i, g, *ident, "fail", value, f"arm failed: {row.failure or 'no message'}")
+        return GateResult(i, g, *where, "fail", value, f"arm failed: {row.failure or 'no message'}")
     if not math.isfinite(value):
-        return GateResult(i, g, *ident, "fail", value, f"{g.metric} is not available for this point")
+        return GateResult(i, g, *where, "fail", value, f"{g.metric} is not available for this point")
     why = _confounded(run, row, g.metric)
     if why is not None:
-        return GateResult(i, g, *ident, "fail", math.nan, why)
+        return GateResult(i, g, *where, "fail", math.nan, why)
     fails: list[str] = []
     notes: list[str] = []
     if g.min is not None:
@@ -343,13 +213,13 @@ def _row_result(run: Run, i: int, g: GateSpec, row: SummaryRow, baseline: Run | 
             f"{value:.4g} {'>' if value > g.max else '<='} max {g.max:g}{clock_tag(row, g.metric)}")
     status = "fail" if fails else "pass"
     if g.max_regression is not None:
-        rel_status, rel_msg = _relative(run, row, g, value, baseline, history)
+        rel_status, rel_msg = relative(run, row, g, value, baseline, history)
         (fails if rel_status == "fail" else notes).append(rel_msg)
         if rel_status == "fail":
             status = "fail"
         elif rel_status == "skip" and g.min is None and g.max is None:
             status = "skip"
-    return GateResult(i, g, *ident, status, value, "; ".join(fails or notes))
+    return GateResult(i, g, *where, status, value, "; ".join(fails or notes))
 
 
 def exit_code(results: list[GateResult]) -> int:

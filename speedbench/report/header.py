@@ -62,14 +62,14 @@ def _baseline_and_stopping_lines(run: Run) -> list[str]:
     """Where the baseline came from (a reused one: which run, how old, its canary) and
     where sequential stopping stopped each point."""
     out = []
-    src = run.summary.get("baseline_source") or {}
-    if src.get("reused"):
-        canary = ", ".join(f"c={c.get('concurrency')} {fmt(c.get('ratio'), 3)}x "
-                           f"(±{fmt(100 * num(c.get('tolerance')), 1)}%)" for c in src.get("canary") or [])
-        out.append(f"Baseline reused from run {src.get('run_id')}, measured {src.get('measured_utc')} "
-                   f"({fmt(src.get('age_days'), 1)} days before this run); canary against it: {canary}.")
-    elif src.get("reason"):
-        out.append(f"Baseline measured in this run: {src['reason']}.")
+    src = run.baseline_source
+    if src.reused:
+        canary = ", ".join(f"c={c.concurrency} {fmt(c.ratio, 3)}x "
+                           f"(±{fmt(100 * num(c.tolerance), 1)}%)" for c in src.canary)
+        out.append(f"Baseline reused from run {src.run_id}, measured {src.measured_utc} "
+                   f"({fmt(src.age_days, 1)} days before this run); canary against it: {canary}.")
+    elif src.reason:
+        out.append(f"Baseline measured in this run: {src.reason}.")
     stops = [s for s in run.stopping if s.reason]
     if stops:
         cells = [f"{s.arm} c={s.concurrency}{' [' + s.variant + ']' if s.variant else ''}: "

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from speedbench.metrics import controls
-from speedbench.report import outputs, tables
+from speedbench.report import outputs, tables, trust
 from speedbench.results import Run
 
 
@@ -32,7 +31,7 @@ def arm_headlines(run: Run, results: Sequence[_Result] | None = None,
     lines: list[str] = []
     speedups = tables.speedup_tables(run) if speedups is None else speedups
     # a failed control leaves no figure of the run trustworthy: every headline says so first
-    mark = "CONTROLS FAILED: " if controls.failed_lines(run.summary.get("controls")) else ""
+    mark = "CONTROLS FAILED: " if trust.controls_failed(run) else ""
     for t in speedups:
         first = next((r for r in t.rows if tables.ok(r.speedup)), None)
         line = f"{mark}{t.title}: " + (f"{tables.fmt_speedup(first.speedup, first.ci_low, first.ci_high)} at "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from speedbench.metrics.cells import al_of, num
-from speedbench.report import breakdowns, header, headlines, tables
+from speedbench.report import breakdowns, facts, header, headlines, notes, tables
 from speedbench.report import outputs as outs
 from speedbench.results import Run
 
@@ -208,12 +208,12 @@ def _screening(f: _Facts) -> Section | None:
 
 
 def _warnings(f: _Facts) -> Section | None:
-    warnings = tables.run_warnings(f.run)
+    warnings = notes.run_warnings(f.run)
     return Section("warnings", "Warnings (one per cause)", Lines(tuple(warnings), bulleted=True)) if warnings else None
 
 
 def _measured(f: _Facts) -> Section:
-    return Section("measured", "What was measured", Lines(tuple(tables.measured_lines(f.run))))
+    return Section("measured", "What was measured", Lines(tuple(notes.measured_lines(f.run))))
 
 
 def _rate(f: _Facts) -> Section | None:
@@ -314,6 +314,6 @@ def build_report(run: Run, only: Collection[str] | None = None) -> Report:
     f = _Facts(run)
     built = (build(f) for key, build in SECTIONS if only is None or key in only)
     return Report(scenario=run.scenario_name, run_id=run.run_id, created=run.created_utc,
-                  hardware=tables.hardware(run), baseline=run.baseline, noise=tuple(header.noise_lines(run)),
+                  hardware=facts.hardware(run), baseline=run.baseline, noise=tuple(header.noise_lines(run)),
                   headlines=tuple(headlines.arm_headlines(run, speedups=f.speedups)),
                   sections=tuple(s for s in built if s is not None))

@@ -39,7 +39,7 @@ from speedbench.analysis.changepoints import (
     find_changes,
     robust_sd,
 )
-from speedbench.report import tables, whatchanged
+from speedbench.report import facts, tables, whatchanged
 from speedbench.results import Run
 
 NO_CHANGE, INSUFFICIENT = "no change", "insufficient data"
@@ -101,7 +101,7 @@ class Verdict:
 
 def checkpoint(run: Run, arm: str) -> str:
     """What a trend line follows: the arm name plus the draft it loads."""
-    draft = tables.draft_model(run, arm)
+    draft = facts.draft_model(run, arm)
     return f"{arm} · {draft}" if draft and draft != arm else arm
 
 

@@ -7,51 +7,51 @@ module only words it for the report's opening lines and the gate. The outputs ch
 
 from __future__ import annotations
 
-from speedbench.metrics import conditions, controls
+from speedbench.metrics import controls
 from speedbench.report import outputs
 from speedbench.results import Run
 
 
 def controls_failed(run: Run) -> list[str]:
     """Why each failed control failed ([] when none failed, or the run has none)."""
-    return controls.failed_lines(run.summary.get("controls"))
+    return run.controls.failed_lines() if run.controls else []
 
 
 def confounded(run: Run, arm: str, concurrency: int, variant: str = "") -> str | None:
     """Why a point's comparison with the baseline is confounded (metrics/conditions.py), or None."""
-    return conditions.confounded(run.summary.get("conditions"), arm, concurrency, variant)
+    return run.conditions.confounded(arm, concurrency, variant) if run.conditions else None
 
 
 def _control_lines(run: Run) -> list[str]:
-    block = run.summary.get("controls")
+    block = run.controls
     if block is None:
         return ["Controls: not recorded (a run folder from before they were checked)."]
-    failed = controls.failed_lines(block)
+    failed = block.failed_lines()
     if failed:
         return ["CONTROLS FAILED: a control's result is impossible, so no figure of this run can be trusted: "
                 + "; ".join(failed) + "."]
-    if block.get("note"):
-        return [f"Controls: {block['note']}."]
-    names = ", ".join(f"{p['arm']} ({controls.NAMES.get(p['control'], p['control'])})" for p in block["present"])
+    if block.note:
+        return [f"Controls: {block.note}."]
+    names = ", ".join(f"{p.arm} ({controls.NAMES.get(str(p.control), p.control)})" for p in block.present)
     return [f"Controls: {names}; each within what is possible."]
 
 
 def _condition_lines(run: Run) -> list[str]:
-    block = run.summary.get("conditions")
+    block = run.conditions
     if block is None:
         return ["Conditions: not recorded (a run folder from before they were)."]
     out = []
-    checked = "; ".join(block.get("checked") or []) or "nothing"
-    missing = "; ".join(block.get("not_checked") or [])
-    bad = [e for e in block.get("points") or [] if e.get("confounded")]
+    checked = "; ".join(block.checked or []) or "nothing"
+    missing = "; ".join(block.not_checked or [])
+    bad = [e for e in block.points if e.confounded]
     out.append(f"Conditions checked between arms: {checked}." + (f" Not checked: {missing}." if missing else "")
                + (f" {len(bad)} comparison(s) CONFOUNDED: their arms ran under materially different conditions; "
                   "each is marked beside its speedup, gates count it as missing data, and a run on a quieter "
                   "host measures it again." if bad else ""))
     for e in bad:
-        why = confounded(run, str(e["arm"]), int(e["concurrency"]), str(e.get("variant") or ""))
-        where = f"c={e['concurrency']}" + (f" [{e['variant']}]" if e.get("variant") else "")
-        out.append(f"CONFOUNDED: {e['arm']} {where}: {why}.")
+        why = block.confounded(str(e.arm), int(e.concurrency or 0), str(e.variant or ""))
+        where = f"c={e.concurrency}" + (f" [{e.variant}]" if e.variant else "")
+        out.append(f"CONFOUNDED: {e.arm} {where}: {why}.")
     return out
 
 

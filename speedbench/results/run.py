@@ -14,6 +14,7 @@ from speedbench.metrics.headline import category_headline, with_headline
 from speedbench.metrics.registry import SummaryRow
 from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry, StoredRow
 from speedbench.metrics.stored_outputs import OutputsBlock, OutputsEntry
+from speedbench.metrics.stored_blocks import ArmCost, BaselineSource, Conditions, Controls, Reference
 from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
@@ -118,6 +119,36 @@ class Run:
         """summary.json's ``screening`` (a screening run's entries), typed."""
         return self._table("screening", ScreenEntry)
 
+    @cached_property
+    def controls(self) -> Controls | None:
+        """summary.json's ``controls``, typed; None for a folder from before they were checked."""
+        block = self.summary.get("controls") if isinstance(self.summary, dict) else None
+        return Controls.from_dict(block) if isinstance(block, dict) else None
+
+    @cached_property
+    def conditions(self) -> Conditions | None:
+        """summary.json's ``conditions``, typed; None for a folder from before they were recorded."""
+        block = self.summary.get("conditions") if isinstance(self.summary, dict) else None
+        return Conditions.from_dict(block) if isinstance(block, dict) else None
+
+    @cached_property
+    def baseline_source(self) -> BaselineSource:
+        """summary.json's ``baseline_source`` (empty for a folder from before it)."""
+        return BaselineSource.from_dict(self.summary.get("baseline_source") or {})
+
+    @cached_property
+    def arm_costs(self) -> dict[str, ArmCost]:
+        """summary.json's ``arms``: what each arm's servers cost."""
+        stored = self.summary.get("arms") if isinstance(self.summary, dict) else None
+        return {str(a): ArmCost.from_dict(c) for a, c in stored.items() if isinstance(c, dict)} \
+            if isinstance(stored, dict) else {}
+
+    @property
+    def percentiles(self) -> list[float]:
+        """summary.json's ``percentiles`` ([] when it has none)."""
+        stored = self.summary.get("percentiles")
+        return [float(p) for p in stored] if isinstance(stored, list) else []
+
     def _table(self, key: str, kind: type[_ROW]) -> list[_ROW]:
         entries = self.summary.get(key) if isinstance(self.summary, dict) else None
         return [kind.from_dict(e) for e in entries or () if isinstance(e, dict)]
@@ -126,9 +157,10 @@ class Run:
     def baseline(self) -> str | None:
         return self.summary.get("baseline")
 
-    @property
-    def reference(self) -> dict[str, Any]:
-        return self.summary.get("reference") or dict(self.stored_scenario.reference or {})
+    @cached_property
+    def reference(self) -> Reference:
+        """summary.json's ``reference``; the scenario's for a folder from before it was copied there."""
+        return Reference.from_dict(self.summary.get("reference") or dict(self.stored_scenario.reference or {}))
 
     @cached_property
     def records(self) -> list[RequestRecord]:

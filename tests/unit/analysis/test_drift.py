@@ -292,9 +292,9 @@ def test_sections_render_and_escape():
 
 def test_drift_table_rows():
     table = drift_table(SWEEP, VllmEngine(), ARMS_SPEC)
-    assert [t["best k"] for t in table] == ["2 (tie with k=3; by CI)", "1", "1 (tie with k=2; by CI)"]
-    assert table[0]["speedup [95% CI]"] == "1.50× [1.45, 1.55]" and table[0]["proxy best k"] == "3"
-    assert table[2]["proxy best k"] == "n/a"
+    assert [t.best_k for t in table] == ["2 (tie with k=3; by CI)", "1", "1 (tie with k=2; by CI)"]
+    assert table[0].speedup == "1.50× [1.45, 1.55]" and table[0].proxy_best_k == "3"
+    assert table[2].proxy_best_k == "n/a"
 
 
 def test_no_sweep_no_context_gives_empty_sections():

@@ -11,7 +11,7 @@ from rich.console import Console
 from tests.helpers.runfactory import DEFAULT_ARMS, make_run
 
 from speedbench.metrics.headline import HEADLINE_KEYS
-from speedbench.report import header, tables
+from speedbench.report import header, notes, tables
 from speedbench.report.compare import compare_arms
 from speedbench.report.gate import evaluate_gates
 from speedbench.report.terminal import print_summary
@@ -126,5 +126,5 @@ def test_report_header_shows_the_aa_rows_stored_interval(tmp_path):
 
 def test_the_report_names_each_engine_led_point_and_why(tmp_path):
     run = load_run(busy_host(make_run(tmp_path, seed=1)).path)
-    line = next(x for x in tables.measured_lines(run) if x.startswith("Headline clock"))
+    line = next(x for x in notes.measured_lines(run) if x.startswith("Headline clock"))
     assert "eagle3.1 c=1 (the client-side interval is unbounded)" in line

@@ -13,7 +13,7 @@ from rich.console import Console
 from tests.helpers.runfactory import make_run
 
 from speedbench.cli import main
-from speedbench.report import breakdowns, header, headlines, model, tables
+from speedbench.report import breakdowns, header, headlines, model, notes, tables
 from speedbench.report.html import render_html
 from speedbench.report.markdown import render_markdown
 from speedbench.report.model import Lines, Speedups, Table, Tables, build_report
@@ -26,8 +26,8 @@ CPU_TINY = Path(__file__).resolve().parents[2] / "data" / "cpu_tiny_runs" / "flo
 ALWAYS = ["speedup", "measured", "plots", "points"]
 
 # Every table builder the model calls; each must run once per build.
-BUILDERS = [(tables, n) for n in ("speedup_tables", "run_warnings", "measured_lines", "category_al",
-                                  "position_curves")] + [
+BUILDERS = [(tables, n) for n in ("speedup_tables", "category_al", "position_curves")] + [
+    (notes, "run_warnings"), (notes, "measured_lines")] + [
     (header, "noise_lines"), (headlines, "arm_headlines")] + [
     (breakdowns, n) for n in ("screening_table", "rate_table", "detail_rows", "latency_table", "category_rows",
                               "category_table", "prompt_tables", "position_rows", "plain_rows")]

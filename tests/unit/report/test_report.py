@@ -102,15 +102,15 @@ def test_terminal_table_shape(run):
 
 
 def test_facts_from_provenance_when_summary_lacks_them(run):
-    from speedbench.report import tables
+    from speedbench.report import facts
     from speedbench.results import Run
 
     bare = Run(run.dir, {k: v for k, v in run.summary.items() if k != "hardware"}, run.engine)
-    assert tables.hardware(bare) == "1x NVIDIA H200 (synthetic)"  # from provenance's hardware.summary
-    assert tables.engine_version(bare) == ("vLLM", "0.32.0")
+    assert facts.hardware(bare) == "1x NVIDIA H200 (synthetic)"  # from provenance's hardware.summary
+    assert facts.engine_version(bare) == ("vLLM", "0.32.0")
     bare.__dict__["scenario"] = {}  # no scenario: the draft comes from provenance
-    assert tables.draft_model(bare, "eagle3.1") == "org/eagle3.1-draft"
-    assert tables.target_model(bare) == "tiny/target"
+    assert facts.draft_model(bare, "eagle3.1") == "org/eagle3.1-draft"
+    assert facts.target_model(bare) == "tiny/target"
 
 
 def test_warnings(tmp_path):
