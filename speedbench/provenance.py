@@ -12,7 +12,7 @@ engine interprets; it says what of it a report shows through :attr:`Provenance.f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 
@@ -28,6 +28,25 @@ class Draft:
     weights_bytes: int = 0
     architectures: tuple[str, ...] = ()
     eagle_version: str = ""  # "3", "3.1", or "" (not EAGLE 3, or its config unread)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The engine's hardware() record (or host.json's), read by attribute. Values stay as
+    stored (a list stays a list) so that every report prints what it printed before."""
+
+    summary: Any = None
+    description: Any = None  # host.json's word for it
+    cpu: Any = None
+    gpus: Any = None
+    cuda: Any = None
+    cpu_flags: Any = None
+    stored: frozenset[str] = frozenset()  # the keys the record held: a missing key is not a None value
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Hardware:
+        known = [f.name for f in fields(cls) if f.name != "stored"]
+        return cls(**{k: d.get(k) for k in known}, stored=frozenset(d))
 
 
 @dataclass(frozen=True)
@@ -64,18 +83,32 @@ class Provenance:
     saved: Mapping[str, Any] = field(default_factory=dict, repr=False)  # provenance.json's entry, as written
 
     @property
+    def spec_model(self) -> str:
+        """The draft as the scenario's speculative config named it ("" where it names none)."""
+        return str((self.speculative_config or {}).get("model") or "")
+
+    @property
     def draft_model(self) -> str:
         """The draft as the scenario named it, else as the draft record holds it."""
-        spec = self.speculative_config or {}
-        return str(spec.get("model") or (self.draft.model if self.draft else "") or "")
+        return self.spec_model or str((self.draft.model if self.draft else "") or "")
 
     @property
     def eagle_version(self) -> str:
         return self.draft.eagle_version if self.draft else ""
 
     @property
+    def machine(self) -> Hardware:
+        """:attr:`hardware`, typed."""
+        return Hardware.from_dict(self.hardware)
+
+    @property
     def hardware_summary(self) -> str:
-        return str(self.hardware.get("summary") or "")
+        return str(self.machine.summary or "")
+
+    @property
+    def data_sha256(self) -> Any:
+        """The workload data's sha256 as recorded (None where the record has none)."""
+        return self.data.get("sha256")
 
     @property
     def version_key(self) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.calibration.fit import Curve
-from speedbench.provenance import Provenance
+from speedbench.provenance import Hardware, Provenance
 from speedbench.records import PointKey
 from speedbench.scenario import Scenario
 
@@ -44,10 +44,16 @@ def calibration_key(prov: Provenance, args: dict[str, Any]) -> dict[str, Any]:
         "method": prov.method,
         "draft_architecture": arch,
         "k": prov.k,
-        "hardware": str(prov.hardware.get("summary", dict(prov.hardware)) if prov.hardware else ""),
+        "hardware": str(_hardware_key(prov.machine, prov.hardware) if prov.hardware else ""),
         "server_args": json.loads(json.dumps(args, sort_keys=True, default=str)),
     }
 
+
+
+def _hardware_key(hw: Hardware, whole: Mapping[str, Any]) -> Any:
+    # the summary where the record has one, else the whole record: keys saved before a
+    # summary existed were made so, and a calibration's key must not change under it
+    return hw.summary if "summary" in hw.stored else dict(whole)
 
 def key_digest(key: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]

@@ -39,6 +39,7 @@ from speedbench.report.drift_plots import (
     plot_separation,
     plot_tps_vs_k,
 )
+from speedbench.results.stored_scenario import StoredScenario
 from speedbench.workload.padding import context_buckets
 
 __all__ = [
@@ -132,7 +133,7 @@ class _Drift:
 def _collect(run: Any) -> _Drift | None:
     rows: list[SummaryRow] = list(getattr(run, "rows", None) or [])  # results.run.Run's, read once
     scenario = getattr(run, "scenario", None) or {}
-    arms_spec = {str(a.get("name")): a.get("speculative_config") or {} for a in scenario.get("arms") or []}
+    arms_spec = {str(a.name): dict(a.speculative_config or {}) for a in StoredScenario.from_dict(scenario).arms}
     buckets = context_buckets(scenario)
     engine = run.engine
     depth, context = depth_curves(rows), context_curves(rows, buckets)

@@ -34,8 +34,8 @@ def hardware(run: Run) -> str:
     if run.hardware:
         return str(run.hardware)
     for prov in run.provenance.values():
-        h = prov.hardware  # engine hardware(): {"kind", "gpus" | "cpu", "summary"}
-        text = h.get("summary") or h.get("cpu") or ", ".join(map(str, h.get("gpus") or []))
+        h = prov.machine  # engine hardware(): {"kind", "gpus" | "cpu", "summary"}
+        text = h.summary or h.cpu or ", ".join(map(str, h.gpus or []))
         if text:
             return str(text)
     return "unknown hardware"

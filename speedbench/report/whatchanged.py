@@ -20,7 +20,7 @@ from speedbench.results import Run
 def _arm_facts(prov: Provenance) -> list[tuple[str, Any]]:
     """(label, value) of one arm's provenance, in the order the lines are shown; the
     engine adds its own facts (vLLM: its CPU attention kernel) after the hardware's."""
-    draft, hw = prov.draft, prov.hardware
+    draft, hw = prov.draft, prov.machine
     spec = prov.speculative_config
     return [
         (prov.engine_label, prov.engine_version),
@@ -30,12 +30,12 @@ def _arm_facts(prov: Provenance) -> list[tuple[str, Any]]:
         ("draft weights sha256", draft.weights_sha256 if draft else None),
         ("EAGLE version", prov.eagle_version),
         ("speculative config", dict(spec) if spec is not None else None),
-        ("hardware", hw.get("summary")),
-        ("GPUs (name, memory, driver)", hw.get("gpus")),
-        ("CUDA", hw.get("cuda")),
-        ("CPU flags", hw.get("cpu_flags")),
+        ("hardware", hw.summary),
+        ("GPUs (name, memory, driver)", hw.gpus),
+        ("CUDA", hw.cuda),
+        ("CPU flags", hw.cpu_flags),
         *prov.facts,
-        ("workload data sha256", prov.data.get("sha256")),
+        ("workload data sha256", prov.data_sha256),
         ("speedbench", prov.speedbench_version),
         ("speedbench commit", prov.git_commit),
     ]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speedbench.metrics.stored_blocks import BaselineSource
 from speedbench.provenance import Provenance, ProvenanceReader
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
@@ -47,8 +48,8 @@ def provenance_facts(prov: Provenance) -> dict[str, Any]:
     """What the running baseline server says about itself (its arm's provenance); the
     engine's version keyed by the engine (``<engine>_version``)."""
     return {prov.version_key: prov.engine_version, "model": prov.target, "argv": _stable_argv(list(prov.argv)),
-            "hardware": prov.hardware.get("summary") if prov.hardware else None,
-            "data": prov.data.get("sha256") if prov.data else None}
+            "hardware": prov.machine.summary if prov.hardware else None,
+            "data": prov.data_sha256 if prov.data else None}
 
 
 def _stable_argv(argv: list[str]) -> list[str]:
@@ -111,9 +112,9 @@ def find_candidates(root: str | Path, sc: Scenario, prov: Provenance, engine: Pr
         if not base or old_sc is None:
             continue
         old_prov = engine.read_provenance(rd.load_provenance().get(base) or {})
-        source = data.get("baseline_source") or {}
+        source = BaselineSource.from_dict(data.get("baseline_source") or {})
         # A baseline reused once is as old as the run that measured it, not the run that copied it.
-        c = Candidate(rd, base, run_started(source.get("measured_utc") if source.get("reused")
+        c = Candidate(rd, base, run_started(source.measured_utc if source.reused
                                             else data.get("created_utc"), folder=rd.path))
         c.mismatches = differences(scenario_facts(old_sc), here_sc) + differences(provenance_facts(old_prov),
                                                                                    here_prov)

@@ -134,7 +134,7 @@ def checkpoints(runs: list[Run], concurrency: int | None = None, variant: str = 
                          + (f" at concurrency {concurrency}" if concurrency is not None else "") + " in these runs")
     out = []
     for label, (run, arm, conc) in zip(_labels([(r, a) for r, a, _ in found]), found):
-        draft = str((run.provenance_of(arm).speculative_config or {}).get("model") or "")
+        draft = run.provenance_of(arm).spec_model
         cp = Checkpoint(label, run, arm, conc, variant, draft)
         rates = _category_rates(run, arm, conc, variant)
         for c in run.categories:

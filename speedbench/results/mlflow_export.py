@@ -74,7 +74,7 @@ def arm_params(run: Run, arm: str) -> dict[str, str]:
         "method": (rows[0].method if rows else "") or "", "k": (rows[0].num_speculative_tokens if rows else 0) or 0,
         "concurrency_levels": ",".join(str(c) for c in sorted({int(r.concurrency) for r in rows})),
         "variants": ",".join(sorted({str(r.variant or "") for r in rows} - {""})),
-        "baseline": run.baseline or "", "data_sha256": prov.data.get("sha256") or "",
+        "baseline": run.baseline or "", "data_sha256": prov.data_sha256 or "",
     }
     return {k: str(v)[:PARAM_MAX] for k, v in params.items() if v not in ("", None)}
 
@@ -112,13 +112,12 @@ def arm_tags(run: Run, arm: str) -> dict[str, str]:
     method = str(rows[0].method or "") if rows else ""
     screened = any(e.arm == arm for e in run.screening)
     workload = run.stored_scenario.workload
-    spec = prov.speculative_config or {}
     tags = {RUN_KEY_TAG: f"{run.run_id}/{arm}", "speedbench.run_id": run.run_id, "speedbench.scenario":
             run.scenario_name, "speedbench.arm": arm, "speedbench.kind": "screening" if screened else "measured",
             "eagle_version": str(prov.eagle_version or (rows[0].eagle_version if rows else "") or ""),
             # specdec_bench's tags: same names, so a search across both tools lines up
             "model": _leaf(prov.target), "algorithm": method.upper() or "NONE", "engine": prov.engine.upper(),
-            "dataset": workload.dataset if workload else "", "draft_model": _leaf(str(spec.get("model") or ""))}
+            "dataset": workload.dataset if workload else "", "draft_model": _leaf(prov.spec_model)}
     return {k: v for k, v in {**tags, **outputs_tags(run, arm)}.items() if v}
 
 

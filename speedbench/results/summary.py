@@ -24,7 +24,7 @@ from speedbench.metrics.table import Requests
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
-from speedbench.provenance import Provenance
+from speedbench.provenance import Hardware, Provenance
 from speedbench.records import PointKey
 from speedbench.results.output_summary import outputs_block
 from speedbench.results.files import atomic_write, run_started
@@ -39,7 +39,8 @@ def _hardware(provenance: dict[str, Provenance], host: Any = None) -> str:
     run whose every server died still names its machine)."""
     for hw in [prov.hardware or None for prov in provenance.values()] + [host]:
         if isinstance(hw, dict):
-            return str(hw.get("summary") or hw.get("description") or hw)
+            typed = Hardware.from_dict(hw)
+            return str(typed.summary or typed.description or hw)
         if hw:
             return str(hw)
     return ""
