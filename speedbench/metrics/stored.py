@@ -5,19 +5,22 @@ by attribute, as :class:`~speedbench.metrics.registry.SummaryRow` is.
 it: keys it does not declare are kept (``more``), and so is the stored order (``order``), so
 that ``to_dict`` gives back the same entry, byte for byte, for an old folder's entry too.
 A declared key the entry lacks reads as None; :meth:`StoredRow.has` tells the two apart
-where an old folder's missing key means something. Pure: no pandas.
+where an old folder's missing key means something. A key that holds a list of entries
+(``nested``) or one object (``nested_one``) is typed on read too, and written back as
+stored; a stored value of another shape reads as the field's default. Pure: no pandas.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 Num = float | None  # a number; None where summary.json stored NaN as null
 _SELF = TypeVar("_SELF", bound="StoredRow")
 _BOOK = ("more", "order")  # StoredRow's own fields: not cells
+_OTHER_SHAPE = object()  # a nested key's stored value of the wrong shape
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class StoredRow:
 
     more: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     order: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    nested: ClassVar[Mapping[str, type[StoredRow]]] = {}  # key -> its list's entry type
+    nested_one: ClassVar[Mapping[str, type[StoredRow]]] = {}  # key -> its object's type
 
     @classmethod
     @cache
@@ -44,13 +49,32 @@ class StoredRow:
     def to_dict(self) -> dict[str, Any]:
         """The entry as summary.json stores it (its own keys in its own order)."""
         cells = {k: getattr(self, k) for k in self.keys()} | dict(self.more)
-        return {k: cells.get(k) for k in (self.order or cells)}
+        d = {k: cells.get(k) for k in (self.order or cells)}
+        for key in d.keys() & (self.nested.keys() | self.nested_one.keys()):
+            value = d[key]
+            if isinstance(value, tuple):
+                d[key] = [e.to_dict() for e in value]
+            elif isinstance(value, StoredRow):
+                d[key] = value.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls: type[_SELF], d: Mapping[str, Any]) -> _SELF:
         known = set(cls.keys())
-        return cls(**{k: d[k] for k in known if k in d},
+        typed = {k: cls._typed(k, v) for k, v in d.items() if k in known}
+        return cls(**{k: v for k, v in typed.items() if v is not _OTHER_SHAPE},
                    more={k: v for k, v in d.items() if k not in known}, order=tuple(d))
+
+    @classmethod
+    def _typed(cls, key: str, value: Any) -> Any:
+        """A stored cell; a nested key's typed, or _OTHER_SHAPE where it holds something
+        else (the field's default stands then)."""
+        if key in cls.nested:  # an entry that is not an object is left out
+            return tuple(cls.nested[key].from_dict(e) for e in value if isinstance(e, Mapping)) \
+                if isinstance(value, list) else _OTHER_SHAPE
+        if key in cls.nested_one:
+            return cls.nested_one[key].from_dict(value) if isinstance(value, Mapping) else _OTHER_SHAPE
+        return value
 
 
 @dataclass(frozen=True)
@@ -175,18 +199,4 @@ class ScreenEntry(StoredRow):
     predicted: tuple[Prediction, ...] = ()
     calibration: str | None = None
     promoted: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        if "predicted" in d:
-            d["predicted"] = [p.to_dict() for p in self.predicted]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ScreenEntry:
-        """An entry as stored; a ``predicted`` that is not a list reads as none."""
-        entry = super().from_dict(d)
-        stored = d.get("predicted")
-        preds = tuple(Prediction.from_dict(p) for p in stored if isinstance(p, Mapping)) \
-            if isinstance(stored, list) else ()
-        return replace(entry, predicted=preds)
+    nested: ClassVar[Mapping[str, type[StoredRow]]] = {"predicted": Prediction}

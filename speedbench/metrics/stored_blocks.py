@@ -4,45 +4,16 @@ came from, and what each arm's servers cost.
 
 Each is read once (results.Run's properties) and then read by attribute. A block or an
 entry keeps an old folder's keys and order (:class:`~speedbench.metrics.stored.StoredRow`),
-and a list of entries inside a block is typed too (:class:`Block`). Pure.
+and a list of entries inside a block is typed too (``StoredRow.nested``). Pure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from speedbench.metrics.stored import Num, StoredRow
-
-_BLOCK = TypeVar("_BLOCK", bound="Block")
-
-
-def entries(kind: type[StoredRow], stored: Any) -> tuple[Any, ...]:
-    """A stored list of entries, typed; what is not a list, or an entry that is not an
-    object, reads as nothing."""
-    return tuple(kind.from_dict(e) for e in stored if isinstance(e, Mapping)) if isinstance(stored, list) else ()
-
-
-@dataclass(frozen=True)
-class Block(StoredRow):
-    """A stored object some of whose keys hold lists of entries (``nested``: key -> the
-    entry's type), each entry typed on read and written back as it was stored."""
-
-    nested: ClassVar[Mapping[str, type[StoredRow]]] = {}
-
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        for key in self.nested:
-            if key in d:
-                d[key] = [e.to_dict() for e in getattr(self, key)]
-        return d
-
-    @classmethod
-    def from_dict(cls: type[_BLOCK], d: Mapping[str, Any]) -> _BLOCK:
-        typed: dict[str, Any] = {k: entries(kind, d.get(k)) for k, kind in cls.nested.items()}
-        return replace(super().from_dict(d), **typed)
-
 
 # ---- controls (metrics/controls.py's controls_block) -----------------------------------
 
@@ -67,7 +38,7 @@ class FailedControl(StoredRow):
 
 
 @dataclass(frozen=True)
-class Controls(Block):
+class Controls(StoredRow):
     """summary.json's ``controls``: the run's controls, the failed ones, and a note when
     the scenario has none."""
 
@@ -106,7 +77,7 @@ class ComparedPoint(StoredRow):
 
 
 @dataclass(frozen=True)
-class Conditions(Block):
+class Conditions(StoredRow):
     """summary.json's ``conditions``: what was checked, what could not be, and each
     compared point."""
 
@@ -162,7 +133,7 @@ class Canary(StoredRow):
 
 
 @dataclass(frozen=True)
-class BaselineSource(Block):
+class BaselineSource(StoredRow):
     """summary.json's ``baseline_source``: whether the baseline was reused from an earlier
     run (which, how old, its canary) and why, or measured in this run."""
 

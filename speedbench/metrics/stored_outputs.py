@@ -10,8 +10,8 @@ metrics/outputs.py decides the verdicts. Pure: no numpy.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from speedbench.metrics.outputs import LOSSY, NOT_CHECKED
 from speedbench.metrics.stored import Num, StoredRow
@@ -97,6 +97,8 @@ class OutputsEntry(StoredRow):
     near_ties: int | None = None
     largest_margins: tuple[Margin, ...] = ()
     floor: str | None = None
+    nested: ClassVar[Mapping[str, type[StoredRow]]] = {"largest_margins": Margin}
+    nested_one: ClassVar[Mapping[str, type[StoredRow]]] = {"reference": PointRef, "first_divergence": FirstDivergence}
 
     @property
     def key(self) -> PointKey:
@@ -122,26 +124,6 @@ class OutputsEntry(StoredRow):
         frac = self.identical_fraction
         return float(frac) if isinstance(frac, (int, float)) else None
 
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        for key in ("reference", "first_divergence"):
-            if isinstance(d.get(key), StoredRow):
-                d[key] = d[key].to_dict()
-        if "largest_margins" in d:
-            d["largest_margins"] = [m.to_dict() for m in self.largest_margins]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> OutputsEntry:
-        """An entry as stored: a reference or first divergence that is not an object reads
-        as none, and so does a ``largest_margins`` that is not a list."""
-        entry = super().from_dict(d)
-        ref, first, margins = d.get("reference"), d.get("first_divergence"), d.get("largest_margins")
-        return replace(entry, reference=PointRef.from_dict(ref) if isinstance(ref, Mapping) else None,
-                       first_divergence=FirstDivergence.from_dict(first) if isinstance(first, Mapping) else None,
-                       largest_margins=tuple(Margin.from_dict(m) for m in margins if isinstance(m, Mapping))
-                       if isinstance(margins, list) else ())
-
 
 @dataclass(frozen=True)
 class OutputsBlock(StoredRow):
@@ -153,19 +135,7 @@ class OutputsBlock(StoredRow):
     checks_per_point: int | None = None
     not_checked: str | None = None
     points: tuple[OutputsEntry, ...] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = super().to_dict()
-        if self.points is not None:
-            d["points"] = [e.to_dict() for e in self.points]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> OutputsBlock:
-        block = super().from_dict(d)
-        points = d.get("points")
-        return replace(block, points=tuple(OutputsEntry.from_dict(e) for e in points if isinstance(e, Mapping))
-                       if isinstance(points, list) else None)
+    nested: ClassVar[Mapping[str, type[StoredRow]]] = {"points": OutputsEntry}
 
     @classmethod
     def read(cls, summary: Mapping[str, Any]) -> OutputsBlock | None:
