@@ -27,7 +27,7 @@ _KEEP_LOSSES = 5  # the worst divergences a point's entry lists
 def outputs_block(run_dir: Any, baseline: str | None, temperature: float,
                   aa_arm: str | None = None) -> dict[str, Any]:
     rounds = run_dir.rounds()
-    found: files.RoundFiles = {k: files.outputs_file(e.outputs) for k, e in rounds.items()}
+    found = files.round_files(rounds)
     every = sorted({k for k, _ in rounds}, key=lambda k: (k.arm, k.variant, k.concurrency))
     block: dict[str, Any] = {"near_tie_nats": cmp.NEAR_TIE_NATS, "top": cmp.TOP,
                              "checks_per_point": cmp.CHECKS_PER_POINT, "points": []}
@@ -40,7 +40,7 @@ def outputs_block(run_dir: Any, baseline: str | None, temperature: float,
         ref = files.reference(key, baseline, every)
         if ref is None:
             continue
-        done = sorted(rep for (k, rep), e in rounds.items() if k == key and e.status in ("ok", "partial"))
+        done = sorted(rep for (k, rep), e in rounds.items() if k == key and e.done)
         entry = _point(run_dir.path, found, key, done, ref, why_not, checks)
         entry["floor"] = "A/A" if key.arm == aa_arm else ("batch shape" if key.arm == baseline else "")
         block["points"].append(entry)

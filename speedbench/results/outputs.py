@@ -46,15 +46,10 @@ class OutputsFile(StoredRow):
 RoundFiles = dict[tuple[PointKey, int], OutputsFile | None]  # (point, round) -> its outputs entry
 
 
-def round_files(rounds: Mapping[tuple[PointKey, int], Mapping[str, Any]]) -> RoundFiles:
-    """Each round's ``outputs`` entry (points.json, RunDir.point_rounds), read once; None
-    for a round that has none (a folder from before outputs were kept)."""
-    return {k: round_file(e) for k, e in rounds.items()}
-
-
-def round_file(entry: Mapping[str, Any]) -> OutputsFile | None:
-    """One round's ``outputs`` entry from its points.json entry; None where it has none."""
-    return outputs_file(entry.get("outputs"))
+def round_files(rounds: Mapping[tuple[PointKey, int], Any]) -> RoundFiles:
+    """Each round's ``outputs`` entry (points.json's rounds, typed: RunDir.rounds), read
+    once; None for a round that has none (a folder from before outputs were kept)."""
+    return {k: outputs_file(e.outputs) for k, e in rounds.items()}
 
 
 def outputs_file(own: Any) -> OutputsFile | None:

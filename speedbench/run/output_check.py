@@ -56,14 +56,14 @@ def entry_ident(e: dict[str, Any]) -> tuple:
 
 def pending(run_dir: Any, baseline: str | None) -> list[Pending]:
     """Every round's first divergences (``CHECKS_PER_POINT`` per point), in point order."""
-    rounds = run_dir.point_rounds()
+    rounds = run_dir.rounds()
     found = files.round_files(rounds)
     every = [k for k, _ in rounds]
     out: list[Pending] = []
     per_point: dict[PointKey, int] = {}
     for (key, rep), e in sorted(rounds.items(), key=lambda kv: (kv[0][0].arm, kv[0][0].concurrency, kv[0][1])):
         ref = files.reference(key, baseline, every)
-        if ref is None or e.get("status") not in ("ok", "partial"):
+        if ref is None or not e.done:
             continue
         mine, theirs, _ = files.round_pair(run_dir.path, found, key, rep, ref)
         if mine is None or theirs is None:

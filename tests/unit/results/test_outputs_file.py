@@ -8,6 +8,7 @@ from pathlib import Path
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results import outputs
 from speedbench.results.outputs import OutputsFile
+from speedbench.results.rounds import PointRound
 
 
 def _rec(i: int, ids: list[int], **kw) -> RequestRecord:
@@ -50,8 +51,8 @@ def test_a_changed_or_missing_file_is_named(tmp_path):
 
 def test_round_files_read_each_rounds_entry_once():
     a, b, c = PointKey("a", 1), PointKey("a", 4), PointKey("b", 1)
-    found = outputs.round_files({(a, 0): {"outputs": {"file": "x.npz", "sha256": "s"}}, (b, 0): {"status": "ok"},
-                                 (c, 0): {"outputs": {}}})
+    stored = {(a, 0): {"outputs": {"file": "x.npz", "sha256": "s"}}, (b, 0): {"status": "ok"}, (c, 0): {"outputs": {}}}
+    found = outputs.round_files({k: PointRound.from_dict(e) for k, e in stored.items()})
     assert found[(a, 0)] == OutputsFile(file="x.npz", sha256="s") and found[(b, 0)] is None and found[(c, 0)] is None
     assert outputs.reference_round(found, a, 3) == 0 and outputs.reference_round(found, b, 0) is None
     assert outputs.round_pair(Path("."), found, b, 0, a)[2] == "not recorded"  # a folder from before outputs
