@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from speedbench.metrics.cells import num
-from speedbench.metrics.stored_blocks import Conditions
 from speedbench.records import PointKey
 
 # The CPUs left to the engine and the client (the host's, less other work's) may differ by
@@ -183,8 +182,3 @@ def conditions_block(rounds: Mapping[tuple[PointKey, int], Mapping[str, Any]], b
         points.append({"arm": arm, "concurrency": c, "variant": v, "confounded": bool(why), "why": why,
                        "rounds": len(conds), "arm_conditions": describe(a), "baseline_conditions": describe(b)})
     return {"checked": checked, "not_checked": missing, "points": points}
-
-
-def confounded(block: Mapping[str, Any] | None, arm: str, concurrency: int, variant: str = "") -> str | None:
-    """Why a point's comparison is confounded, or None (not confounded, or not compared)."""
-    return Conditions.from_dict(block or {}).confounded(arm, concurrency, variant)  # the one reading: the record's

@@ -24,7 +24,6 @@ from typing import Any
 
 from speedbench.metrics.cells import num
 from speedbench.metrics.headline import headline, headline_clock
-from speedbench.metrics.stored_blocks import Controls
 
 SELF_DRAFT, UNTRAINED, AA = "self_draft", "untrained", "aa"
 # The A/A control's family level: its intervals hold all at once with this probability, so
@@ -105,8 +104,3 @@ def controls_block(scenario: Mapping[str, Any], rows: Sequence[Any], floor: Sequ
     note = "" if present else ("no controls: nothing in this run checks that its figures are possible (add a "
                                "self-draft arm, an arm with control: untrained, or aa_check: true)")
     return {"present": present, "failed": failed, "note": note}
-
-
-def failed_lines(block: Mapping[str, Any] | None) -> list[str]:
-    """Each failed control's reason, for the report and the gate."""
-    return Controls.from_dict(block or {}).failed_lines()  # the one reading: the record's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from speedbench.metrics import conditions as cond
+from speedbench.metrics.stored_blocks import Conditions
 from speedbench.records import PointKey
 
 
@@ -23,7 +24,7 @@ def test_a_hog_between_the_arms_confounds_the_comparison():
     block = cond.conditions_block(_rounds(arm_other=1.0), "baseline")
     (e,) = block["points"]
     assert e["confounded"] is True
-    why = cond.confounded(block, "eagle3", 16)
+    why = Conditions.from_dict(block).confounded("eagle3", 16)
     assert why is not None and "left 1.00 CPUs to the engine and client vs 1.98 for the baseline" in why
     assert "baseline: 1.98 of 2 CPUs left by other work (host saturated)" in why
     assert cond.CHECKED_CPU in block["checked"] and cond.NO_GPU in block["not_checked"]
@@ -32,7 +33,7 @@ def test_a_hog_between_the_arms_confounds_the_comparison():
 def test_equal_conditions_are_not_confounded_even_when_busy():
     block = cond.conditions_block(_rounds(arm_other=0.95, base_other=1.0), "baseline")
     assert block["points"][0]["confounded"] is False
-    assert cond.confounded(block, "eagle3", 16) is None
+    assert Conditions.from_dict(block).confounded("eagle3", 16) is None
 
 
 def test_the_threshold_is_a_ratio_of_the_cpus_left():
@@ -76,8 +77,8 @@ def test_rounds_are_pooled_as_the_speedup_pools_them():
     assert cond.conditions_block(_two_rounds((1.0, 0.0), (0.0, 1.0)), "baseline")["points"][0]["confounded"] is False
     (e,) = cond.conditions_block(_two_rounds((1.0, 0.8), (0.0, 0.1)), "baseline")["points"]
     assert e["confounded"] is True and e["rounds"] == 2
-    assert "over 2 rounds" in cond.confounded(cond.conditions_block(_two_rounds((1.0, 0.8), (0.0, 0.1)),
-                                                                    "baseline"), "eagle3", 4)
+    assert "over 2 rounds" in Conditions.from_dict(cond.conditions_block(_two_rounds((1.0, 0.8), (0.0, 0.1)),
+                                                                    "baseline")).confounded("eagle3", 4)
 
 
 def test_a_failed_round_is_not_pooled_and_a_missing_baseline_is_named():

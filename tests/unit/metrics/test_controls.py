@@ -8,6 +8,7 @@ import copy
 from tests.helpers.runfactory import DEFAULT_ARMS, make_run
 
 from speedbench.metrics import controls
+from speedbench.metrics.stored_blocks import Controls
 from speedbench.report.gate import evaluate_gates, exit_code
 from speedbench.report.headlines import arm_headlines
 from speedbench.report.header import noise_lines
@@ -32,7 +33,7 @@ def _run(tmp_path, self_speedup: float, untrained: float = 0.7, floor=None):
 
 def test_a_self_draft_faster_than_the_target_fails_the_controls(tmp_path):
     run = _run(tmp_path, self_speedup=2.55)
-    failed = controls.failed_lines(run.summary["controls"])
+    failed = Controls.from_dict(run.summary["controls"]).failed_lines()
     assert len(failed) == 3 and all("self-draft self-draft at c=" in f for f in failed)
     assert "cannot make it faster" in failed[0]
     results = evaluate_gates(run, [GateSpec(metric="error_rate", max=0.0)])
