@@ -10,7 +10,7 @@ from typing import Any
 
 from speedbench.metrics.cells import num
 from speedbench.metrics.stored import PromptRow
-from speedbench.metrics.registry import (BY_KEY, DEFAULT_PERCENTILES, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
+from speedbench.metrics.registry import (BY_KEY, LATENCY_LABELS, LATENCY_METRICS, SummaryRow,
                                          percentile_tag)
 from speedbench.metrics.registry import label as metric_label
 from speedbench.records import PointKey, rate_label
@@ -91,20 +91,12 @@ def position_rows(curves: dict[tuple[str, str], tuple[list[float], list[float]]]
 # Latency distributions (metrics.registry.LATENCY): one row per point and metric.
 
 
-def run_percentiles(run: Run) -> list[float]:
-    """The percentiles a run's rows carry: summary.json's list, else the scenario's, else the default."""
-    for source in (run.percentiles, run.stored_scenario.percentiles):
-        if isinstance(source, list) and source:
-            return [float(p) for p in source]
-    return list(DEFAULT_PERCENTILES)
-
-
 def latency_table(run: Run) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: arm, c, metric, mean, std, then each percentile (ms).
 
     A run summarised before the latency block existed has none of these keys; it then
     yields no rows rather than a table of dashes."""
-    pcts = run_percentiles(run)
+    pcts = run.percentiles
     tags = [percentile_tag(p) for p in pcts]
     headers = ["arm", "c", "metric (ms)", "mean", "std"] + [t.replace("_", ".") for t in tags]
     rows = []

@@ -186,7 +186,7 @@ def vllm_results(run: "Run", counters: Counters) -> dict[PointKey, dict[str, Any
     saved = run.stored_scenario
     workload = saved.workload or StoredWorkload()
     model = str(saved.server.model or "")
-    percentiles = run.percentiles or saved.percentiles or [50, 90, 95, 99]
+    percentiles = run.percentiles
     date = (run.created_utc or "").replace("-", "").replace(":", "")[:15].replace("T", "-")
     by_point = _point_records(run)
     out: dict[PointKey, dict[str, Any]] = {}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from speedbench.client.scrape import SpecCounters
 from speedbench.errors import UsageError
 from speedbench.metrics.headline import category_headline, with_headline
-from speedbench.metrics.registry import SummaryRow
+from speedbench.metrics.registry import DEFAULT_PERCENTILES, SummaryRow
 from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry, StoredRow
 from speedbench.metrics.stored_outputs import OutputsBlock, OutputsEntry
 from speedbench.metrics.stored_blocks import ArmCost, BaselineSource, Conditions, Controls, Reference
@@ -145,9 +145,12 @@ class Run:
 
     @property
     def percentiles(self) -> list[float]:
-        """summary.json's ``percentiles`` ([] when it has none)."""
-        stored = self.summary.get("percentiles")
-        return [float(p) for p in stored] if isinstance(stored, list) else []
+        """The percentiles the run's rows carry: summary.json's list, else the saved
+        scenario's, else the default (a folder from before either was saved)."""
+        for source in (self.summary.get("percentiles"), self.stored_scenario.percentiles):
+            if isinstance(source, list) and source:
+                return [float(p) for p in source]
+        return list(DEFAULT_PERCENTILES)
 
     def _table(self, key: str, kind: type[_ROW]) -> list[_ROW]:
         entries = self.summary.get(key) if isinstance(self.summary, dict) else None
