@@ -48,7 +48,7 @@ def the_run(out: Path) -> Path:
     return runs[0]
 
 
-def test_wrong_client_key_fails_within_10_s_of_vllm_answering(vllm_slot, tmp_path):
+def test_wrong_client_key_fails_at_vllms_first_answer(vllm_slot, tmp_path):
     """The client's key comes from server.api_key_env (it wins over the server's own key)."""
     tag = uuid.uuid4().hex
     out = tmp_path / "out"
@@ -69,6 +69,10 @@ def test_wrong_client_key_fails_within_10_s_of_vllm_answering(vllm_slot, tmp_pat
     assert proc.returncode == 1, output
     assert t_up is not None, "vLLM never logged 'Application startup complete'"
     print(f"wrong key: stopped {t_end - t_up:.1f} s after vLLM started answering")
-    assert t_end - t_up < 10, f"{t_end - t_up:.1f} s after vLLM answered"
+    # the readiness wait ends at the first 401 (a poll every second); what follows is the
+    # server's stop, which may take its whole shutdown grace (20 s) and the kill's 10 s on a
+    # loaded host. The fault this exists for is waiting out ready_timeout_s (400 s).
+    assert t_end - t_up < 10 + 20 + 10, f"{t_end - t_up:.1f} s after vLLM answered"
+    assert "not ready after" not in output
     assert "401 Unauthorized" in output and "rejects the API key" in output and "fix:" in output
     assert KEY not in output and WRONG not in output

@@ -34,7 +34,9 @@ def test_a_screening_matrix_starts_one_server_per_checkpoint_then_runs_the_promo
     assert full["load"]["mode"] == "concurrency" and full["screening"] == []
     assert {r["concurrency"] for r in full["rows"]} == {1, 4}
     spec = [r for r in full["rows"] if r["arm"] == "eagle3"]
-    assert all(r["speedup_mean"] > 1 for r in spec)  # measured this time
+    for r in spec:  # measured this time; a point whose requests a stall made bursts says so instead
+        assert r["speedup_mean"] > 1 if r["speedup_pairs"] else \
+            any(w.startswith("no client-side speedup") for w in r["warnings"]), r
     # c2 and c4 beat c3; the best 1 of them is c2
     prov = json.loads((runs[4] / "provenance.json").read_text())
     assert "/ckpt/c2@" in prov["eagle3"]["speculative_config"]["model"]

@@ -28,6 +28,7 @@ def daemon():
     Path({done_file!r}).write_text("torn down")
 
 def test_waits(daemon):
+    Path({running_file!r}).write_text("running")
     time.sleep(600)
 '''
 
@@ -41,9 +42,10 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigterm_tears_down_session_fixtures(tmp_path):
-    pid_file, done_file = tmp_path / "daemon.pid", tmp_path / "done"
+    pid_file, done_file, running_file = tmp_path / "daemon.pid", tmp_path / "done", tmp_path / "running"
     test_file = tmp_path / "test_child.py"
-    test_file.write_text(CHILD_TEST.format(pid_file=str(pid_file), done_file=str(done_file)))
+    test_file.write_text(CHILD_TEST.format(pid_file=str(pid_file), done_file=str(done_file),
+                                           running_file=str(running_file)))
     # -p tests.conftest loads the project's conftest for a test outside tests/
     child = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:randomly",
                               "-p", "no:cacheprovider", str(test_file)], cwd=REPO,
@@ -51,10 +53,12 @@ def test_sigterm_tears_down_session_fixtures(tmp_path):
     daemon_pid = None
     try:
         deadline = time.monotonic() + 120  # a loaded host can take long to start pytest
-        while daemon_pid is None and time.monotonic() < deadline and child.poll() is None:
-            if pid_file.exists() and pid_file.read_text():
-                daemon_pid = int(pid_file.read_text())
+        # signal once the test body runs: the fixture's file is written before pytest has
+        # registered its teardown, and a signal in that gap would have nothing to run
+        while not running_file.exists() and time.monotonic() < deadline and child.poll() is None:
             time.sleep(0.1)
+        if pid_file.exists() and pid_file.read_text():
+            daemon_pid = int(pid_file.read_text())
         assert daemon_pid is not None, f"the child session never started its fixture:\n{child.communicate()[0]}"
         child.send_signal(signal.SIGTERM)
         out, _ = child.communicate(timeout=60)
