@@ -12,6 +12,7 @@ from speedbench.commands.run import print_plan
 from speedbench.errors import UsageError
 from speedbench.run.plan import build_plan
 from speedbench.scenario import load_scenario
+from speedbench.workload import count_prompts
 
 HELP = """\
 Calibrate the speedup model of one speculative arm's system (engine, target, draft
@@ -71,7 +72,8 @@ def run(args) -> int:
                            model=args.model, source=args.source)
     folder = Path(args.output)
     if args.dry_run:
-        print_plan(build_plan(measured_scenario(req)), console)
+        measured = measured_scenario(req)
+        print_plan(build_plan(measured, n_prompts=count_prompts(measured.workload)), console)
         return 0
     if args.from_run:
         path, curves = store_from_run(Path(args.from_run), req, measured_scenario(req), folder)

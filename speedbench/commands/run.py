@@ -18,6 +18,7 @@ from speedbench.run.cost import describe, estimate
 from speedbench.run.plan import (PORT_AT_START, ArmPlan, Plan, build_plan, display_argv, display_env,
                                  port_chosen_at_start, shell_line)
 from speedbench.scenario import EXACT_LENGTH_KEY, Scenario, load_scenario, select_arms
+from speedbench.workload import count_prompts
 
 HELP = """\
 Run a scenario. For every arm speedbench starts one vLLM server (or uses the arm's
@@ -172,7 +173,8 @@ def run(args) -> int:
         sc = sc.model_copy(update={"executor": sc.executor.model_copy(update={"kind": args.executor})})
     executor = executor_for(sc.executor.kind)
     if args.dry_run:
-        print_plan(build_plan(sc, overrides=args.overrides), console, Path(args.output))
+        plan = build_plan(sc, overrides=args.overrides, n_prompts=count_prompts(sc.workload))
+        print_plan(plan, console, Path(args.output))
         executor.plan(sc, Path(args.output), console, skip_doctor=args.skip_doctor)
         return 0
     return executor.submit(sc, Path(args.output), console, overrides=args.overrides,

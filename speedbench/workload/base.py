@@ -45,6 +45,8 @@ class Source:
 
     name = ""
     takes_configs = False  # only SPEED-Bench has configs a variant may pick
+    # its rows are one local file read without a tokenizer: a dry-run may count them
+    counts_cheaply = False
 
     def read(self, spec: WorkloadSpec, config: str, *, base_dir: Path | None, variant: VariantSpec | None,
              tokenizer: Any) -> tuple[list[Prompt], list[str]]:

@@ -77,6 +77,7 @@ def _row_to_prompt(row: dict[str, Any], path: Path) -> Prompt:
 
 class JsonlSource(Source):
     name = "jsonl"
+    counts_cheaply = True
 
     def read(self, spec: WorkloadSpec, config: str, *, base_dir: Path | None, variant: VariantSpec | None,
              tokenizer: Any) -> tuple[list[Prompt], list[str]]:

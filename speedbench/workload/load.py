@@ -47,3 +47,15 @@ def load_workload(
     cap = spec.num_prompts or source_of(spec).default_cap(spec, len(pool))
     warmup, measured = split_warmup(pool[:cap], spec.warmup, spare=pool[cap:])
     return Workload(measured=measured, warmup=warmup, warnings=tuple(notes))
+
+
+def count_prompts(spec: WorkloadSpec) -> int | None:
+    """The measured prompts per point, loaded as a run loads them, where that is one local
+    file's read (the sample, a JSONL file). None for a source that would need a tokenizer
+    or a dataset, and for one that fails to load: the run's own loading says why."""
+    if not source_of(spec).counts_cheaply:
+        return None
+    try:
+        return len(load_workload(spec).measured)
+    except (ScenarioError, OSError):
+        return None

@@ -44,6 +44,7 @@ def load_sample() -> list[Prompt]:
 
 class SampleSource(Source):
     name = "sample"
+    counts_cheaply = True
 
     def read(self, spec: WorkloadSpec, config: str, *, base_dir: Path | None, variant: VariantSpec | None,
              tokenizer: Any) -> tuple[list[Prompt], list[str]]:

@@ -86,3 +86,19 @@ def test_dry_run_ports_are_chosen_at_start_unless_pinned(capsys, tmp_path):
     assert main(["run", scenario, "--dry-run", "-o", str(tmp_path), "--set", "server.port=8123"]) == 0
     out = capsys.readouterr().out
     assert "--port 8123" in out and "chosen at start" not in out
+
+
+def test_dry_run_counts_a_local_files_prompts_when_num_prompts_is_unset(capsys, tmp_path):
+    """Loaded as the run loads them (the file's coding rows, 2 of them warmup), not '0 prompts'."""
+    from speedbench.workload import count_prompts, load_workload
+
+    sc = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml", ["workload.num_prompts=null"])
+    n = len(load_workload(sc.workload).measured)
+    assert count_prompts(sc.workload) == n and n > 16
+    assert main(["run", str(ROOT / "scenarios" / "cpu_tiny.yaml"), "--dry-run", "-o", str(tmp_path),
+                 "--set", "workload.num_prompts=null"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{n} prompts per point;" in out and "unknown until the data is loaded" not in out
+    # a source that needs more than a file's read is left to the run
+    random = load_scenario(ROOT / "scenarios" / "cpu_tiny.yaml", ["workload.source=random"])
+    assert count_prompts(random.workload) is None

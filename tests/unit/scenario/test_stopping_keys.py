@@ -7,7 +7,8 @@ import yaml
 
 from speedbench.cli import main
 from speedbench.errors import ScenarioError
-from speedbench.scenario import validate_data
+from speedbench.scenario import load_scenario, validate_data
+from speedbench.workload import count_prompts
 
 BASE = {"name": "t", "server": {"model": "m"}, "arms": [{"name": "base"}, {
     "name": "spec", "speculative_config": {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}}]}
@@ -48,5 +49,11 @@ def test_dry_run_names_the_looks_and_the_reuse(tmp_path, capsys):
                                     "baseline_from": {"results": "results/", "max_age_days": 3}}))
     assert main(["run", str(path), "--dry-run"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "looks at [16, 32, 64, 100] prompts, each interval at level 0.9875" in out
+    # the looks a run makes over the sample's prompts (fewer than max_prompts), as the run
+    # itself schedules them (stopping/point.py), at the level for that many looks
+    n = count_prompts(load_scenario(path).workload)
+    assert n is not None and 32 < n < 64
+    assert f"looks at [16, 32, {n}] prompts, each interval at level {1 - 0.05 / 3:.4f}" in out
+    assert main(["run", str(path), "--dry-run", "--set", "stop.max_prompts=40"]) == 0  # max_prompts caps them
+    assert "looks at [16, 32, 40] prompts" in " ".join(capsys.readouterr().out.split())
     assert "reused from results/ when a matching run at most 3 days old passes a canary" in out
