@@ -74,7 +74,10 @@ def spec_server():
         yield s
 
 
-def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
+def _reuse_attempt(tmp_path: Path, spec_server) -> tuple[dict, dict, int, dict, dict]:
+    """A measured run, then the same scenario with ``baseline_from`` against the same
+    unchanged baseline server: (first, second, canary requests, spec truth, base truth)."""
+    tmp_path.mkdir(parents=True)
     with FakeProcess(BASE) as base:
         first = _run(tmp_path, base.base_url, spec_server.base_url)
         assert first["baseline_source"] == {"reused": False}  # no baseline_from: measured, nothing said
@@ -91,13 +94,31 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
         canary = _prompt_requests(base) - full
         spec_tps = {c: _emitted_tps(spec_server, spec_before + i * N_PROMPTS) for i, c in enumerate(CONCURRENCY)}
         base_tps = {c: _emitted_tps(base, i * N_PROMPTS) for i, c in enumerate(CONCURRENCY)}
+    return first, second, canary, spec_tps, base_tps
+
+
+def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
+    folder = tmp_path / "a0"
+    first, second, canary, spec_tps, base_tps = _reuse_attempt(folder, spec_server)
+    src = second["baseline_source"]
+    if not src["reused"]:
+        # A loaded host can slow the fake baseline itself, or the client, past the tolerance
+        # for one canary (a fresh clone's suite at load 4 once read the unchanged server
+        # more than 50% off): the product then rightly measures again, and says which
+        # ratio failed (none where every canary request was a burst). A canary that never
+        # passes fails twice; one attempt more, in a fresh folder, on a fresh baseline server.
+        assert [c for c in src["canary"]
+                if not c["ok"] and (c["ratio"] is None or abs(c["ratio"] - 1) > c["tolerance"])], src
+        print(f"canary failed on the unchanged server: {src['canary']}; measuring once more")
+        folder = tmp_path / "a1"
+        first, second, canary, spec_tps, base_tps = _reuse_attempt(folder, spec_server)
     src = second["baseline_source"]
     assert src["reused"] is True and src["run_id"] == first["run_id"], src
     assert 0 <= src["age_days"] < 0.1 and src["measured_utc"] == first["created_utc"]
     assert [c["concurrency"] for c in src["canary"]] == CONCURRENCY and all(c["ok"] for c in src["canary"])
     assert all(abs(c["ratio"] - 1) <= 0.5 and c["tolerance_source"] == "default tolerance" for c in src["canary"])
     assert canary == 4 + 4  # max(canary_prompts, c) at each concurrency, nothing more
-    report = (tmp_path / "out" / "reuse" / second["run_id"] / "report.md").read_text()
+    report = (folder / "out" / "reuse" / second["run_id"] / "report.md").read_text()
     assert f"Baseline reused from run {first['run_id']}" in report and "days before this run" in report
     rows1 = {(r["arm"], r["concurrency"]): r for r in first["rows"]}
     rows2 = {(r["arm"], r["concurrency"]): r for r in second["rows"]}
@@ -112,7 +133,7 @@ def test_a_matching_baseline_is_reused_after_its_canary(tmp_path, spec_server):
         # within 15% beyond what the client's own lag can move it (9-token outputs: short
         # windows, so a busy host's lag is a large share of them)
         # each point's truth: the second run's spec over the first run's (reused) baseline
-        truth = _true_speedup(tmp_path / "out" / "reuse" / second["run_id"], c, spec_tps[c], base_tps[c])
+        truth = _true_speedup(folder / "out" / "reuse" / second["run_id"], c, spec_tps[c], base_tps[c])
         sp = rows2[("spec", c)]
         assert lag_miss(sp, truth) < 0.15, (sp, truth)  # nominal 2.67
 
