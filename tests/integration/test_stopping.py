@@ -127,14 +127,17 @@ def test_a_speculative_point_stops_early_and_its_interval_holds_the_truth(tmp_pa
     assert [t[-3:] for t in sent_base[:10]] != [f"r {i}"[-3:] for i in range(10)]  # seeded, not the file's order
 
 
-def test_stopping_pairs_with_a_reused_baseline(tmp_path):
-    """The second run reuses the first run's baseline (its canary: the first prompts of the
-    seeded order) and its speculative arm stops against the copied baseline records."""
+STOP_REUSED = {"speedup_ci_halfwidth": 0.05, "min_prompts": 16, "max_prompts": 64, "seed": 5}
+
+
+def _reused_attempt(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """A run, then the same scenario reusing its baseline: both run folders, and the
+    prompts the baseline fake was sent over both."""
+    tmp_path.mkdir(parents=True)
     base_cfg = FakeConfig(t_step_s=T_BASE, output_tokens=17, tps_noise=0.01, noise_seed=1)
     spec_cfg = FakeConfig(t_step_s=T_SPEC, output_tokens=17, k=K, tps_noise=0.01, noise_seed=2)
-    stop = {"speedup_ci_halfwidth": 0.05, "min_prompts": 16, "max_prompts": 64, "seed": 5}
     with FakeProcess(base_cfg) as base, FakeProcess(spec_cfg) as spec:
-        path = _scenario(tmp_path, base.base_url, spec.base_url, stop)
+        path = _scenario(tmp_path, base.base_url, spec.base_url, STOP_REUSED)
         assert main(["run", str(path), "-o", str(tmp_path / "out"), "--skip-doctor"]) == 0
         data = yaml.safe_load(path.read_text())
         # The same fake twice, so the canary's true ratio is 1.0; its tolerance is wide
@@ -146,6 +149,22 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
         sent_base = [prompt_text(e.body) for e in base.log()
                      if e.body.get("stream") and "question" in prompt_text(e.body)]
     first, second = sorted((tmp_path / "out" / "stop").iterdir())
+    return first, second, sent_base
+
+
+def test_stopping_pairs_with_a_reused_baseline(tmp_path):
+    """The second run reuses the first run's baseline (its canary: the first prompts of the
+    seeded order) and its speculative arm stops against the copied baseline records."""
+    stop = STOP_REUSED
+    first, second, sent_base = _reused_attempt(tmp_path / "a0")
+    src = json.loads((second / "summary.json").read_text())["baseline_source"]
+    if not src["reused"]:
+        # a loaded host starved the fake baseline in the canary (its own clock read it more
+        # than 50% off, as in test_baseline_reuse): the product rightly measured again. A
+        # canary that never passes fails twice; once more, in a fresh folder on fresh fakes.
+        assert [c for c in src["canary"] if not c["ok"]], src
+        print(f"canary failed on the unchanged server: {src['canary']}; measuring once more")
+        first, second, sent_base = _reused_attempt(tmp_path / "a1")
     summary = json.loads((second / "summary.json").read_text())
     src = summary["baseline_source"]
     assert src["reused"] is True and src["run_id"] == first.name, src
