@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from tests.helpers.trust import assert_run_ok_or_controls_failed
 from tests.helpers.cli_runs import fake_local, scenario, write_prompts, write_yaml
 from tests.integration.test_reliability import out_of, sb, the_run
 from tests.helpers.simulate import aa_point
@@ -34,8 +35,10 @@ def rounds_run(tmp_path_factory):
                   concurrency=[1, 2], repeats=2, aa_check=True)
     path = write_yaml(tmp / "noise.yaml", sc)
     res = sb(["run", str(path), "-o", str(tmp / "out"), "--skip-doctor"], tag="noise", cwd=tmp, timeout=300)
-    assert res.returncode == 0, out_of(res)
     run = the_run(tmp / "out")
+    # the A/A twin runs at other times than its baseline: a host whose load moved the same
+    # way in both rounds can fail that control, and the run then rightly exits 1, saying so
+    assert_run_ok_or_controls_failed(res, run)
     return run, json.loads((run / "summary.json").read_text()), out_of(res)
 
 
