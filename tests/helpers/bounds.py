@@ -12,7 +12,10 @@ than assume a quiet machine:
   starved of the CPU can emit a whole request at once, whose "true" TPS is then huge;
 - a client-side figure is off the truth by up to what the client's own lag can move it
   (``tps_lag_low`` / ``tps_lag_high`` per request, ``speedup_lag_bound`` per row), so an
-  accuracy budget holds outside that range, not from the reading itself (``miss``).
+  accuracy budget holds outside that range, not from the reading itself (``miss``);
+- a reused baseline's canary reads the server again at another time than the earlier
+  run: a starved fake reads slower, and the product then rightly measures the baseline
+  again (``failed_canary``).
 """
 
 from __future__ import annotations
@@ -64,3 +67,16 @@ def lag_miss(row: dict, truth: float) -> float:
         return 0.0
     b = b if b is not None and math.isfinite(b) else 0.0
     return miss(est * (1.0 - b), est * (1.0 + b), truth)
+
+
+def failed_canary(source: dict) -> str:
+    """Why summary.json's ``baseline_source`` was measured again, "" where it was reused.
+    Each failing canary point must say why: a ratio outside its tolerance, or no ratio
+    (every canary request a burst); a test measures once more on fresh servers then, and
+    a canary that never passes fails twice."""
+    if source["reused"]:
+        return ""
+    failed = [c for c in source["canary"]
+              if not c["ok"] and (c["ratio"] is None or abs(c["ratio"] - 1) > c["tolerance"])]
+    assert failed, source
+    return f"canary failed on the unchanged server: {failed}"

@@ -17,7 +17,7 @@ from speedbench.results import RunDir
 from speedbench.testing import FakeConfig
 from speedbench.testing.hosting import FakeProcess
 from speedbench.testing.script import prompt_text, true_per_user_tps
-from tests.helpers.bounds import client_pairs, high
+from tests.helpers.bounds import client_pairs, failed_canary, high
 
 # baseline: 1 token per 20 ms step; speculative: 4 tokens (3 drafts, all accepted) per 30 ms step.
 # Steps this long keep the event loops' wake-up lag (about a millisecond, always late) to
@@ -157,13 +157,11 @@ def test_stopping_pairs_with_a_reused_baseline(tmp_path):
     seeded order) and its speculative arm stops against the copied baseline records."""
     stop = STOP_REUSED
     first, second, sent_base = _reused_attempt(tmp_path / "a0")
-    src = json.loads((second / "summary.json").read_text())["baseline_source"]
-    if not src["reused"]:
+    why = failed_canary(json.loads((second / "summary.json").read_text())["baseline_source"])
+    if why:
         # a loaded host starved the fake baseline in the canary (its own clock read it more
-        # than 50% off, as in test_baseline_reuse): the product rightly measured again. A
-        # canary that never passes fails twice; once more, in a fresh folder on fresh fakes.
-        assert [c for c in src["canary"] if not c["ok"]], src
-        print(f"canary failed on the unchanged server: {src['canary']}; measuring once more")
+        # than 50% off, as in test_baseline_reuse): once more, in a fresh folder on fresh fakes
+        print(f"{why}; measuring once more")
         first, second, sent_base = _reused_attempt(tmp_path / "a1")
     summary = json.loads((second / "summary.json").read_text())
     src = summary["baseline_source"]
