@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.calibration.fit import Curve
-from speedbench.provenance import Hardware, Provenance
+from speedbench.engine.provenance import Hardware, Provenance
 from speedbench.records import PointKey
 from speedbench.scenario import Scenario
 

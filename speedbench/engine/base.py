@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from speedbench.client.scrape import SpecCounters
 from speedbench.engine.preflight import Check, Context, Facts, Installed
 from speedbench.engine.server_log import Death
-from speedbench.provenance import Provenance
+from speedbench.engine.provenance import Provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
 

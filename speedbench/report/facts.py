@@ -1,6 +1,6 @@
 """Facts about a run that reports print next to the numbers: target and draft models,
 hardware, the engine and its version. From the saved scenario and the arms' provenance
-(speedbench/provenance.py's record, read back by the run's engine)."""
+(speedbench/engine/provenance.py's record, read back by the run's engine)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from speedbench.provenance import Provenance
+from speedbench.engine.provenance import Provenance
 from speedbench.results import Run
 
 

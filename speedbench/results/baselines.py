@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.metrics.stored_blocks import BaselineSource
-from speedbench.provenance import Provenance, ProvenanceReader
+from speedbench.engine.provenance import Provenance, ProvenanceReader
 from speedbench.results.files import run_started
 from speedbench.results.rundir import RunDir
 from speedbench.scenario import Scenario, validate_data

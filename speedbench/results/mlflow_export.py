@@ -35,7 +35,7 @@ from speedbench.metrics.outputs import IDENTICAL, LOSSY, NOT_CHECKED, NUMERICS
 from speedbench.results.profile import profile_dir_name, profile_rows, write_profile
 from speedbench.metrics.registry import SummaryRow
 from speedbench.results.mlflow_uri import artifact_location, check_uri, setup_error, shown
-from speedbench.provenance import Draft
+from speedbench.engine.provenance import Draft
 from speedbench.results.run import Run
 
 RUN_KEY_TAG = "speedbench.run_arm"

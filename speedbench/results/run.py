@@ -15,7 +15,7 @@ from speedbench.metrics.registry import DEFAULT_PERCENTILES, SummaryRow
 from speedbench.metrics.stored import CategoryRow, NoiseFloorEntry, ScreenEntry, StopEntry, StoredRow
 from speedbench.metrics.stored_outputs import OutputsBlock, OutputsEntry
 from speedbench.metrics.stored_blocks import ArmCost, BaselineSource, Conditions, Controls, Reference
-from speedbench.provenance import Provenance, ProvenanceReader
+from speedbench.engine.provenance import Provenance, ProvenanceReader
 from speedbench.records import PointKey, RequestRecord
 from speedbench.results.files import run_started
 from speedbench.results.rounds import PointRound

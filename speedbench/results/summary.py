@@ -24,7 +24,7 @@ from speedbench.metrics.table import Requests
 from speedbench.stopping.summary import stopping_rows
 from speedbench.calibration import screen as calib_screen
 from speedbench.calibration import store as calib_store
-from speedbench.provenance import Hardware, Provenance
+from speedbench.engine.provenance import Hardware, Provenance
 from speedbench.records import PointKey
 from speedbench.results.output_summary import outputs_block
 from speedbench.results.files import atomic_write, run_started

@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 
-from speedbench.provenance import Provenance
+from speedbench.engine.provenance import Provenance
 from speedbench.engine import Server, expected_model, make_server
 from speedbench.errors import OutputError, ServerError
 from speedbench.run.plan import ArmPlan

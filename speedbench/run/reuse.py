@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.provenance import Provenance
+from speedbench.engine.provenance import Provenance
 from speedbench.engine import Server
 from speedbench.loadgen import Target, measure, run_async
 from speedbench.stopping.schedule import prompt_order

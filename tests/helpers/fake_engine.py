@@ -18,7 +18,7 @@ from typing import Any
 from speedbench.client.scrape import SpecCounters, counters_of, parse_prometheus, scrape
 from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Check, Context, Facts, Installed
-from speedbench.provenance import Provenance
+from speedbench.engine.provenance import Provenance
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.scenario import ArmSpec, Scenario
 

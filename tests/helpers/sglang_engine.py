@@ -26,7 +26,7 @@ from typing import Any
 from speedbench.client.scrape import SpecCounters, counters_of, parse_prometheus, scrape
 from speedbench.engine.base import CheckFn, LaunchSpec, flag_value
 from speedbench.engine.preflight import Check, Context, Facts, Installed, collapse
-from speedbench.provenance import Draft, Provenance
+from speedbench.engine.provenance import Draft, Provenance
 from speedbench.records import RequestRecord, SpecStats
 from speedbench.scenario import ArmSpec, Scenario
 from speedbench.secrets import redact_argv, secret_values

@@ -4,7 +4,7 @@
 - payload.py     the per-request fields and stream: return_token_ids, ignore_eos, engine timing, spec stats
 - prometheus.py  its Prometheus counter names, one scrape -> spec-decode totals
 - provenance.py  vLLM version, argv, env (redacted), draft config + EAGLE version, hardware
-- record.py      provenance.json's vLLM entry read as the typed record (speedbench/provenance.py)
+- record.py      provenance.json's vLLM entry read as the typed record (speedbench/engine/provenance.py)
 - checks.py      the doctor's vLLM checks (build, features, server args)
 - drafts.py      the doctor's draft checks (EAGLE version from config.json, what it needs)
 - host_checks.py the doctor's hardware rules: the CPU attention kernel (AMX fault), NVFP4 on the GPUs
@@ -25,7 +25,7 @@ from speedbench.engine.base import CheckFn, LaunchSpec
 from speedbench.engine.preflight import Facts, Installed
 from speedbench.engine.vllm import (checks, command, drafts, host_checks, logprobs, payload, prometheus, provenance,
                                    record)
-from speedbench.provenance import Provenance
+from speedbench.engine.provenance import Provenance
 from speedbench.records import RequestRecord
 from speedbench.scenario import ArmSpec, Scenario
 

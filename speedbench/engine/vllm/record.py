@@ -1,4 +1,4 @@
-"""vLLM's provenance.json entry read as the typed record (speedbench/provenance.py).
+"""vLLM's provenance.json entry read as the typed record (speedbench/engine/provenance.py).
 
 The entry keeps vLLM's shape on disk (``vllm_version``, ``num_speculative_tokens``,
 ``cpu_attention``), so new run folders write the same bytes as old ones, and every older
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from speedbench.provenance import Draft, Provenance
+from speedbench.engine.provenance import Draft, Provenance
 
 NAME, LABEL = "vllm", "vLLM"
 # What only vLLM's entry holds: read here, handed on in Provenance.engine_part.

@@ -1,4 +1,4 @@
-"""Provenance is a typed record (speedbench/provenance.py): vLLM fills it in, and reads its
+"""Provenance is a typed record (speedbench/engine/provenance.py): vLLM fills it in, and reads its
 own provenance.json entries back, old run folders' included, keeping their exact bytes."""
 
 from __future__ import annotations
